@@ -1,0 +1,11 @@
+# The commands of the README.
+.PHONY: test deps
+
+# Every test, against the real emulators (started by the tests themselves).
+test: deps
+	gofmt -l . | (! grep .) || (echo "gofmt needed on the files above" >&2; exit 1)
+	go vet ./...
+	go test -race -count=1 -timeout 20m ./...
+
+deps:
+	@./scripts/deps.sh

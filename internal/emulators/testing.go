@@ -1,0 +1,61 @@
+package emulators
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+
+	"cloud.google.com/go/firestore"
+	gonanoid "github.com/matoous/go-nanoid/v2"
+)
+
+// RunTests is the body of a package's TestMain: it starts the emulators,
+// runs the tests and stops the emulators again, whatever the tests did.
+//
+//	func TestMain(m *testing.M) { os.Exit(emulators.RunTests(m, emulators.Firestore)) }
+func RunTests(m *testing.M, kinds ...Kind) int {
+	r, err := Start(context.Background(), kinds...)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	defer r.Stop()
+	return m.Run()
+}
+
+// ProjectID returns a fresh project ID: the emulator keeps each project's
+// data apart, so a test that uses its own project sees only its own documents.
+func ProjectID(tb testing.TB) string {
+	tb.Helper()
+	id, err := gonanoid.Generate("abcdefghijklmnopqrstuvwxyz0123456789", 12)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return "demo-" + id
+}
+
+// NewFirestore returns an admin client (rules do not apply to it) for a
+// fresh project of the running Firestore emulator, closed when tb ends.
+func NewFirestore(tb testing.TB) *firestore.Client {
+	tb.Helper()
+	return NewFirestoreFor(tb, ProjectID(tb))
+}
+
+// NewFirestoreFor is NewFirestore for a given project ID.
+func NewFirestoreFor(tb testing.TB, projectID string) *firestore.Client {
+	tb.Helper()
+	if os.Getenv("FIRESTORE_EMULATOR_HOST") == "" {
+		tb.Fatal("FIRESTORE_EMULATOR_HOST is not set: call emulators.RunTests from TestMain")
+	}
+	if !strings.HasPrefix(projectID, "demo-") {
+		tb.Fatalf("project %q: test projects start with demo- so nothing can reach a real project", projectID)
+	}
+	c, err := firestore.NewClient(context.Background(), projectID)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { c.Close() })
+	return c
+}

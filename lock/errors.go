@@ -1,0 +1,66 @@
+package lock
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Sentinel errors; branch on them with errors.Is.
+var (
+	// ErrHeld: another owner holds a live lease on the key. The error is a
+	// *HeldError naming the holders and when their leases end.
+	ErrHeld = errors.New("lock: held by another owner")
+	// ErrNotHeld: the caller's lease is gone (released, taken over after it
+	// ended, or deleted) or has too little time left for a guarded write.
+	ErrNotHeld = errors.New("lock: lease not held")
+	// ErrInvalidKey: a key cannot name a lock document; nothing was written.
+	ErrInvalidKey = errors.New("lock: invalid key")
+)
+
+// Holder is a live lease of another owner, as Firestore saw it.
+type Holder struct {
+	Key   string
+	Owner string
+	// Until is the server time at which the lease ends unless renewed
+	// (renewedAt + leaseSeconds).
+	Until time.Time
+	// Remaining is Until minus the read time of the snapshot: how long the
+	// lease had to run, measured on Firestore's clock alone.
+	Remaining time.Duration
+}
+
+// HeldError reports the keys held by other owners. errors.Is(err, ErrHeld) holds.
+type HeldError struct {
+	Holders []Holder // at least one, in key order
+}
+
+func (e *HeldError) Error() string {
+	parts := make([]string, len(e.Holders))
+	for i, h := range e.Holders {
+		parts[i] = fmt.Sprintf("%q by %s until %s", h.Key, h.Owner, h.Until.UTC().Format(time.RFC3339Nano))
+	}
+	return "lock: held by another owner: " + strings.Join(parts, ", ")
+}
+
+// Is makes errors.Is(err, ErrHeld) true.
+func (e *HeldError) Is(target error) bool { return target == ErrHeld }
+
+// Keys lists the held keys.
+func (e *HeldError) Keys() []string {
+	keys := make([]string, len(e.Holders))
+	for i, h := range e.Holders {
+		keys[i] = h.Key
+	}
+	return keys
+}
+
+// maxRemaining is the longest time any holder still has.
+func (e *HeldError) maxRemaining() time.Duration {
+	var d time.Duration
+	for _, h := range e.Holders {
+		d = max(d, h.Remaining)
+	}
+	return d
+}

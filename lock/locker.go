@@ -1,0 +1,491 @@
+package lock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"cloud.google.com/go/firestore"
+	vkit "cloud.google.com/go/firestore/apiv1"
+	pb "cloud.google.com/go/firestore/apiv1/firestorepb"
+	gonanoid "github.com/matoous/go-nanoid/v2"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+// Field names of a lease document (CONTRACT §1). Clients and rules use the same.
+const (
+	FieldOwner        = "owner"
+	FieldAcquiredAt   = "acquiredAt"
+	FieldRenewedAt    = "renewedAt"
+	FieldLeaseSeconds = "leaseSeconds"
+	FieldExpireAt     = "expireAt"
+)
+
+// Limits and defaults.
+const (
+	DefaultLeaseDuration = 30 * time.Second
+	MaxLeaseDuration     = time.Hour
+	// DefaultTTLMargin is how long after the lease end expireAt lies, so a
+	// Firestore TTL policy only ever collects documents long dead.
+	DefaultTTLMargin = 24 * time.Hour
+	// MaxKeys is the most keys one TryAcquireAll takes: one atomic commit
+	// holds at most 500 writes.
+	MaxKeys = 500
+	// maxRounds bounds the read-then-write rounds of one try under churn.
+	maxRounds = 4
+)
+
+// Locker grants leases on documents of one collection to one owner.
+// It is safe for concurrent use.
+type Locker struct {
+	client    *firestore.Client
+	coll      *firestore.CollectionRef
+	owner     string
+	lease     time.Duration
+	ttlMargin time.Duration
+	backoff   backoff
+	raw       *vkit.Client // grants and renewals: see commit.go
+}
+
+// Option configures a Locker.
+type Option func(*Locker) error
+
+// WithOwner sets the owner ID written into leases. The default is a fresh
+// nanoid execution ID per Locker; two Lockers with the same owner share
+// their leases (reentrancy).
+func WithOwner(id string) Option {
+	return func(l *Locker) error {
+		if id == "" {
+			return errors.New("lock: empty owner")
+		}
+		l.owner = id
+		return nil
+	}
+}
+
+// WithLeaseDuration sets the lease length: whole seconds from 1s to 1h.
+func WithLeaseDuration(d time.Duration) Option {
+	return func(l *Locker) error {
+		if d < time.Second || d > MaxLeaseDuration || d%time.Second != 0 {
+			return fmt.Errorf("lock: lease duration %v: want whole seconds from 1s to %v", d, MaxLeaseDuration)
+		}
+		l.lease = d
+		return nil
+	}
+}
+
+// WithTTLMargin sets how long after the lease end expireAt lies (default 24h).
+func WithTTLMargin(d time.Duration) Option {
+	return func(l *Locker) error {
+		if d < time.Hour {
+			return fmt.Errorf("lock: TTL margin %v: want at least 1h so clock skew cannot collect a live lease", d)
+		}
+		l.ttlMargin = d
+		return nil
+	}
+}
+
+// WithBackoff sets Acquire's waits between tries: full jitter over an
+// exponential series from base, capped at limit.
+func WithBackoff(base, limit time.Duration) Option {
+	return func(l *Locker) error {
+		if base <= 0 || limit < base {
+			return fmt.Errorf("lock: backoff %v..%v: want 0 < base <= limit", base, limit)
+		}
+		l.backoff = backoff{base: base, limit: limit}
+		return nil
+	}
+}
+
+// New returns a Locker for the lease documents of the collection at path
+// (e.g. "locks", or "tenants/t1/locks" for a subcollection).
+func New(client *firestore.Client, path string, opts ...Option) (*Locker, error) {
+	if client == nil {
+		return nil, errors.New("lock: nil client")
+	}
+	coll := client.Collection(path)
+	if coll == nil {
+		return nil, fmt.Errorf("lock: %q is not a collection path", path)
+	}
+	l := &Locker{
+		client:    client,
+		coll:      coll,
+		lease:     DefaultLeaseDuration,
+		ttlMargin: DefaultTTLMargin,
+		backoff:   backoff{base: 10 * time.Millisecond, limit: time.Second},
+	}
+	for _, o := range opts {
+		if err := o(l); err != nil {
+			return nil, err
+		}
+	}
+	raw, err := rawClient(context.Background())
+	if err != nil {
+		return nil, err
+	}
+	l.raw = raw
+	if l.owner == "" {
+		id, err := NewExecutionID()
+		if err != nil {
+			return nil, err
+		}
+		l.owner = id
+	}
+	return l, nil
+}
+
+// NewExecutionID returns a fresh nanoid to identify one execution.
+func NewExecutionID() (string, error) {
+	id, err := gonanoid.New()
+	if err != nil {
+		return "", fmt.Errorf("lock: execution ID: %w", err)
+	}
+	return id, nil
+}
+
+// Owner is the owner ID this Locker writes into its leases.
+func (l *Locker) Owner() string { return l.owner }
+
+// LeaseDuration is the length of the leases this Locker grants.
+func (l *Locker) LeaseDuration() time.Duration { return l.lease }
+
+// Collection is the collection of the lease documents.
+func (l *Locker) Collection() *firestore.CollectionRef { return l.coll }
+
+// AcquireOption configures one acquisition.
+type AcquireOption func(*acquireOptions)
+
+type acquireOptions struct {
+	fields map[string]any
+	check  func(*firestore.DocumentSnapshot) error
+}
+
+// WithFields adds fields to the lease document on grant (besides the §1
+// fields, which they cannot replace). Takeover overwrites them too.
+func WithFields(fields map[string]any) AcquireOption {
+	return func(o *acquireOptions) { o.fields = fields }
+}
+
+// WithCheck calls check with every existing lease document found before
+// deciding on it (live or ended, ours or not). A non-nil error aborts the
+// acquisition with that error and nothing written. Scheduled jobs use it to
+// refuse the takeover of an event that is already done.
+func WithCheck(check func(*firestore.DocumentSnapshot) error) AcquireOption {
+	return func(o *acquireOptions) { o.check = check }
+}
+
+// TryAcquire grants the lease on key or fails at once.
+//
+// A free key costs one RPC: a create that fails if the document exists. A
+// key whose lease has ended (by Firestore's clock: the read time of the
+// snapshot against renewedAt + leaseSeconds) is taken over by an update
+// conditioned on the document's update time, so of two contenders at most
+// one wins. A live lease of this Locker's owner is returned as it is
+// (reentrancy: same token, renewed). A live lease of another owner gives a
+// *HeldError (errors.Is(err, ErrHeld)) saying who holds it and until when.
+func (l *Locker) TryAcquire(ctx context.Context, key string, opts ...AcquireOption) (*Lease, error) {
+	ls, err := l.TryAcquireAll(ctx, []string{key}, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return ls[0], nil
+}
+
+// TryAcquireAll grants leases on all keys or on none (all-or-nothing), in
+// one atomic commit: creates for free keys, conditional updates for ended
+// leases and for this owner's live ones. When every key is free this is one
+// RPC; otherwise one batched read comes first. If another owner holds any
+// key, nothing is written and the *HeldError lists every such key. Keys are
+// validated first (ErrInvalidKey; at most MaxKeys, no duplicates). The
+// leases come back in the order of keys.
+func (l *Locker) TryAcquireAll(ctx context.Context, keys []string, opts ...AcquireOption) (Leases, error) {
+	if err := validateKeys(keys); err != nil {
+		return nil, err
+	}
+	var o acquireOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
+	refs := make([]*firestore.DocumentRef, len(keys))
+	for i, k := range keys {
+		refs[i] = l.coll.Doc(k)
+	}
+
+	// Fast path: every key free, one commit of creates.
+	var lastErr error
+	leases, err := l.commitGrants(ctx, refs, make([]*firestore.DocumentSnapshot, len(refs)), o)
+	if err == nil || !isConflict(err) {
+		return leases, err
+	}
+	for range maxRounds {
+		snaps, err := l.client.GetAll(ctx, refs)
+		if err != nil {
+			return nil, fmt.Errorf("lock: read %d lease documents: %w", len(refs), err)
+		}
+		var held []Holder
+		for i, s := range snaps {
+			if !s.Exists() {
+				snaps[i] = nil
+				continue
+			}
+			if o.check != nil {
+				if err := o.check(s); err != nil {
+					return nil, err
+				}
+			}
+			d := decodeLease(s)
+			if d.live(s.ReadTime) && d.Owner != l.owner {
+				held = append(held, Holder{Key: keys[i], Owner: d.Owner, Until: d.end(), Remaining: d.end().Sub(s.ReadTime)})
+			}
+		}
+		if len(held) > 0 {
+			return nil, &HeldError{Holders: held}
+		}
+		leases, err := l.commitGrants(ctx, refs, snaps, o)
+		if err == nil || !isConflict(err) {
+			return leases, err
+		}
+		lastErr = err // someone changed a document since our read: look again
+	}
+	return nil, fmt.Errorf("lock: %d tries lost to concurrent changes: %w", maxRounds, lastErr)
+}
+
+// commitGrants writes, in one atomic commit, a grant for each ref: a create
+// where snaps[i] is nil, else a write conditioned on the snapshot's update
+// time (a takeover of an ended lease, or a renewal of our own live one).
+func (l *Locker) commitGrants(ctx context.Context, refs []*firestore.DocumentRef, snaps []*firestore.DocumentSnapshot, o acquireOptions) (Leases, error) {
+	writes := make([]*pb.Write, len(refs))
+	renewals := make([]*leaseDoc, len(refs))
+	for i, ref := range refs {
+		var err error
+		switch s := snaps[i]; {
+		case s == nil:
+			writes[i], err = l.grantWrite(ref, o.fields, ifMissing())
+		case decodeLease(s).Owner == l.owner && decodeLease(s).live(s.ReadTime):
+			d := decodeLease(s)
+			renewals[i] = &d
+			writes[i], err = l.renewWrite(ref, ifUpdatedAt(s.UpdateTime))
+		default:
+			writes[i], err = l.grantWrite(ref, o.fields, ifUpdatedAt(s.UpdateTime))
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	sent := time.Now()
+	results, err := l.commit(ctx, writes)
+	if err != nil {
+		return nil, err
+	}
+	leases := make(Leases, len(refs))
+	for i, ref := range refs {
+		r := results[i]
+		if renewals[i] != nil { // reentrant: the live grant, renewed
+			leases[i] = newLease(l, ref, renewals[i].AcquiredAt, r.stamps[0], r.updateTime, sent)
+		} else {
+			leases[i] = newLease(l, ref, r.stamps[0], r.stamps[1], r.updateTime, sent)
+		}
+	}
+	return leases, nil
+}
+
+// grantWrite is the one write that grants a lease (CONTRACT §1): the whole
+// document, replacing whatever an ended lease left, with acquiredAt and
+// renewedAt set to the server's request time.
+func (l *Locker) grantWrite(ref *firestore.DocumentRef, extra map[string]any, pre *pb.Precondition) (*pb.Write, error) {
+	data := make(map[string]any, len(extra)+3)
+	for k, v := range extra {
+		data[k] = v
+	}
+	data[FieldOwner] = l.owner
+	data[FieldLeaseSeconds] = int64(l.lease / time.Second)
+	data[FieldExpireAt] = l.expireAt()
+	delete(data, FieldAcquiredAt)
+	delete(data, FieldRenewedAt)
+	fields, err := encodeFields(data)
+	if err != nil {
+		return nil, err
+	}
+	return &pb.Write{
+		Operation:        &pb.Write_Update{Update: &pb.Document{Name: ref.Path, Fields: fields}},
+		UpdateTransforms: stampNow(FieldAcquiredAt, FieldRenewedAt),
+		CurrentDocument:  pre,
+	}, nil
+}
+
+// renewWrite moves renewedAt to the server's request time; owner and
+// acquiredAt stay as they are.
+func (l *Locker) renewWrite(ref *firestore.DocumentRef, pre *pb.Precondition) (*pb.Write, error) {
+	fields, err := encodeFields(map[string]any{
+		FieldLeaseSeconds: int64(l.lease / time.Second),
+		FieldExpireAt:     l.expireAt(),
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &pb.Write{
+		Operation:        &pb.Write_Update{Update: &pb.Document{Name: ref.Path, Fields: fields}},
+		UpdateMask:       &pb.DocumentMask{FieldPaths: []string{FieldLeaseSeconds, FieldExpireAt}},
+		UpdateTransforms: stampNow(FieldRenewedAt),
+		CurrentDocument:  pre,
+	}, nil
+}
+
+// expireAt is for a TTL policy only. The local clock is fine here: the
+// margin is hours, far beyond any clock skew.
+func (l *Locker) expireAt() time.Time { return time.Now().Add(l.lease + l.ttlMargin) }
+
+// Acquire is TryAcquire that waits while another owner holds the key:
+// capped exponential backoff with full jitter, never longer than the
+// holder's remaining lease, until ctx ends.
+func (l *Locker) Acquire(ctx context.Context, key string, opts ...AcquireOption) (*Lease, error) {
+	ls, err := l.AcquireAll(ctx, []string{key}, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return ls[0], nil
+}
+
+// AcquireAll is TryAcquireAll that waits like Acquire.
+func (l *Locker) AcquireAll(ctx context.Context, keys []string, opts ...AcquireOption) (Leases, error) {
+	for attempt := 0; ; attempt++ {
+		ls, err := l.TryAcquireAll(ctx, keys, opts...)
+		var held *HeldError
+		if !errors.As(err, &held) {
+			return ls, err
+		}
+		wait := l.backoff.next(attempt)
+		if r := held.maxRemaining(); r > 0 && r < wait {
+			wait = r + time.Millisecond
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, fmt.Errorf("lock: waiting for %v: %w (last: %v)", keys, context.Cause(ctx), err)
+		case <-t.C:
+		}
+	}
+}
+
+// WithLock acquires key (waiting), keeps the lease alive while fn runs,
+// then releases it. fn gets a context that is cancelled the moment the
+// lease is lost. WithLock returns fn's error; if fn succeeded but the lease
+// was lost on the way it returns an error wrapping ErrNotHeld, since fn's
+// work may not have been exclusive; else any error of the release.
+func (l *Locker) WithLock(ctx context.Context, key string, fn func(ctx context.Context, lease *Lease) error, opts ...AcquireOption) error {
+	lease, err := l.Acquire(ctx, key, opts...)
+	if err != nil {
+		return err
+	}
+	kctx, stop := lease.KeepAlive(ctx)
+	ferr := fn(kctx, lease)
+	lost := context.Cause(kctx)
+	stop()
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	rerr := lease.Release(rctx)
+	switch {
+	case ferr != nil:
+		return ferr
+	case errors.Is(lost, ErrNotHeld):
+		return lost
+	case rerr != nil:
+		return rerr
+	}
+	return nil
+}
+
+// ReleaseAll deletes every lease document of this Locker's owner in its
+// collection, each conditioned on the update time it was read with (a lease
+// taken over in between is left alone), in bulk. It returns how many it
+// deleted. Use it when an execution ends with leases it lost track of.
+func (l *Locker) ReleaseAll(ctx context.Context) (int, error) {
+	snaps, err := l.coll.Where(FieldOwner, "==", l.owner).Documents(ctx).GetAll()
+	if err != nil {
+		return 0, fmt.Errorf("lock: list leases of %s: %w", l.owner, err)
+	}
+	if len(snaps) == 0 {
+		return 0, nil
+	}
+	bw := l.client.BulkWriter(ctx)
+	jobs := make([]*firestore.BulkWriterJob, 0, len(snaps))
+	for _, s := range snaps {
+		j, err := bw.Delete(s.Ref, firestore.LastUpdateTime(s.UpdateTime))
+		if err != nil {
+			bw.End()
+			return 0, err
+		}
+		jobs = append(jobs, j)
+	}
+	bw.End()
+	n := 0
+	var errs []error
+	for _, j := range jobs {
+		if _, err := j.Results(); err == nil {
+			n++
+		} else if !isConflict(err) {
+			errs = append(errs, err)
+		}
+	}
+	return n, errors.Join(errs...)
+}
+
+// isConflict: the commit lost to a concurrent change of a document (it
+// exists, or is not as read). Retrying after a fresh read is the answer.
+func isConflict(err error) bool {
+	switch status.Code(err) {
+	case codes.AlreadyExists, codes.FailedPrecondition, codes.NotFound, codes.Aborted:
+		return true
+	}
+	return false
+}
+
+// isAmbiguous: the write may or may not have happened.
+func isAmbiguous(err error) bool {
+	switch status.Code(err) {
+	case codes.Unavailable, codes.DeadlineExceeded, codes.Unknown, codes.Internal, codes.Canceled:
+		return true
+	}
+	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled)
+}
+
+type backoff struct{ base, limit time.Duration }
+
+// next is "full jitter": uniform in [0, min(limit, base*2^attempt)).
+func (b backoff) next(attempt int) time.Duration {
+	ceil := b.limit
+	if attempt < 30 {
+		ceil = min(b.limit, b.base<<attempt)
+	}
+	return time.Duration(rand.Int64N(int64(ceil))) + time.Millisecond
+}
+
+// leaseDoc is the decoded lease of a snapshot. A document that is not a
+// valid lease decodes to one that has ended, so garbage never blocks a key.
+type leaseDoc struct {
+	Owner        string    `firestore:"owner"`
+	AcquiredAt   time.Time `firestore:"acquiredAt"`
+	RenewedAt    time.Time `firestore:"renewedAt"`
+	LeaseSeconds int64     `firestore:"leaseSeconds"`
+}
+
+func decodeLease(s *firestore.DocumentSnapshot) leaseDoc {
+	var d leaseDoc
+	if s == nil || !s.Exists() || s.DataTo(&d) != nil {
+		return leaseDoc{}
+	}
+	return d
+}
+
+func (d leaseDoc) end() time.Time {
+	return d.RenewedAt.Add(time.Duration(d.LeaseSeconds) * time.Second)
+}
+
+// live: the lease is held at server time now (now < renewedAt + leaseSeconds).
+func (d leaseDoc) live(now time.Time) bool {
+	return d.Owner != "" && d.LeaseSeconds > 0 && now.Before(d.end())
+}

@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Makes sure what the tests and the local run need is installed: Java and the
+# gcloud Firestore and Pub/Sub emulators (Debian packages), and the pinned
+# firebase-tools for the Auth emulator (npm, offline once installed).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+missing=()
+command -v java >/dev/null || missing+=(openjdk-17-jre-headless)
+sdk_has() {
+  local rel=$1
+  for root in "${CLOUDSDK_ROOT_DIR:-}" /usr/lib/google-cloud-sdk /usr/share/google-cloud-sdk /google-cloud-sdk; do
+    [ -n "$root" ] && [ -e "$root/$rel" ] && return 0
+  done
+  return 1
+}
+sdk_has platform/cloud-firestore-emulator/cloud-firestore-emulator.jar || missing+=(google-cloud-cli-firestore-emulator)
+sdk_has platform/pubsub-emulator/bin/cloud-pubsub-emulator || missing+=(google-cloud-cli-pubsub-emulator)
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "deps: installing ${missing[*]}" >&2
+  if [ "$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi
+  if ! { $SUDO apt-get update -qq && $SUDO apt-get install -y -qq "${missing[@]}"; }; then
+    echo "deps: could not install ${missing[*]}." >&2
+    echo "      Install Java 17+ and the Google Cloud SDK emulators yourself:" >&2
+    echo "      https://cloud.google.com/sdk/docs/install (apt: google-cloud-cli-firestore-emulator google-cloud-cli-pubsub-emulator)" >&2
+    exit 1
+  fi
+fi
+
+if [ -f tools/package.json ]; then
+  command -v npm >/dev/null || { echo "deps: npm not found; the Auth emulator needs Node.js 20+ (apt-get install nodejs npm)" >&2; exit 1; }
+  if [ ! -x tools/node_modules/.bin/firebase ] || [ tools/package-lock.json -nt tools/node_modules/.package-lock.json ]; then
+    echo "deps: npm ci (firebase-tools for the Auth emulator)" >&2
+    (cd tools && npm ci --no-audit --no-fund --loglevel=error)
+  fi
+fi
