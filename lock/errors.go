@@ -9,8 +9,10 @@ import (
 
 // Sentinel errors; branch on them with errors.Is.
 var (
-	// ErrHeld: another owner holds a live lease on the key. The error is a
-	// *HeldError naming the holders and when their leases end.
+	// ErrHeld: another owner holds a live lease on the key. The error is
+	// usually a *HeldError naming the holders and when their leases end;
+	// under heavy churn (every try lost to a grant landing between our read
+	// and our write) it wraps ErrHeld without naming anyone.
 	ErrHeld = errors.New("lock: held by another owner")
 	// ErrNotHeld: the caller's lease is gone (released, taken over after it
 	// ended, or deleted) or has too little time left for a guarded write.

@@ -250,7 +250,9 @@ func (l *Locker) TryAcquireAll(ctx context.Context, keys []string, opts ...Acqui
 		}
 		lastErr = err // someone changed a document since our read: look again
 	}
-	return nil, fmt.Errorf("lock: %d tries lost to concurrent changes: %w", maxRounds, lastErr)
+	// Every round lost to a grant that landed between our read and write:
+	// the keys are busy, which is what ErrHeld tells a caller.
+	return nil, fmt.Errorf("%w: %d tries lost to concurrent grants (last: %v)", ErrHeld, maxRounds, lastErr)
 }
 
 // commitGrants writes, in one atomic commit, a grant for each ref: a create
@@ -353,13 +355,15 @@ func (l *Locker) Acquire(ctx context.Context, key string, opts ...AcquireOption)
 func (l *Locker) AcquireAll(ctx context.Context, keys []string, opts ...AcquireOption) (Leases, error) {
 	for attempt := 0; ; attempt++ {
 		ls, err := l.TryAcquireAll(ctx, keys, opts...)
-		var held *HeldError
-		if !errors.As(err, &held) {
+		if !errors.Is(err, ErrHeld) {
 			return ls, err
 		}
 		wait := l.backoff.next(attempt)
-		if r := held.maxRemaining(); r > 0 && r < wait {
-			wait = r + time.Millisecond
+		var held *HeldError
+		if errors.As(err, &held) {
+			if r := held.maxRemaining(); r > 0 && r < wait {
+				wait = r + time.Millisecond
+			}
 		}
 		t := time.NewTimer(wait)
 		select {
