@@ -1,0 +1,536 @@
+package firelock
+
+// The security rules matrix: every case signs a request as a user (or as
+// nobody) the way a mobile or web SDK would reach the emulator, and asserts
+// that firestore.rules allows or denies it. Cases are named for the attack
+// they stop. Run with `make test`; the emulator loads firestore.rules.
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"strconv"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"cloud.google.com/go/firestore"
+	"github.com/firelock/firelock/internal/emulators"
+	"github.com/firelock/firelock/lock"
+)
+
+func TestMain(m *testing.M) { os.Exit(emulators.RunTests(m, emulators.Firestore)) }
+
+var errDenied = errors.New("permission denied")
+
+// user is a client SDK signed in as uid ("" for nobody).
+type user struct {
+	t       *testing.T
+	project string
+	uid     string
+}
+
+// idToken is an unsigned Firebase ID token: the emulator accepts alg "none".
+func (u user) idToken() string {
+	enc := func(v any) string {
+		b, _ := json.Marshal(v)
+		return base64.RawURLEncoding.EncodeToString(b)
+	}
+	now := time.Now().Unix()
+	return enc(map[string]any{"alg": "none", "typ": "JWT"}) + "." + enc(map[string]any{
+		"iss": "https://securetoken.google.com/" + u.project, "aud": u.project,
+		"sub": u.uid, "user_id": u.uid, "iat": now, "exp": now + 3600, "auth_time": now,
+		"firebase": map[string]any{"sign_in_provider": "custom", "identities": map[string]any{}},
+	}) + "."
+}
+
+func (u user) docName(path string) string {
+	return fmt.Sprintf("projects/%s/databases/(default)/documents/%s", u.project, path)
+}
+
+// do sends one REST request and maps 403 to errDenied.
+func (u user) do(method, url string, body any) error {
+	u.t.Helper()
+	var r io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			u.t.Fatal(err)
+		}
+		r = bytes.NewReader(b)
+	}
+	req, err := http.NewRequest(method, "http://"+os.Getenv("FIRESTORE_EMULATOR_HOST")+"/v1/"+url, r)
+	if err != nil {
+		u.t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if u.uid != "" {
+		req.Header.Set("Authorization", "Bearer "+u.idToken())
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		u.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	out, _ := io.ReadAll(resp.Body)
+	switch resp.StatusCode {
+	case http.StatusOK:
+		return nil
+	case http.StatusForbidden:
+		return errDenied
+	}
+	return fmt.Errorf("HTTP %d: %s", resp.StatusCode, out)
+}
+
+// commit writes atomically, as a client batch does.
+func (u user) commit(writes ...map[string]any) error {
+	return u.do("POST", fmt.Sprintf("projects/%s/databases/(default)/documents:commit", u.project), map[string]any{"writes": writes})
+}
+
+func (u user) get(path string) error { return u.do("GET", u.docName(path), nil) }
+
+// value encodes a Go value the REST way.
+func value(v any) map[string]any {
+	switch x := v.(type) {
+	case string:
+		return map[string]any{"stringValue": x}
+	case int:
+		return map[string]any{"integerValue": strconv.Itoa(x)}
+	case float64:
+		return map[string]any{"doubleValue": x}
+	case time.Time:
+		return map[string]any{"timestampValue": x.UTC().Format(time.RFC3339Nano)}
+	}
+	panic(fmt.Sprintf("value %T", v))
+}
+
+// set is a write of fields to path; stamp lists fields set to the server's
+// request time; pre is an optional precondition.
+func (u user) set(path string, fields map[string]any, stamp []string, mask []string) map[string]any {
+	f := map[string]any{}
+	for k, v := range fields {
+		f[k] = value(v)
+	}
+	w := map[string]any{"update": map[string]any{"name": u.docName(path), "fields": f}}
+	if len(stamp) > 0 {
+		var ts []map[string]any
+		for _, s := range stamp {
+			ts = append(ts, map[string]any{"fieldPath": s, "setToServerValue": "REQUEST_TIME"})
+		}
+		w["updateTransforms"] = ts
+	}
+	if mask != nil {
+		w["updateMask"] = map[string]any{"fieldPaths": mask}
+	}
+	return w
+}
+
+func (u user) del(path string) map[string]any { return map[string]any{"delete": u.docName(path)} }
+
+// grant is the client protocol's grant: §1 fields, both times stamped by the server.
+func (u user) grant(path string, leaseSeconds int) map[string]any {
+	return u.set(path, map[string]any{"owner": u.uid, "leaseSeconds": leaseSeconds,
+		"expireAt": time.Now().Add(24 * time.Hour)}, []string{"acquiredAt", "renewedAt"}, nil)
+}
+
+// renew moves renewedAt to the server's time, nothing else.
+func (u user) renew(path string) map[string]any {
+	return u.set(path, nil, []string{"renewedAt"}, []string{"renewedAt"})
+}
+
+var seq atomic.Int64
+
+func uniq(prefix string) string { return fmt.Sprintf("%s%d", prefix, seq.Add(1)) }
+
+// rulesCase is one row of the matrix.
+type rulesCase struct {
+	name  string
+	allow bool
+	// run sets up state (as allowed requests or with the admin client) and
+	// returns the request under test's error.
+	run func(t *testing.T, env rulesEnv) error
+}
+
+type rulesEnv struct {
+	alice, bob, nobody user
+	admin              *firestore.Client
+}
+
+// ended waits past a 1-second lease taken just now.
+func ended() { time.Sleep(1300 * time.Millisecond) }
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatalf("setup: %v", err)
+	}
+}
+
+func mutexAndData() (string, string) {
+	id := uniq("d")
+	return "mutex_critical_data/" + id, "critical_data/" + id
+}
+
+func rulesMatrix() []rulesCase {
+	now := time.Now()
+	return []rulesCase{
+		// Taking a mutex.
+		{"create mutex as self", true, func(t *testing.T, e rulesEnv) error {
+			m, _ := mutexAndData()
+			return e.alice.commit(e.alice.grant(m, 30))
+		}},
+		{"unauthenticated client takes a mutex", false, func(t *testing.T, e rulesEnv) error {
+			m, _ := mutexAndData()
+			w := e.nobody.grant(m, 30)
+			return e.nobody.commit(w)
+		}},
+		{"forge another user as owner", false, func(t *testing.T, e rulesEnv) error {
+			m, _ := mutexAndData()
+			return e.alice.commit(e.alice.set(m, map[string]any{"owner": "bob", "leaseSeconds": 30}, []string{"acquiredAt", "renewedAt"}, nil))
+		}},
+		{"back-date with client timestamps", false, func(t *testing.T, e rulesEnv) error {
+			m, _ := mutexAndData()
+			past := now.Add(-time.Minute)
+			return e.alice.commit(e.alice.set(m, map[string]any{"owner": "alice", "leaseSeconds": 30, "acquiredAt": past, "renewedAt": past}, nil, nil))
+		}},
+		{"forward-date renewedAt with a client timestamp", false, func(t *testing.T, e rulesEnv) error {
+			m, _ := mutexAndData()
+			return e.alice.commit(e.alice.set(m, map[string]any{"owner": "alice", "leaseSeconds": 30, "renewedAt": now.Add(time.Hour)}, []string{"acquiredAt"}, nil))
+		}},
+		{"lease of 0 seconds", false, func(t *testing.T, e rulesEnv) error {
+			m, _ := mutexAndData()
+			return e.alice.commit(e.alice.grant(m, 0))
+		}},
+		{"lease of 301 seconds (over the cap)", false, func(t *testing.T, e rulesEnv) error {
+			m, _ := mutexAndData()
+			return e.alice.commit(e.alice.grant(m, 301))
+		}},
+		{"negative lease", false, func(t *testing.T, e rulesEnv) error {
+			m, _ := mutexAndData()
+			return e.alice.commit(e.alice.grant(m, -5))
+		}},
+		{"non-integer lease", false, func(t *testing.T, e rulesEnv) error {
+			m, _ := mutexAndData()
+			return e.alice.commit(e.alice.set(m, map[string]any{"owner": "alice", "leaseSeconds": 30.5}, []string{"acquiredAt", "renewedAt"}, nil))
+		}},
+		{"lease of 300 seconds (the cap)", true, func(t *testing.T, e rulesEnv) error {
+			m, _ := mutexAndData()
+			return e.alice.commit(e.alice.grant(m, 300))
+		}},
+		{"smuggle an extra field into the lease", false, func(t *testing.T, e rulesEnv) error {
+			m, _ := mutexAndData()
+			return e.alice.commit(e.alice.set(m, map[string]any{"owner": "alice", "leaseSeconds": 30, "admin": "yes"}, []string{"acquiredAt", "renewedAt"}, nil))
+		}},
+		{"lease without acquiredAt", false, func(t *testing.T, e rulesEnv) error {
+			m, _ := mutexAndData()
+			return e.alice.commit(e.alice.set(m, map[string]any{"owner": "alice", "leaseSeconds": 30}, []string{"renewedAt"}, nil))
+		}},
+		{"expireAt before the lease end (TTL collects a live lease)", false, func(t *testing.T, e rulesEnv) error {
+			m, _ := mutexAndData()
+			return e.alice.commit(e.alice.set(m, map[string]any{"owner": "alice", "leaseSeconds": 60, "expireAt": now.Add(10 * time.Second)}, []string{"acquiredAt", "renewedAt"}, nil))
+		}},
+		// Takeover.
+		{"steal a live lease", false, func(t *testing.T, e rulesEnv) error {
+			m, _ := mutexAndData()
+			must(t, e.alice.commit(e.alice.grant(m, 30)))
+			return e.bob.commit(e.bob.grant(m, 30))
+		}},
+		{"take over an ended lease", true, func(t *testing.T, e rulesEnv) error {
+			m, _ := mutexAndData()
+			must(t, e.alice.commit(e.alice.grant(m, 1)))
+			ended()
+			return e.bob.commit(e.bob.grant(m, 30))
+		}},
+		{"take over an ended lease in someone else's name", false, func(t *testing.T, e rulesEnv) error {
+			m, _ := mutexAndData()
+			must(t, e.alice.commit(e.alice.grant(m, 1)))
+			ended()
+			return e.bob.commit(e.bob.set(m, map[string]any{"owner": "carol", "leaseSeconds": 30}, []string{"acquiredAt", "renewedAt"}, nil))
+		}},
+		{"take over an ended lease keeping the old acquiredAt (reuse a fencing token)", false, func(t *testing.T, e rulesEnv) error {
+			m, _ := mutexAndData()
+			must(t, e.alice.commit(e.alice.grant(m, 1)))
+			ended()
+			return e.bob.commit(e.bob.set(m, map[string]any{"owner": "bob", "leaseSeconds": 30}, []string{"renewedAt"}, []string{"owner", "leaseSeconds", "renewedAt"}))
+		}},
+		// Renewal.
+		{"renew own lease", true, func(t *testing.T, e rulesEnv) error {
+			m, _ := mutexAndData()
+			must(t, e.alice.commit(e.alice.grant(m, 30)))
+			return e.alice.commit(e.alice.renew(m))
+		}},
+		{"renew someone else's lease", false, func(t *testing.T, e rulesEnv) error {
+			m, _ := mutexAndData()
+			must(t, e.alice.commit(e.alice.grant(m, 30)))
+			return e.bob.commit(e.bob.renew(m))
+		}},
+		{"move acquiredAt on renew", false, func(t *testing.T, e rulesEnv) error {
+			m, _ := mutexAndData()
+			must(t, e.alice.commit(e.alice.grant(m, 30)))
+			return e.alice.commit(e.alice.set(m, nil, []string{"renewedAt", "acquiredAt"}, []string{"renewedAt", "acquiredAt"}))
+		}},
+		{"stretch the lease past 300 seconds on renew", false, func(t *testing.T, e rulesEnv) error {
+			m, _ := mutexAndData()
+			must(t, e.alice.commit(e.alice.grant(m, 30)))
+			return e.alice.commit(e.alice.set(m, map[string]any{"leaseSeconds": 3600}, []string{"renewedAt"}, []string{"renewedAt", "leaseSeconds"}))
+		}},
+		{"renew with a client timestamp", false, func(t *testing.T, e rulesEnv) error {
+			m, _ := mutexAndData()
+			must(t, e.alice.commit(e.alice.grant(m, 30)))
+			return e.alice.commit(e.alice.set(m, map[string]any{"renewedAt": now.Add(time.Hour)}, nil, []string{"renewedAt"}))
+		}},
+		{"hand the lease to another user on renew", false, func(t *testing.T, e rulesEnv) error {
+			m, _ := mutexAndData()
+			must(t, e.alice.commit(e.alice.grant(m, 30)))
+			return e.alice.commit(e.alice.set(m, map[string]any{"owner": "bob"}, []string{"renewedAt"}, []string{"renewedAt", "owner"}))
+		}},
+		// Release.
+		{"release own lease", true, func(t *testing.T, e rulesEnv) error {
+			m, _ := mutexAndData()
+			must(t, e.alice.commit(e.alice.grant(m, 30)))
+			return e.alice.commit(e.alice.del(m))
+		}},
+		{"delete someone else's live lease", false, func(t *testing.T, e rulesEnv) error {
+			m, _ := mutexAndData()
+			must(t, e.alice.commit(e.alice.grant(m, 30)))
+			return e.bob.commit(e.bob.del(m))
+		}},
+		{"clear someone else's ended lease", true, func(t *testing.T, e rulesEnv) error {
+			m, _ := mutexAndData()
+			must(t, e.alice.commit(e.alice.grant(m, 1)))
+			ended()
+			return e.bob.commit(e.bob.del(m))
+		}},
+		{"unauthenticated client clears an ended lease", false, func(t *testing.T, e rulesEnv) error {
+			m, _ := mutexAndData()
+			must(t, e.alice.commit(e.alice.grant(m, 1)))
+			ended()
+			return e.nobody.commit(e.nobody.del(m))
+		}},
+		// The guarded data.
+		{"write guarded data without the mutex", false, func(t *testing.T, e rulesEnv) error {
+			_, d := mutexAndData()
+			return e.alice.commit(e.alice.set(d, map[string]any{"v": 1}, nil, nil))
+		}},
+		{"write guarded data under someone else's mutex", false, func(t *testing.T, e rulesEnv) error {
+			m, d := mutexAndData()
+			must(t, e.alice.commit(e.alice.grant(m, 30)))
+			return e.bob.commit(e.bob.set(d, map[string]any{"v": 1}, nil, nil))
+		}},
+		{"write guarded data holding the mutex", true, func(t *testing.T, e rulesEnv) error {
+			m, d := mutexAndData()
+			must(t, e.alice.commit(e.alice.grant(m, 30)))
+			return e.alice.commit(e.alice.set(d, map[string]any{"v": 1}, nil, nil))
+		}},
+		{"delete guarded data holding the mutex", true, func(t *testing.T, e rulesEnv) error {
+			m, d := mutexAndData()
+			must(t, e.alice.commit(e.alice.grant(m, 30), e.alice.set(d, map[string]any{"v": 1}, nil, nil)))
+			return e.alice.commit(e.alice.del(d))
+		}},
+		{"write guarded data after own mutex ended", false, func(t *testing.T, e rulesEnv) error {
+			m, d := mutexAndData()
+			must(t, e.alice.commit(e.alice.grant(m, 1)))
+			ended()
+			return e.alice.commit(e.alice.set(d, map[string]any{"v": 1}, nil, nil))
+		}},
+		{"take the mutex and write the data in one batch", true, func(t *testing.T, e rulesEnv) error {
+			m, d := mutexAndData()
+			return e.alice.commit(e.alice.grant(m, 30), e.alice.set(d, map[string]any{"v": 1}, nil, nil))
+		}},
+		{"write the data and release the mutex in one batch", true, func(t *testing.T, e rulesEnv) error {
+			m, d := mutexAndData()
+			must(t, e.alice.commit(e.alice.grant(m, 30)))
+			return e.alice.commit(e.alice.set(d, map[string]any{"v": 2}, nil, nil), e.alice.del(m))
+		}},
+		{"steal the mutex and write the data in one batch", false, func(t *testing.T, e rulesEnv) error {
+			m, d := mutexAndData()
+			must(t, e.alice.commit(e.alice.grant(m, 30)))
+			return e.bob.commit(e.bob.grant(m, 30), e.bob.set(d, map[string]any{"v": 1}, nil, nil))
+		}},
+		{"unauthenticated write of guarded data", false, func(t *testing.T, e rulesEnv) error {
+			_, d := mutexAndData()
+			return e.nobody.commit(e.nobody.set(d, map[string]any{"v": 1}, nil, nil))
+		}},
+		// Optimistic versions.
+		{"create a versioned note at version 1", true, func(t *testing.T, e rulesEnv) error {
+			return e.alice.commit(e.alice.set(uniq("versioned_notes/n"), map[string]any{"text": "a", "version": 1}, nil, nil))
+		}},
+		{"update a versioned note by one version", true, func(t *testing.T, e rulesEnv) error {
+			n := uniq("versioned_notes/n")
+			must(t, e.alice.commit(e.alice.set(n, map[string]any{"text": "a", "version": 1}, nil, nil)))
+			return e.bob.commit(e.bob.set(n, map[string]any{"text": "b", "version": 2}, nil, nil))
+		}},
+		{"overwrite a newer version from a stale copy", false, func(t *testing.T, e rulesEnv) error {
+			n := uniq("versioned_notes/n")
+			must(t, e.alice.commit(e.alice.set(n, map[string]any{"text": "a", "version": 1}, nil, nil)))
+			must(t, e.alice.commit(e.alice.set(n, map[string]any{"text": "b", "version": 2}, nil, nil)))
+			return e.bob.commit(e.bob.set(n, map[string]any{"text": "stale", "version": 2}, nil, nil))
+		}},
+		{"skip versions", false, func(t *testing.T, e rulesEnv) error {
+			n := uniq("versioned_notes/n")
+			must(t, e.alice.commit(e.alice.set(n, map[string]any{"text": "a", "version": 1}, nil, nil)))
+			return e.alice.commit(e.alice.set(n, map[string]any{"text": "b", "version": 7}, nil, nil))
+		}},
+		{"write a versioned note without a version", false, func(t *testing.T, e rulesEnv) error {
+			return e.alice.commit(e.alice.set(uniq("versioned_notes/n"), map[string]any{"text": "a"}, nil, nil))
+		}},
+		// Reads the contract allows and denies.
+		{"read a screening signed out", true, func(t *testing.T, e rulesEnv) error {
+			_, err := e.admin.Doc("screenings/s1").Set(context.Background(), map[string]any{"title": "x"})
+			must(t, err)
+			return e.nobody.get("screenings/s1")
+		}},
+		{"read the seat map", true, func(t *testing.T, e rulesEnv) error {
+			_, err := e.admin.Doc("screenings/s1/seats/A1").Set(context.Background(), map[string]any{"status": "booked", "uid": "bob"})
+			must(t, err)
+			return e.alice.get("screenings/s1/seats/A1")
+		}},
+		{"read own booking", true, func(t *testing.T, e rulesEnv) error {
+			b := uniq("bookings/b")
+			_, err := e.admin.Doc(b).Set(context.Background(), map[string]any{"uid": "alice"})
+			must(t, err)
+			return e.alice.get(b)
+		}},
+		{"read another user's booking", false, func(t *testing.T, e rulesEnv) error {
+			b := uniq("bookings/b")
+			_, err := e.admin.Doc(b).Set(context.Background(), map[string]any{"uid": "alice"})
+			must(t, err)
+			return e.bob.get(b)
+		}},
+		{"read a booking signed out", false, func(t *testing.T, e rulesEnv) error {
+			b := uniq("bookings/b")
+			_, err := e.admin.Doc(b).Set(context.Background(), map[string]any{"uid": "alice"})
+			must(t, err)
+			return e.nobody.get(b)
+		}},
+		{"read a counter total", true, func(t *testing.T, e rulesEnv) error {
+			_, err := e.admin.Doc("counters/c1").Set(context.Background(), map[string]any{"numShards": 3, "total": 5})
+			must(t, err)
+			return e.nobody.get("counters/c1")
+		}},
+		{"read a counter shard", false, func(t *testing.T, e rulesEnv) error {
+			_, err := e.admin.Doc("counters/c1/shards/0").Set(context.Background(), map[string]any{"count": 5})
+			must(t, err)
+			return e.alice.get("counters/c1/shards/0")
+		}},
+		{"read a job run", false, func(t *testing.T, e rulesEnv) error {
+			return e.alice.get("jobRuns/x")
+		}},
+		{"read a server lock", false, func(t *testing.T, e rulesEnv) error {
+			return e.alice.get("locks/x")
+		}},
+		{"read a mutex signed in", true, func(t *testing.T, e rulesEnv) error {
+			m, _ := mutexAndData()
+			must(t, e.alice.commit(e.alice.grant(m, 30)))
+			return e.bob.get(m)
+		}},
+		{"read a mutex signed out", false, func(t *testing.T, e rulesEnv) error {
+			m, _ := mutexAndData()
+			must(t, e.alice.commit(e.alice.grant(m, 30)))
+			return e.nobody.get(m)
+		}},
+	}
+}
+
+// Server-only collections: no client write, whatever it claims.
+func serverOnlyCases() []rulesCase {
+	paths := []string{
+		"screenings/s1", "screenings/s1/seats/A1", "bookings/b1", "counters/c1",
+		"counters/c1/shards/0", "jobRuns/e1", "jobRuns/e1/deliveries/x1", "locks/k1",
+		"seatLocks/s1_A1", "somethingElse/x",
+	}
+	var cs []rulesCase
+	for _, p := range paths {
+		cs = append(cs, rulesCase{"client writes server-only " + p, false, func(t *testing.T, e rulesEnv) error {
+			return e.alice.commit(e.alice.set(p, map[string]any{"uid": "alice", "status": "booked", "count": 1000}, nil, nil))
+		}})
+		cs = append(cs, rulesCase{"client deletes server-only " + p, false, func(t *testing.T, e rulesEnv) error {
+			_, err := e.admin.Doc(p).Set(context.Background(), map[string]any{"uid": "alice"})
+			must(t, err)
+			return e.alice.commit(e.alice.del(p))
+		}})
+	}
+	return cs
+}
+
+func TestSecurityRulesMatrix(t *testing.T) {
+	project := emulators.ProjectID(t)
+	env := rulesEnv{
+		alice:  user{t: t, project: project, uid: "alice"},
+		bob:    user{t: t, project: project, uid: "bob"},
+		nobody: user{t: t, project: project},
+		admin:  emulators.NewFirestoreFor(t, project),
+	}
+	cases := append(rulesMatrix(), serverOnlyCases()...)
+	var allowed, denied int
+	for _, c := range cases {
+		if c.allow {
+			allowed++
+		} else {
+			denied++
+		}
+	}
+	t.Logf("rules matrix: %d cases, %d allowed, %d denied", len(cases), allowed, denied)
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			e := env
+			e.alice.t, e.bob.t, e.nobody.t = t, t, t
+			err := c.run(t, e)
+			switch {
+			case c.allow && err != nil:
+				t.Fatalf("want allowed, got %v", err)
+			case !c.allow && !errors.Is(err, errDenied):
+				t.Fatalf("want denied, got %v", err)
+			}
+		})
+	}
+}
+
+// Protocol parity: a lease taken by the Go library is refused to a client
+// until it ends, and a client's lease is honoured by the Go library.
+func TestLeaseParityWithGoLibrary(t *testing.T) {
+	project := emulators.ProjectID(t)
+	admin := emulators.NewFirestoreFor(t, project)
+	alice := user{t: t, project: project, uid: "alice"}
+	ctx := context.Background()
+
+	server, err := lock.New(admin, "mutex_critical_data", lock.WithLeaseDuration(time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := server.TryAcquire(ctx, "p1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := alice.commit(alice.grant("mutex_critical_data/p1", 30)); !errors.Is(err, errDenied) {
+		t.Fatalf("client took a live server lease: %v", err)
+	}
+	if err := alice.commit(alice.set("critical_data/p1", map[string]any{"v": 1}, nil, nil)); !errors.Is(err, errDenied) {
+		t.Fatalf("client wrote data guarded by a server lease: %v", err)
+	}
+	ended()
+	if err := alice.commit(alice.grant("mutex_critical_data/p1", 1)); err != nil {
+		t.Fatalf("client could not take over an ended server lease: %v", err)
+	}
+
+	// The client's lease (1s) now holds p1: the library must wait for it.
+	_, err = server.TryAcquire(ctx, "p1")
+	var held *lock.HeldError
+	if !errors.As(err, &held) || held.Holders[0].Owner != "alice" {
+		t.Fatalf("library ignored a client lease: %v", err)
+	}
+	ended()
+	lease, err := server.TryAcquire(ctx, "p1")
+	if err != nil {
+		t.Fatalf("library could not take over an ended client lease: %v", err)
+	}
+	if err := lease.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
