@@ -1,0 +1,299 @@
+// Package counter provides sharded distributed counters on Firestore
+// (CONTRACT §5).
+//
+// One Firestore document sustains about one write per second; a counter that
+// many writers bump spreads its count over N shard documents:
+//
+//	counters/{id}            {numShards, total?, rolledUpAt?}
+//	counters/{id}/shards/{i} {count}
+//
+// Increment adds to a random shard with an atomic increment: one write, no
+// transaction, no read. Count sums the shards with one aggregation query,
+// whatever N is (billed as one read per 1000 shards, not one per shard).
+// Rollup stores that sum in total for clients that read one document.
+package counter
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"cloud.google.com/go/firestore"
+	pb "cloud.google.com/go/firestore/apiv1/firestorepb"
+	"github.com/firelock/firelock/lock"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+// Collection is where counters live.
+const Collection = "counters"
+
+// MaxShards bounds a counter's shards. 256 shards take hundreds of writes a
+// second; more only slow down creation and growth.
+const MaxShards = 256
+
+// Field names (lowercase in every language).
+const (
+	FieldNumShards  = "numShards"
+	FieldTotal      = "total"
+	FieldRolledUpAt = "rolledUpAt"
+	FieldCount      = "count"
+)
+
+// Errors to branch on.
+var (
+	ErrNotFound = errors.New("counter: not found")
+	// ErrExists: Create found the counter with another number of shards.
+	ErrExists       = errors.New("counter: exists with another shard count")
+	ErrInvalidInput = errors.New("counter: invalid input")
+)
+
+// Counter is a handle on one sharded counter. Safe for concurrent use.
+type Counter struct {
+	client    *firestore.Client
+	ref       *firestore.DocumentRef
+	numShards atomic.Int64 // as last seen; increments go to shards below it
+}
+
+// ID is the counter's document ID.
+func (c *Counter) ID() string { return c.ref.ID }
+
+// NumShards is the shard count as this handle last saw it.
+func (c *Counter) NumShards() int { return int(c.numShards.Load()) }
+
+func (c *Counter) shard(i int) *firestore.DocumentRef {
+	return c.ref.Collection("shards").Doc(strconv.Itoa(i))
+}
+
+func validate(id string, numShards int) error {
+	if err := lock.ValidateKey(id); err != nil {
+		return fmt.Errorf("%w: counter id: %v", ErrInvalidInput, err)
+	}
+	if numShards < 1 || numShards > MaxShards {
+		return fmt.Errorf("%w: %d shards, want 1 to %d", ErrInvalidInput, numShards, MaxShards)
+	}
+	return nil
+}
+
+// Create makes counter id with numShards shards at zero, in one atomic
+// commit. Creating a counter that exists with the same number of shards is
+// idempotent (it returns the existing counter, counts untouched); with
+// another number it fails with ErrExists: use Grow.
+func Create(ctx context.Context, client *firestore.Client, id string, numShards int) (*Counter, error) {
+	if err := validate(id, numShards); err != nil {
+		return nil, err
+	}
+	c := &Counter{client: client, ref: client.Collection(Collection).Doc(id)}
+	err := client.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
+		if err := tx.Create(c.ref, map[string]any{FieldNumShards: numShards}); err != nil {
+			return err
+		}
+		for i := range numShards {
+			if err := tx.Create(c.shard(i), map[string]any{FieldCount: 0}); err != nil {
+				return err
+			}
+		}
+		return nil
+	}, firestore.MaxAttempts(1))
+	if status.Code(err) == codes.AlreadyExists {
+		existing, oerr := Open(ctx, client, id)
+		if oerr != nil {
+			return nil, oerr
+		}
+		if existing.NumShards() != numShards {
+			return nil, fmt.Errorf("%w: %q has %d shards, asked for %d", ErrExists, id, existing.NumShards(), numShards)
+		}
+		return existing, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("counter: create %q: %w", id, err)
+	}
+	c.numShards.Store(int64(numShards))
+	return c, nil
+}
+
+// Open reads counter id's shard count (one read). ErrNotFound if absent.
+func Open(ctx context.Context, client *firestore.Client, id string) (*Counter, error) {
+	if err := lock.ValidateKey(id); err != nil {
+		return nil, fmt.Errorf("%w: counter id: %v", ErrInvalidInput, err)
+	}
+	c := &Counter{client: client, ref: client.Collection(Collection).Doc(id)}
+	if err := c.refresh(ctx); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+func (c *Counter) refresh(ctx context.Context) error {
+	s, err := c.ref.Get(ctx)
+	if status.Code(err) == codes.NotFound {
+		return fmt.Errorf("%w: %q", ErrNotFound, c.ref.ID)
+	}
+	if err != nil {
+		return fmt.Errorf("counter: read %q: %w", c.ref.ID, err)
+	}
+	n, ok := s.Data()[FieldNumShards].(int64)
+	if !ok || n < 1 {
+		return fmt.Errorf("counter: %q has no valid %s", c.ref.ID, FieldNumShards)
+	}
+	c.numShards.Store(n)
+	return nil
+}
+
+// IncrementWrite is the write Increment makes, for callers that bump a
+// counter inside their own transaction (booking does).
+func (c *Counter) IncrementWrite(n int64) (*firestore.DocumentRef, []firestore.Update) {
+	return c.shard(rand.IntN(c.NumShards())), []firestore.Update{{Path: FieldCount, Value: firestore.Increment(n)}}
+}
+
+// Increment adds n (negative to subtract) to a random shard: one atomic
+// update, no transaction. ErrNotFound if the counter does not exist.
+func (c *Counter) Increment(ctx context.Context, n int64) error {
+	ref, ups := c.IncrementWrite(n)
+	_, err := ref.Update(ctx, ups)
+	if status.Code(err) == codes.NotFound {
+		return fmt.Errorf("%w: %q (shard %s)", ErrNotFound, c.ref.ID, ref.ID)
+	}
+	if err != nil {
+		return fmt.Errorf("counter: increment %q: %w", c.ref.ID, err)
+	}
+	return nil
+}
+
+// Count is the exact sum of all shards: one aggregation query (sum and
+// count of the shard documents), whatever the number of shards.
+// ErrNotFound if the counter has no shards.
+func (c *Counter) Count(ctx context.Context) (int64, error) {
+	return c.count(ctx)
+}
+
+func (c *Counter) count(ctx context.Context) (int64, error) {
+	q := c.ref.Collection("shards").NewAggregationQuery().WithSum(FieldCount, "sum").WithCount("shards")
+	resp, err := q.GetResponse(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("counter: count %q: %w", c.ref.ID, err)
+	}
+	if intValue(resp.Result["shards"]) == 0 {
+		return 0, fmt.Errorf("%w: %q", ErrNotFound, c.ref.ID)
+	}
+	return intValue(resp.Result["sum"]), nil
+}
+
+func intValue(v any) int64 {
+	pv, ok := v.(*pb.Value)
+	if !ok {
+		return 0
+	}
+	switch x := pv.GetValueType().(type) {
+	case *pb.Value_IntegerValue:
+		return x.IntegerValue
+	case *pb.Value_DoubleValue:
+		return int64(x.DoubleValue)
+	}
+	return 0
+}
+
+// Rollup writes the exact count to the counter document's total, with
+// rolledUpAt set to the server's time, and returns it. It never locks the
+// shards (a transaction around the sum would block every writer): it reads
+// the counter document, sums the shards, and writes on the precondition
+// that the document is unchanged. A rollup that lost to a concurrent one
+// starts over, so a stored total is never older than one stored before it.
+func (c *Counter) Rollup(ctx context.Context) (int64, error) {
+	var lastErr error
+	for attempt := range maxRollupTries {
+		s, err := c.ref.Get(ctx)
+		if status.Code(err) == codes.NotFound {
+			return 0, fmt.Errorf("%w: %q", ErrNotFound, c.ref.ID)
+		}
+		if err != nil {
+			return 0, fmt.Errorf("counter: rollup %q: %w", c.ref.ID, err)
+		}
+		sum, err := c.count(ctx)
+		if err != nil {
+			return 0, err
+		}
+		_, err = c.ref.Update(ctx, []firestore.Update{
+			{Path: FieldTotal, Value: sum},
+			{Path: FieldRolledUpAt, Value: firestore.ServerTimestamp},
+		}, firestore.LastUpdateTime(s.UpdateTime))
+		if err == nil {
+			return sum, nil
+		}
+		if status.Code(err) != codes.FailedPrecondition {
+			return 0, fmt.Errorf("counter: rollup %q: %w", c.ref.ID, err)
+		}
+		lastErr = err
+		sleep(ctx, time.Duration(rand.Int64N(int64(5*time.Millisecond)<<attempt)))
+	}
+	return 0, fmt.Errorf("counter: rollup %q lost %d times to concurrent rollups: %w", c.ref.ID, maxRollupTries, lastErr)
+}
+
+const maxRollupTries = 8
+
+func sleep(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}
+
+// Grow raises the number of shards to numShards, keeping every count: new
+// shards start at zero, and shards are never removed. Growing to the
+// current number or fewer is an error (ErrInvalidInput), since shrinking
+// would need to move counts.
+func (c *Counter) Grow(ctx context.Context, numShards int) error {
+	if err := validate(c.ref.ID, numShards); err != nil {
+		return err
+	}
+	err := c.client.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
+		s, err := tx.Get(c.ref)
+		if status.Code(err) == codes.NotFound {
+			return fmt.Errorf("%w: %q", ErrNotFound, c.ref.ID)
+		}
+		if err != nil {
+			return err
+		}
+		cur, _ := s.Data()[FieldNumShards].(int64)
+		if int64(numShards) <= cur {
+			return fmt.Errorf("%w: grow %q to %d shards: it has %d", ErrInvalidInput, c.ref.ID, numShards, cur)
+		}
+		for i := int(cur); i < numShards; i++ {
+			if err := tx.Create(c.shard(i), map[string]any{FieldCount: 0}); err != nil {
+				return err
+			}
+		}
+		return tx.Update(c.ref, []firestore.Update{{Path: FieldNumShards, Value: numShards}})
+	})
+	if err != nil {
+		return err
+	}
+	c.numShards.Store(int64(numShards))
+	return nil
+}
+
+// RollupAll rolls up every counter in the collection (the scheduled job
+// rollupCounters) and returns how many it rolled up.
+func RollupAll(ctx context.Context, client *firestore.Client) (int, error) {
+	refs, err := client.Collection(Collection).DocumentRefs(ctx).GetAll()
+	if err != nil {
+		return 0, fmt.Errorf("counter: list counters: %w", err)
+	}
+	n := 0
+	var errs []error
+	for _, ref := range refs {
+		c := &Counter{client: client, ref: ref}
+		if _, err := c.Rollup(ctx); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		n++
+	}
+	return n, errors.Join(errs...)
+}
