@@ -202,4 +202,3 @@ func benchManyKeys(ctx context.Context, c *firestore.Client, cfg config) ([]resu
 	}, nil)
 	return []result{fl, seed}, comparison{name, "ops/s", fl.OpsPerS, seed.OpsPerS, ratio(fl.OpsPerS, seed.OpsPerS), "higher"}, nil
 }
-
