@@ -85,7 +85,7 @@ func run(cfg config, only, jsonPath string) error {
 	}
 	defer emu.Stop()
 
-	if err := warmUp(ctx, cfg); err != nil {
+	if err := warmUp(ctx, cfg, only); err != nil {
 		return err
 	}
 	var results []result
@@ -133,7 +133,7 @@ func run(cfg config, only, jsonPath string) error {
 
 // warmUp runs every scenario once, briefly, unmeasured: the emulator is a
 // JVM, and whichever scenario ran first would otherwise pay for its JIT.
-func warmUp(ctx context.Context, cfg config) error {
+func warmUp(ctx context.Context, cfg config, only string) error {
 	fmt.Fprintf(os.Stderr, "warming up the emulator ...")
 	c, err := firestore.NewClient(ctx, "demo-bench-warmup")
 	if err != nil {
@@ -143,6 +143,9 @@ func warmUp(ctx context.Context, cfg config) error {
 	short := cfg
 	short.duration, short.rounds, short.concurrency = time.Second, 2, min(cfg.concurrency, 8)
 	for _, s := range scenarios {
+		if only != "" && s.group != only {
+			continue
+		}
 		if _, _, err := s.run(ctx, c, short); err != nil {
 			return fmt.Errorf("warm-up %s: %w", s.name, err)
 		}
