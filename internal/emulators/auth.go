@@ -1,10 +1,52 @@
 package emulators
 
 import (
+	"encoding/json"
 	"errors"
+	"fmt"
+	"os"
 	"os/exec"
+	"path/filepath"
 )
 
+// AuthProject is the project the Auth emulator issues ID tokens for (the
+// demo- prefix keeps firebase-tools offline and away from real projects).
+const AuthProject = "demo-firelock"
+
+// authCommand runs the Auth emulator of the pinned firebase-tools
+// (tools/package.json, installed by scripts/deps.sh) on port, with a config
+// of its own so the port is the one chosen here and the UI stays off.
 func authCommand(port int) (*exec.Cmd, error) {
-	return nil, errors.New("emulators: the Auth emulator is not wired yet")
+	root, err := ProjectRoot()
+	if err != nil {
+		return nil, err
+	}
+	bin := filepath.Join(root, "tools", "node_modules", ".bin", "firebase")
+	if _, err := os.Stat(bin); err != nil {
+		return nil, errors.New("emulators: firebase-tools is not installed; run `make deps` " +
+			"(npm ci in tools/; the Auth emulator needs Node.js 20+)")
+	}
+	if _, err := exec.LookPath("node"); err != nil {
+		return nil, errors.New("emulators: node not found on PATH; the Auth emulator needs Node.js 20+ (apt-get install nodejs)")
+	}
+	dir, err := os.MkdirTemp("", "firelock-auth-")
+	if err != nil {
+		return nil, err
+	}
+	cfg, _ := json.Marshal(map[string]any{
+		"emulators": map[string]any{
+			"auth":              map[string]any{"host": "127.0.0.1", "port": port},
+			"ui":                map[string]any{"enabled": false},
+			"hub":               map[string]any{"host": "127.0.0.1", "port": 0},
+			"logging":           map[string]any{"host": "127.0.0.1", "port": 0},
+			"singleProjectMode": true,
+		},
+	})
+	if err := os.WriteFile(filepath.Join(dir, "firebase.json"), cfg, 0o644); err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(bin, "emulators:start", "--only", "auth", "--project", AuthProject, "--config", filepath.Join(dir, "firebase.json"))
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "NO_UPDATE_NOTIFIER=1", "FIREBASE_CLI_DISABLE_TELEMETRY=1", fmt.Sprintf("HOME=%s", dir))
+	return cmd, nil
 }

@@ -1,0 +1,456 @@
+// Package booking books cinema seats (CONTRACT §3): two users can never get
+// the same seat, and different seats of one screening book in parallel.
+//
+// Each seat has its own lease (lock/), taken for all requested seats at
+// once, all or nothing, in a fixed order. Under those leases one Firestore
+// transaction, guarded by their fencing tokens, checks the seats are free,
+// writes the seat documents and the booking, and bumps the screening's
+// tickets-sold counter (counter/). The leases are released whatever
+// happens. The package knows nothing of HTTP.
+package booking
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"regexp"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"cloud.google.com/go/firestore"
+	"github.com/firelock/firelock/counter"
+	"github.com/firelock/firelock/lock"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+// Collections (CONTRACT §3) and the server-only seat leases.
+const (
+	Screenings     = "screenings"
+	Bookings       = "bookings"
+	SeatLocks      = "seatLocks"
+	MaxSeats       = 10  // per booking
+	MaxRequestID   = 128 // bytes
+	SeatLease      = 10 * time.Second
+	CounterShards  = 10
+	StatusBooked   = "booked"
+	StatusOK       = "confirmed"
+	StatusCanceled = "cancelled"
+)
+
+// Errors to branch on; the HTTP layer maps them to status codes.
+var (
+	ErrInvalidArgument   = errors.New("booking: invalid argument")
+	ErrScreeningNotFound = errors.New("booking: screening not found")
+	ErrBookingNotFound   = errors.New("booking: booking not found")
+	ErrForbidden         = errors.New("booking: not the booking's user")
+	// ErrSeatTaken: a seat is booked already. The error is a *SeatsError.
+	ErrSeatTaken = errors.New("booking: seat taken")
+	// ErrSeatBusy: another booking holds a seat's lease right now; trying
+	// again shortly may succeed. The error is a *SeatsError.
+	ErrSeatBusy = errors.New("booking: seat busy")
+)
+
+// SeatsError names the seats that stopped a booking.
+type SeatsError struct {
+	Kind  error // ErrSeatTaken or ErrSeatBusy
+	Seats []string
+}
+
+func (e *SeatsError) Error() string     { return fmt.Sprintf("%v: %v", e.Kind, e.Seats) }
+func (e *SeatsError) Is(err error) bool { return err == e.Kind }
+
+// Booking is a booking document (CONTRACT §3).
+type Booking struct {
+	ID          string    `firestore:"-" json:"bookingId"`
+	UID         string    `firestore:"uid" json:"-"`
+	ScreeningID string    `firestore:"screeningId" json:"screeningId"`
+	Seats       []string  `firestore:"seats" json:"seats"`
+	Status      string    `firestore:"status" json:"status"`
+	RequestID   string    `firestore:"requestId" json:"-"`
+	CreatedAt   time.Time `firestore:"createdAt,serverTimestamp" json:"-"`
+}
+
+// Screening is a screening document, written by admins.
+type Screening struct {
+	Title       string    `firestore:"title"`
+	StartsAt    time.Time `firestore:"startsAt"`
+	Rows        []string  `firestore:"rows"`
+	SeatsPerRow int       `firestore:"seatsPerRow"`
+}
+
+// Request asks for seats of one screening for one user.
+type Request struct {
+	UID         string
+	ScreeningID string
+	Seats       []string
+	RequestID   string // the client's idempotency key
+}
+
+// Service books and cancels. Safe for concurrent use.
+type Service struct {
+	client    *firestore.Client
+	seatLease time.Duration
+	mu         sync.Mutex
+	counters   map[string]*counter.Counter
+	screenings map[string]cachedScreening
+	// afterLeases runs between taking the seat leases and the transaction;
+	// tests use it to stall a booking.
+	afterLeases func()
+}
+
+// New returns a Service on client.
+func New(client *firestore.Client) *Service {
+	return &Service{client: client, seatLease: SeatLease, counters: map[string]*counter.Counter{}, screenings: map[string]cachedScreening{}}
+}
+
+// CounterID is the id of a screening's tickets-sold counter.
+func CounterID(screeningID string) string { return "tickets-" + screeningID }
+
+var seatPattern = regexp.MustCompile(`^([A-Z]{1,2})([1-9][0-9]{0,2})$`)
+
+// validate checks a request's shape; it needs no Firestore.
+func (r Request) validate() error {
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w: %s", ErrInvalidArgument, fmt.Sprintf(format, args...))
+	}
+	switch {
+	case r.UID == "":
+		return bad("no user")
+	case r.ScreeningID == "":
+		return bad("screeningId is required")
+	case lock.ValidateKey(r.ScreeningID) != nil || len(r.ScreeningID) > 200:
+		return bad("screeningId %q is not a valid id", r.ScreeningID)
+	case r.RequestID == "":
+		return bad("requestId is required")
+	case len(r.RequestID) > MaxRequestID:
+		return bad("requestId is longer than %d bytes", MaxRequestID)
+	case len(r.Seats) == 0:
+		return bad("seats is empty")
+	case len(r.Seats) > MaxSeats:
+		return bad("%d seats, at most %d per booking", len(r.Seats), MaxSeats)
+	}
+	seen := map[string]bool{}
+	for _, s := range r.Seats {
+		if !seatPattern.MatchString(s) {
+			return bad("seat %q is not a seat id like F12", s)
+		}
+		if seen[s] {
+			return bad("seat %s appears twice", s)
+		}
+		seen[s] = true
+	}
+	return nil
+}
+
+// checkSeats checks every seat exists in the screening's layout.
+func (sc Screening) checkSeats(seats []string) error {
+	var bad []string
+	for _, s := range seats {
+		m := seatPattern.FindStringSubmatch(s)
+		n, _ := strconv.Atoi(m[2])
+		if !slices.Contains(sc.Rows, m[1]) || n > sc.SeatsPerRow {
+			bad = append(bad, s)
+		}
+	}
+	if len(bad) > 0 {
+		return fmt.Errorf("%w: no such seats in this screening: %v", ErrInvalidArgument, bad)
+	}
+	return nil
+}
+
+// bookingID is derived from the user and the request ID, so a retry finds
+// the booking its first attempt made.
+func bookingID(uid, requestID string) string {
+	h := sha256.Sum256([]byte(uid + "\x00" + requestID))
+	return hex.EncodeToString(h[:16])
+}
+
+func seatKey(screeningID, seat string) string { return screeningID + "_" + seat }
+
+func (s *Service) seatDoc(screeningID, seat string) *firestore.DocumentRef {
+	return s.client.Collection(Screenings).Doc(screeningID).Collection("seats").Doc(seat)
+}
+
+// Book books all requested seats or none. It returns the booking and
+// whether this call created it (false: a retry of the same user and
+// requestId got the existing booking back). executionID names the seat
+// leases' owner.
+//
+// Errors: ErrInvalidArgument, ErrScreeningNotFound, ErrSeatTaken and
+// ErrSeatBusy (both *SeatsError), or a Firestore error. Nothing is written
+// on any error.
+func (s *Service) Book(ctx context.Context, executionID string, r Request) (Booking, bool, error) {
+	if err := r.validate(); err != nil {
+		return Booking{}, false, err
+	}
+	seats := slices.Clone(r.Seats)
+	slices.Sort(seats) // one order for everybody
+	id := bookingID(r.UID, r.RequestID)
+	bref := s.client.Collection(Bookings).Doc(id)
+
+	sc, err := s.screening(ctx, r.ScreeningID)
+	if err != nil {
+		return Booking{}, false, err
+	}
+	if err := sc.checkSeats(seats); err != nil {
+		return Booking{}, false, err
+	}
+	// One batched read before any lease: a retry of a booking that went
+	// through gets it back, and a seat booked already answers at once.
+	if b, done, err := s.precheck(ctx, bref, r, seats); done || err != nil {
+		return b, false, err
+	}
+	ctr, err := s.counter(ctx, r.ScreeningID)
+	if err != nil {
+		return Booking{}, false, err
+	}
+
+	locker, err := lock.New(s.client, SeatLocks, lock.WithOwner(executionID), lock.WithLeaseDuration(s.seatLease))
+	if err != nil {
+		return Booking{}, false, err
+	}
+	keys := make([]string, len(seats))
+	for i, seat := range seats {
+		keys[i] = seatKey(r.ScreeningID, seat)
+	}
+	leases, err := locker.TryAcquireAll(ctx, keys)
+	var held *lock.HeldError
+	if errors.As(err, &held) {
+		return Booking{}, false, &SeatsError{Kind: ErrSeatBusy, Seats: seatsOf(r.ScreeningID, held.Keys())}
+	}
+	if errors.Is(err, lock.ErrHeld) {
+		return Booking{}, false, &SeatsError{Kind: ErrSeatBusy, Seats: seats}
+	}
+	if err != nil {
+		return Booking{}, false, err
+	}
+	defer func() {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		leases.Release(rctx) // a lease lost meanwhile is nobody's loss: the transaction checked
+	}()
+	if s.afterLeases != nil {
+		s.afterLeases()
+	}
+
+	b := Booking{ID: id, UID: r.UID, ScreeningID: r.ScreeningID, Seats: seats, Status: StatusOK, RequestID: r.RequestID}
+	created := true
+	err = s.client.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
+		created = true
+		if err := leases.Guard(tx); err != nil {
+			return &SeatsError{Kind: ErrSeatBusy, Seats: seats}
+		}
+		refs := make([]*firestore.DocumentRef, 0, len(seats)+1)
+		for _, seat := range seats {
+			refs = append(refs, s.seatDoc(r.ScreeningID, seat))
+		}
+		snaps, err := tx.GetAll(append(refs, bref))
+		if err != nil {
+			return err
+		}
+		if prev := snaps[len(seats)]; prev.Exists() { // the same request won a race with itself
+			created = false
+			return prev.DataTo(&b)
+		}
+		var taken []string
+		for i, snap := range snaps[:len(seats)] {
+			if snap.Exists() {
+				taken = append(taken, seats[i])
+			}
+		}
+		if len(taken) > 0 {
+			return &SeatsError{Kind: ErrSeatTaken, Seats: taken}
+		}
+		for _, ref := range refs {
+			if err := tx.Create(ref, map[string]any{
+				"status": StatusBooked, "bookingId": id, "uid": r.UID, "bookedAt": firestore.ServerTimestamp,
+			}); err != nil {
+				return err
+			}
+		}
+		if err := tx.Create(bref, b); err != nil {
+			return err
+		}
+		shard, ups := ctr.IncrementWrite(int64(len(seats)))
+		return tx.Update(shard, ups)
+	}, firestore.MaxAttempts(3))
+	if err != nil {
+		return Booking{}, false, err
+	}
+	b.ID = id
+	if !created && !sameRequest(b, r) {
+		return Booking{}, false, fmt.Errorf("%w: requestId %q was already used for another booking", ErrInvalidArgument, r.RequestID)
+	}
+	return b, created, nil
+}
+
+// precheck reads the booking r would make and the requested seats in one
+// RPC: done with the booking if a previous attempt made it, or with a
+// *SeatsError if a seat is booked. The transaction checks again under the
+// leases; this read only spares a loser the locking.
+func (s *Service) precheck(ctx context.Context, bref *firestore.DocumentRef, r Request, seats []string) (Booking, bool, error) {
+	refs := []*firestore.DocumentRef{bref}
+	for _, seat := range seats {
+		refs = append(refs, s.seatDoc(r.ScreeningID, seat))
+	}
+	snaps, err := s.client.GetAll(ctx, refs)
+	if err != nil {
+		return Booking{}, false, err
+	}
+	if snaps[0].Exists() {
+		var b Booking
+		if err := snaps[0].DataTo(&b); err != nil {
+			return Booking{}, false, err
+		}
+		b.ID = bref.ID
+		if !sameRequest(b, r) {
+			return Booking{}, false, fmt.Errorf("%w: requestId %q was already used for another booking", ErrInvalidArgument, r.RequestID)
+		}
+		return b, true, nil
+	}
+	var taken []string
+	for i, snap := range snaps[1:] {
+		if snap.Exists() {
+			taken = append(taken, seats[i])
+		}
+	}
+	if len(taken) > 0 {
+		return Booking{}, false, &SeatsError{Kind: ErrSeatTaken, Seats: taken}
+	}
+	return Booking{}, false, nil
+}
+
+func sameRequest(b Booking, r Request) bool {
+	seats := slices.Clone(r.Seats)
+	slices.Sort(seats)
+	return b.UID == r.UID && b.ScreeningID == r.ScreeningID && slices.Equal(b.Seats, seats)
+}
+
+func seatsOf(screeningID string, keys []string) []string {
+	out := make([]string, len(keys))
+	for i, k := range keys {
+		out[i] = k[len(screeningID)+1:]
+	}
+	return out
+}
+
+// ScreeningCacheTTL is how long a Service trusts a screening's seat layout
+// before reading it again.
+const ScreeningCacheTTL = time.Minute
+
+type cachedScreening struct {
+	sc      Screening
+	expires time.Time
+}
+
+// screening reads a screening's layout, cached for ScreeningCacheTTL: the
+// layout only decides which seat ids are valid, never who has a seat.
+func (s *Service) screening(ctx context.Context, id string) (Screening, error) {
+	s.mu.Lock()
+	c, ok := s.screenings[id]
+	s.mu.Unlock()
+	if ok && time.Now().Before(c.expires) {
+		return c.sc, nil
+	}
+	snap, err := s.client.Collection(Screenings).Doc(id).Get(ctx)
+	if status.Code(err) == codes.NotFound {
+		return Screening{}, fmt.Errorf("%w: %q", ErrScreeningNotFound, id)
+	}
+	if err != nil {
+		return Screening{}, err
+	}
+	var sc Screening
+	if err := snap.DataTo(&sc); err != nil {
+		return Screening{}, fmt.Errorf("booking: screening %q is malformed: %w", id, err)
+	}
+	s.mu.Lock()
+	s.screenings[id] = cachedScreening{sc: sc, expires: time.Now().Add(ScreeningCacheTTL)}
+	s.mu.Unlock()
+	return sc, nil
+}
+
+// counter returns the screening's tickets-sold counter, creating it on
+// first use (idempotent) and caching the handle.
+func (s *Service) counter(ctx context.Context, screeningID string) (*counter.Counter, error) {
+	s.mu.Lock()
+	c := s.counters[screeningID]
+	s.mu.Unlock()
+	if c != nil {
+		return c, nil
+	}
+	c, err := counter.Open(ctx, s.client, CounterID(screeningID))
+	if errors.Is(err, counter.ErrNotFound) {
+		c, err = counter.Create(ctx, s.client, CounterID(screeningID), CounterShards)
+	}
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	s.counters[screeningID] = c
+	s.mu.Unlock()
+	return c, nil
+}
+
+// Cancel cancels a booking of uid: its seats become free and the counter
+// goes down, in one transaction. Cancelling a cancelled booking returns it
+// unchanged. Errors: ErrBookingNotFound, ErrForbidden (another user's).
+func (s *Service) Cancel(ctx context.Context, uid, bookingID string) (Booking, error) {
+	if uid == "" || lock.ValidateKey(bookingID) != nil {
+		return Booking{}, fmt.Errorf("%w: bookingId %q is not a valid id", ErrInvalidArgument, bookingID)
+	}
+	ref := s.client.Collection(Bookings).Doc(bookingID)
+	var b Booking
+	err := s.client.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
+		snap, err := tx.Get(ref)
+		if status.Code(err) == codes.NotFound {
+			return fmt.Errorf("%w: %q", ErrBookingNotFound, bookingID)
+		}
+		if err != nil {
+			return err
+		}
+		if err := snap.DataTo(&b); err != nil {
+			return err
+		}
+		if b.UID != uid {
+			return ErrForbidden
+		}
+		if b.Status == StatusCanceled {
+			return nil
+		}
+		ctr, err := s.counter(ctx, b.ScreeningID)
+		if err != nil {
+			return err
+		}
+		refs := make([]*firestore.DocumentRef, len(b.Seats))
+		for i, seat := range b.Seats {
+			refs[i] = s.seatDoc(b.ScreeningID, seat)
+		}
+		seats, err := tx.GetAll(refs)
+		if err != nil {
+			return err
+		}
+		for i, seat := range seats {
+			if seat.Exists() && seat.Data()["bookingId"] == bookingID {
+				if err := tx.Delete(refs[i]); err != nil {
+					return err
+				}
+			}
+		}
+		b.Status = StatusCanceled
+		if err := tx.Update(ref, []firestore.Update{{Path: "status", Value: StatusCanceled}}); err != nil {
+			return err
+		}
+		shard, ups := ctr.IncrementWrite(-int64(len(b.Seats)))
+		return tx.Update(shard, ups)
+	})
+	if err != nil {
+		return Booking{}, err
+	}
+	b.ID = bookingID
+	return b, nil
+}

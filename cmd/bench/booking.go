@@ -1,0 +1,144 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"cloud.google.com/go/firestore"
+	"github.com/firelock/firelock/booking"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+func init() {
+	scenarios = append(scenarios,
+		scenario{"booking", "booking, distinct seats", benchBookingDistinct},
+		scenario{"booking", "booking, one hot seat (409 latency)", benchBookingHot},
+	)
+}
+
+var errSeedTaken = errors.New("seed: seat taken")
+
+// seedBook is the seed's booking: one transaction per seat, no lease.
+func seedBook(ctx context.Context, c *firestore.Client, screening, seat, uid string) error {
+	ref := c.Collection(booking.Screenings).Doc(screening).Collection("seats").Doc(seat)
+	return c.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
+		s, err := tx.Get(ref)
+		if err != nil && status.Code(err) != codes.NotFound {
+			return err
+		}
+		if s.Exists() {
+			return errSeedTaken
+		}
+		return tx.Create(ref, map[string]any{"status": "booked", "uid": uid, "bookedAt": firestore.ServerTimestamp})
+	})
+}
+
+func bigScreening(ctx context.Context, c *firestore.Client, id string) error {
+	var rows []string
+	for r := 'A'; r <= 'Z'; r++ {
+		rows = append(rows, string(r))
+	}
+	_, err := c.Collection(booking.Screenings).Doc(id).Set(ctx, booking.Screening{Title: "bench", Rows: rows, SeatsPerRow: 999})
+	return err
+}
+
+// seatN is the n-th seat of a 26x999 screening.
+func seatN(n int64) string { return fmt.Sprintf("%c%d", 'A'+rune(n/999%26), 1+n%999) }
+
+func benchBookingDistinct(ctx context.Context, c *firestore.Client, cfg config) ([]result, comparison, error) {
+	name := fmt.Sprintf("booking, distinct seats, %d clients", cfg.concurrency)
+	svc := booking.New(c)
+	var rs []result
+	for _, v := range []struct {
+		variant string
+		book    func(ctx context.Context, screening string, seat string, w, i int) error
+	}{
+		{"firelock booking.Book", func(ctx context.Context, screening, seat string, w, i int) error {
+			_, _, err := svc.Book(ctx, fmt.Sprint("w", w), booking.Request{UID: fmt.Sprint("u", w), ScreeningID: screening, Seats: []string{seat}, RequestID: fmt.Sprint(w, "-", i)})
+			return err
+		}},
+		{"baseline: tx per seat, no lease", func(ctx context.Context, screening, seat string, w, i int) error {
+			return seedBook(ctx, c, screening, seat, fmt.Sprint("u", w))
+		}},
+	} {
+		screening := fmt.Sprint("distinct-", time.Now().UnixNano())
+		if err := bigScreening(ctx, c, screening); err != nil {
+			return nil, comparison{}, err
+		}
+		var next atomic.Int64
+		rs = append(rs, measure(ctx, name, v.variant, cfg.concurrency, cfg.duration, func(ctx context.Context, w, i int) error {
+			return v.book(ctx, screening, seatN(next.Add(1)), w, i)
+		}, nil))
+	}
+	return rs, comparison{name, "bookings/s", rs[0].OpsPerS, rs[1].OpsPerS, ratio(rs[0].OpsPerS, rs[1].OpsPerS), "higher"}, nil
+}
+
+// benchBookingHot: every client wants seat A1 of a fresh screening each
+// round; one wins, the others must learn they lost. Latency of the 409s.
+func benchBookingHot(ctx context.Context, c *firestore.Client, cfg config) ([]result, comparison, error) {
+	name := fmt.Sprintf("booking, one hot seat, %d clients", cfg.concurrency)
+	svc := booking.New(c)
+	lost := func(err error) bool {
+		return errors.Is(err, booking.ErrSeatTaken) || errors.Is(err, booking.ErrSeatBusy) || errors.Is(err, errSeedTaken)
+	}
+	var rs []result
+	for _, v := range []struct {
+		variant string
+		book    func(ctx context.Context, screening string, w, i int) error
+	}{
+		{"firelock booking.Book (409s)", func(ctx context.Context, screening string, w, i int) error {
+			_, _, err := svc.Book(ctx, fmt.Sprint("w", w), booking.Request{UID: fmt.Sprint("u", w), ScreeningID: screening, Seats: []string{"A1"}, RequestID: fmt.Sprint(w, "-", i)})
+			return err
+		}},
+		{"baseline: tx per seat (409s)", func(ctx context.Context, screening string, w, i int) error {
+			return seedBook(ctx, c, screening, "A1", fmt.Sprint("u", w))
+		}},
+	} {
+		var round atomic.Int64
+		screenings := make(chan string, 1)
+		newScreening := func() string {
+			id := fmt.Sprintf("hot-%d-%d", time.Now().UnixNano(), round.Add(1))
+			bigScreening(ctx, c, id)
+			return id
+		}
+		cur := newScreening()
+		screenings <- cur
+		var losses durations
+		r := measure(ctx, name, v.variant, cfg.concurrency, cfg.duration, func(ctx context.Context, w, i int) error {
+			s := <-screenings
+			screenings <- s
+			t := time.Now()
+			err := v.book(ctx, s, w, i)
+			if lost(err) {
+				losses.add(time.Since(t))
+				return err
+			}
+			if err == nil { // a winner opens the next round
+				<-screenings
+				screenings <- newScreening()
+			}
+			return err
+		}, lost)
+		lr := summarize(name, v.variant, losses.ds, r.Errors, time.Duration(float64(time.Second)*float64(r.Ops)/max(r.OpsPerS, 1)))
+		lr.Note = fmt.Sprintf("latency of %d 409 answers; %d answers in all at %.1f/s", len(losses.ds), r.Ops, r.OpsPerS)
+		rs = append(rs, lr)
+	}
+	return rs, comparison{name, "409 p99 ms", rs[0].P99ms, rs[1].P99ms, ratio(rs[0].P99ms, rs[1].P99ms), "lower"}, nil
+}
+
+// durations collects latencies from many goroutines.
+type durations struct {
+	mu sync.Mutex
+	ds []time.Duration
+}
+
+func (d *durations) add(x time.Duration) {
+	d.mu.Lock()
+	d.ds = append(d.ds, x)
+	d.mu.Unlock()
+}

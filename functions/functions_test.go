@@ -1,0 +1,473 @@
+package functions_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"cloud.google.com/go/firestore"
+	"github.com/firelock/firelock/booking"
+	"github.com/firelock/firelock/counter"
+	"github.com/firelock/firelock/functions"
+	"github.com/firelock/firelock/internal/emulators"
+)
+
+func TestMain(m *testing.M) {
+	os.Exit(emulators.RunTests(m, emulators.Firestore, emulators.Auth))
+}
+
+// env is one test's functions server on a fresh Firestore project.
+type env struct {
+	t   *testing.T
+	fs  *firestore.Client
+	srv *httptest.Server
+	log *bytes.Buffer
+}
+
+func newEnv(t *testing.T) *env {
+	t.Helper()
+	fs := emulators.NewFirestore(t)
+	api, err := functions.NewAPI(context.Background(), fs, emulators.AuthProject)
+	if err != nil {
+		t.Fatal(err)
+	}
+	buf := &bytes.Buffer{}
+	var mu sync.Mutex
+	api.Log = functions.NewLogger(writerFunc(func(b []byte) (int, error) { mu.Lock(); defer mu.Unlock(); return buf.Write(b) }))
+	mux := http.NewServeMux()
+	mux.HandleFunc("/BookSeats", api.BookSeats)
+	mux.HandleFunc("/CancelBooking", api.CancelBooking)
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	e := &env{t: t, fs: fs, srv: srv, log: buf}
+	// A 10x20 screening: rows A..J, seats 1..20.
+	if _, err := fs.Doc("screenings/s1").Set(context.Background(), booking.Screening{
+		Title: "Metropolis", StartsAt: time.Now().Add(24 * time.Hour),
+		Rows: []string{"A", "B", "C", "D", "E", "F", "G", "H", "I", "J"}, SeatsPerRow: 20,
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(b []byte) (int, error) { return f(b) }
+
+var (
+	usersMu sync.Mutex
+	users   = map[string]string{} // name -> ID token
+)
+
+// token signs up a user in the Auth emulator (once) and returns its ID token.
+func token(t *testing.T, name string) string {
+	t.Helper()
+	usersMu.Lock()
+	defer usersMu.Unlock()
+	if tok, ok := users[name]; ok {
+		return tok
+	}
+	body, _ := json.Marshal(map[string]any{"email": name + "@example.com", "password": "secret-" + name, "returnSecureToken": true})
+	resp, err := http.Post("http://"+os.Getenv("FIREBASE_AUTH_EMULATOR_HOST")+"/identitytoolkit.googleapis.com/v1/accounts:signUp?key=fake-api-key",
+		"application/json", bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var out struct {
+		IDToken string `json:"idToken"`
+		LocalID string `json:"localId"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil || out.IDToken == "" {
+		t.Fatalf("sign up %s: %v (HTTP %d)", name, err, resp.StatusCode)
+	}
+	users[name] = out.IDToken
+	return out.IDToken
+}
+
+type response struct {
+	Status int
+	Body   map[string]any
+	Header http.Header
+}
+
+func (r response) code() string {
+	if e, ok := r.Body["error"].(map[string]any); ok {
+		c, _ := e["code"].(string)
+		return c
+	}
+	return ""
+}
+
+// call POSTs body (a string, sent as is, or a value, sent as JSON).
+func (e *env) call(fn, tok string, body any, mutate ...func(*http.Request)) response {
+	e.t.Helper()
+	var raw []byte
+	if s, ok := body.(string); ok {
+		raw = []byte(s)
+	} else {
+		raw, _ = json.Marshal(body)
+	}
+	req, _ := http.NewRequest(http.MethodPost, e.srv.URL+"/"+fn, bytes.NewReader(raw))
+	req.Header.Set("Content-Type", "application/json")
+	if tok != "" {
+		req.Header.Set("Authorization", "Bearer "+tok)
+	}
+	for _, m := range mutate {
+		m(req)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	r := response{Status: resp.StatusCode, Header: resp.Header}
+	if err := json.Unmarshal(b, &r.Body); err != nil {
+		e.t.Errorf("%s: HTTP %d body is not JSON: %q", fn, resp.StatusCode, b)
+	}
+	return r
+}
+
+func (e *env) book(user, requestID string, seats ...string) response {
+	return e.call("BookSeats", token(e.t, user), map[string]any{"screeningId": "s1", "seats": seats, "requestId": requestID})
+}
+
+// state is what Firestore holds afterwards.
+type state struct {
+	seats    map[string]map[string]any // seat -> document
+	bookings map[string]map[string]any
+	locks    int
+	sold     int64
+}
+
+func (e *env) state() state {
+	e.t.Helper()
+	ctx := context.Background()
+	st := state{seats: map[string]map[string]any{}, bookings: map[string]map[string]any{}}
+	seats, err := e.fs.Collection("screenings/s1/seats").Documents(ctx).GetAll()
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	for _, s := range seats {
+		st.seats[s.Ref.ID] = s.Data()
+	}
+	bs, err := e.fs.Collection(booking.Bookings).Documents(ctx).GetAll()
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	for _, b := range bs {
+		st.bookings[b.Ref.ID] = b.Data()
+	}
+	locks, err := e.fs.Collection(booking.SeatLocks).Documents(ctx).GetAll()
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	st.locks = len(locks)
+	if c, err := counter.Open(ctx, e.fs, booking.CounterID("s1")); err == nil {
+		if st.sold, err = c.Count(ctx); err != nil {
+			e.t.Fatal(err)
+		}
+	}
+	return st
+}
+
+// checkInvariants: no seat in two confirmed bookings, every seat document
+// matches exactly one confirmed booking, the counter equals the booked
+// seats, and no lease is left.
+func (st state) checkInvariants(t *testing.T) {
+	t.Helper()
+	owner := map[string]string{}
+	for id, b := range st.bookings {
+		if b["status"] != "confirmed" {
+			continue
+		}
+		for _, s := range b["seats"].([]any) {
+			seat := s.(string)
+			if other, ok := owner[seat]; ok {
+				t.Errorf("seat %s in confirmed bookings %s and %s", seat, other, id)
+			}
+			owner[seat] = id
+		}
+	}
+	for seat, doc := range st.seats {
+		if owner[seat] != doc["bookingId"] {
+			t.Errorf("seat document %s names booking %v, confirmed bookings say %q", seat, doc["bookingId"], owner[seat])
+		}
+	}
+	if len(owner) != len(st.seats) {
+		t.Errorf("%d seats in confirmed bookings, %d seat documents", len(owner), len(st.seats))
+	}
+	if st.sold != int64(len(st.seats)) {
+		t.Errorf("tickets-sold counter %d, booked seats %d", st.sold, len(st.seats))
+	}
+	if st.locks != 0 {
+		t.Errorf("%d seat leases left behind", st.locks)
+	}
+}
+
+func TestHundredUsersOneSeatExactlyOneWins(t *testing.T) {
+	e := newEnv(t)
+	const n = 100
+	toks := make([]string, n)
+	for i := range toks {
+		toks[i] = token(t, fmt.Sprintf("fan%d", i))
+	}
+	statuses := make([]response, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			statuses[i] = e.call("BookSeats", toks[i], map[string]any{"screeningId": "s1", "seats": []string{"F12"}, "requestId": fmt.Sprint("r", i)})
+		})
+	}
+	wg.Wait()
+	won, lost := 0, 0
+	for _, r := range statuses {
+		switch {
+		case r.Status == http.StatusCreated:
+			won++
+		case r.Status == http.StatusConflict && (r.code() == "seat_taken" || r.code() == "seat_busy"):
+			lost++
+		default:
+			t.Errorf("unexpected answer %d %v", r.Status, r.Body)
+		}
+	}
+	if won != 1 || lost != n-1 {
+		t.Fatalf("%d won, %d got 409; want 1 and %d", won, lost, n-1)
+	}
+	st := e.state()
+	if len(st.seats) != 1 || len(st.bookings) != 1 || st.sold != 1 || st.locks != 0 {
+		t.Fatalf("Firestore holds %d seats, %d bookings, counter %d, %d leases; want 1, 1, 1, 0", len(st.seats), len(st.bookings), st.sold, st.locks)
+	}
+	st.checkInvariants(t)
+}
+
+func TestRandomLoadKeepsInvariants(t *testing.T) {
+	e := newEnv(t)
+	rows := "ABCDEFGHIJ"
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 30)
+	var mu sync.Mutex
+	outcomes := map[int]int{}
+	for i := range 300 {
+		user := fmt.Sprintf("u%d", i%30)
+		tok := token(t, user)
+		n := 1 + rand.IntN(4)
+		seen := map[string]bool{}
+		var seats []string
+		for len(seats) < n {
+			s := fmt.Sprintf("%c%d", rows[rand.IntN(10)], 1+rand.IntN(20))
+			if !seen[s] {
+				seen[s] = true
+				seats = append(seats, s)
+			}
+		}
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			r := e.call("BookSeats", tok, map[string]any{"screeningId": "s1", "seats": seats, "requestId": fmt.Sprint("req", i)})
+			mu.Lock()
+			outcomes[r.Status]++
+			mu.Unlock()
+			if r.Status != http.StatusCreated && r.Status != http.StatusConflict {
+				t.Errorf("unexpected %d %v", r.Status, r.Body)
+			}
+		})
+	}
+	wg.Wait()
+	t.Logf("outcomes: %v", outcomes)
+	st := e.state()
+	if outcomes[http.StatusCreated] != len(st.bookings) {
+		t.Errorf("%d answers 201, %d bookings stored", outcomes[http.StatusCreated], len(st.bookings))
+	}
+	st.checkInvariants(t)
+}
+
+func TestRetryWithSameRequestIDGetsSameBooking(t *testing.T) {
+	e := newEnv(t)
+	first := e.book("alice", "req-1", "C3", "C4")
+	if first.Status != http.StatusCreated || first.Body["status"] != "confirmed" {
+		t.Fatalf("first: %d %v", first.Status, first.Body)
+	}
+	again := e.book("alice", "req-1", "C4", "C3")
+	if again.Status != http.StatusOK || again.Body["bookingId"] != first.Body["bookingId"] {
+		t.Fatalf("retry: %d %v, want 200 with booking %v", again.Status, again.Body, first.Body["bookingId"])
+	}
+	// The same requestId for other seats is a client bug, not a retry.
+	if r := e.book("alice", "req-1", "D1"); r.Status != http.StatusBadRequest {
+		t.Fatalf("reused requestId: %d %v", r.Status, r.Body)
+	}
+	// Another user's identical requestId is another booking.
+	if r := e.book("bob", "req-1", "D1"); r.Status != http.StatusCreated {
+		t.Fatalf("bob: %d %v", r.Status, r.Body)
+	}
+	st := e.state()
+	if len(st.bookings) != 2 || st.sold != 3 {
+		t.Fatalf("%d bookings, counter %d; want 2 and 3", len(st.bookings), st.sold)
+	}
+	st.checkInvariants(t)
+}
+
+func TestCancelFreesSeatsForOwnerOnly(t *testing.T) {
+	e := newEnv(t)
+	b := e.book("alice", "r1", "E5", "E6")
+	if b.Status != http.StatusCreated {
+		t.Fatalf("book: %d %v", b.Status, b.Body)
+	}
+	id := b.Body["bookingId"]
+	if r := e.call("CancelBooking", token(t, "bob"), map[string]any{"bookingId": id}); r.Status != http.StatusForbidden || r.code() != "permission_denied" {
+		t.Fatalf("bob cancels alice's booking: %d %v", r.Status, r.Body)
+	}
+	if r := e.call("CancelBooking", token(t, "alice"), map[string]any{"bookingId": "nope"}); r.Status != http.StatusNotFound {
+		t.Fatalf("unknown booking: %d %v", r.Status, r.Body)
+	}
+	for range 2 { // cancelling twice is harmless
+		r := e.call("CancelBooking", token(t, "alice"), map[string]any{"bookingId": id})
+		if r.Status != http.StatusOK || r.Body["status"] != "cancelled" {
+			t.Fatalf("cancel: %d %v", r.Status, r.Body)
+		}
+	}
+	st := e.state()
+	if len(st.seats) != 0 || st.sold != 0 {
+		t.Fatalf("after cancel: %d seat documents, counter %d", len(st.seats), st.sold)
+	}
+	if r := e.book("bob", "r2", "E5"); r.Status != http.StatusCreated {
+		t.Fatalf("a freed seat cannot be booked: %d %v", r.Status, r.Body)
+	}
+	e.state().checkInvariants(t)
+}
+
+func TestSeatTakenNamesTheSeats(t *testing.T) {
+	e := newEnv(t)
+	if r := e.book("alice", "r1", "B2"); r.Status != http.StatusCreated {
+		t.Fatal(r.Body)
+	}
+	r := e.book("bob", "r2", "B1", "B2", "B3")
+	errBody, _ := r.Body["error"].(map[string]any)
+	if r.Status != http.StatusConflict || r.code() != "seat_taken" || fmt.Sprint(errBody["seats"]) != "[B2]" {
+		t.Fatalf("%d %v, want 409 seat_taken naming B2", r.Status, r.Body)
+	}
+	st := e.state()
+	if len(st.seats) != 1 {
+		t.Fatalf("a refused booking wrote seats: %v", st.seats)
+	}
+}
+
+func expiredToken() string {
+	enc := func(v any) string { b, _ := json.Marshal(v); return base64.RawURLEncoding.EncodeToString(b) }
+	past := time.Now().Add(-2 * time.Hour).Unix()
+	return enc(map[string]any{"alg": "none", "typ": "JWT"}) + "." + enc(map[string]any{
+		"iss": "https://securetoken.google.com/" + emulators.AuthProject, "aud": emulators.AuthProject,
+		"sub": "ghost", "user_id": "ghost", "iat": past, "exp": past + 60, "auth_time": past,
+		"firebase": map[string]any{"sign_in_provider": "password"},
+	}) + "."
+}
+
+func TestBadInputGetsContractErrorAndWritesNothing(t *testing.T) {
+	e := newEnv(t)
+	alice := token(t, "alice")
+	valid := map[string]any{"screeningId": "s1", "seats": []string{"A1"}, "requestId": "x"}
+	with := func(k string, v any) map[string]any {
+		m := map[string]any{}
+		for kk, vv := range valid {
+			m[kk] = vv
+		}
+		if v == nil {
+			delete(m, k)
+		} else {
+			m[k] = v
+		}
+		return m
+	}
+	cases := []struct {
+		name   string
+		tok    string
+		body   any
+		mutate func(*http.Request)
+		status int
+		code   string
+	}{
+		{"malformed JSON", alice, `{"screeningId": "s1", `, nil, 400, "invalid_argument"},
+		{"not an object", alice, `["A1"]`, nil, 400, "invalid_argument"},
+		{"two objects", alice, `{"screeningId":"s1","seats":["A1"],"requestId":"x"} {}`, nil, 400, "invalid_argument"},
+		{"seats of the wrong type", alice, with("seats", "A1"), nil, 400, "invalid_argument"},
+		{"screeningId of the wrong type", alice, with("screeningId", 7), nil, 400, "invalid_argument"},
+		{"missing seats", alice, with("seats", nil), nil, 400, "invalid_argument"},
+		{"missing screeningId", alice, with("screeningId", nil), nil, 400, "invalid_argument"},
+		{"missing requestId", alice, with("requestId", nil), nil, 400, "invalid_argument"},
+		{"unknown field", alice, with("price", 0), nil, 400, "invalid_argument"},
+		{"unknown screening", alice, with("screeningId", "nope"), nil, 404, "screening_not_found"},
+		{"screening id with a slash", alice, with("screeningId", "s1/seats"), nil, 400, "invalid_argument"},
+		{"seat outside the rows", alice, with("seats", []string{"Z1"}), nil, 400, "invalid_argument"},
+		{"seat number past the row", alice, with("seats", []string{"A21"}), nil, 400, "invalid_argument"},
+		{"malformed seat", alice, with("seats", []string{"1A"}), nil, 400, "invalid_argument"},
+		{"duplicate seats", alice, with("seats", []string{"A1", "A1"}), nil, 400, "invalid_argument"},
+		{"no seats", alice, with("seats", []string{}), nil, 400, "invalid_argument"},
+		{"too many seats", alice, with("seats", []string{"A1", "A2", "A3", "A4", "A5", "A6", "A7", "A8", "A9", "A10", "A11"}), nil, 400, "invalid_argument"},
+		{"huge body", alice, `{"screeningId":"s1","requestId":"` + strings.Repeat("x", functions.MaxBody) + `","seats":["A1"]}`, nil, 413, "payload_too_large"},
+		{"wrong method", alice, valid, func(r *http.Request) { r.Method = http.MethodGet }, 405, "method_not_allowed"},
+		{"wrong content type", alice, valid, func(r *http.Request) { r.Header.Set("Content-Type", "text/plain") }, 415, "unsupported_media_type"},
+		{"missing token", "", valid, nil, 401, "unauthenticated"},
+		{"garbage token", "not-a-jwt", valid, nil, 401, "unauthenticated"},
+		{"expired token", expiredToken(), valid, nil, 401, "unauthenticated"},
+		{"basic auth instead of a token", alice, valid, func(r *http.Request) { r.Header.Set("Authorization", "Basic YWxpY2U6eA==") }, 401, "unauthenticated"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			e.t = t
+			var ms []func(*http.Request)
+			if c.mutate != nil {
+				ms = append(ms, c.mutate)
+			}
+			r := e.call("BookSeats", c.tok, c.body, ms...)
+			errBody, _ := r.Body["error"].(map[string]any)
+			if r.Status != c.status || r.code() != c.code || errBody["message"] == "" {
+				t.Fatalf("got %d %v, want %d %s with a message", r.Status, r.Body, c.status, c.code)
+			}
+		})
+	}
+	e.t = t
+	if r := e.call("CancelBooking", alice, map[string]any{}); r.Status != 400 {
+		t.Fatalf("cancel without bookingId: %d %v", r.Status, r.Body)
+	}
+	st := e.state()
+	if len(st.seats)+len(st.bookings)+st.locks != 0 {
+		t.Fatalf("bad input wrote: %d seats, %d bookings, %d leases", len(st.seats), len(st.bookings), st.locks)
+	}
+	counters, err := e.fs.Collection(counter.Collection).DocumentRefs(context.Background()).GetAll()
+	if err != nil || len(counters) != 0 {
+		t.Fatalf("bad input created %d counters", len(counters))
+	}
+}
+
+func TestLogsAreCloudLoggingJSON(t *testing.T) {
+	e := newEnv(t)
+	if r := e.book("alice", "log-1", "J20"); r.Status != http.StatusCreated {
+		t.Fatal(r.Body)
+	}
+	e.call("BookSeats", "", map[string]any{})
+	lines := strings.Split(strings.TrimSpace(e.log.String()), "\n")
+	if len(lines) < 2 {
+		t.Fatalf("want a log line per request, got %q", e.log.String())
+	}
+	for _, l := range lines {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(l), &m); err != nil {
+			t.Fatalf("log line is not JSON: %q", l)
+		}
+		if m["severity"] == nil || m["message"] == nil || m["executionId"] == nil {
+			t.Fatalf("log line lacks severity, message or executionId: %q", l)
+		}
+	}
+}

@@ -1,0 +1,300 @@
+// Package functions holds the Cloud Functions of firelock: thin adapters
+// that decode a request, call a domain package and encode the answer.
+// Importing the package registers them with the Functions Framework.
+package functions
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"mime"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+
+	"cloud.google.com/go/firestore"
+	firebase "firebase.google.com/go/v4"
+	"firebase.google.com/go/v4/auth"
+	"github.com/GoogleCloudPlatform/functions-framework-go/functions"
+	"github.com/firelock/firelock/booking"
+	"github.com/firelock/firelock/lock"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+func init() {
+	functions.HTTP("BookSeats", func(w http.ResponseWriter, r *http.Request) { defaultAPI().BookSeats(w, r) })
+	functions.HTTP("CancelBooking", func(w http.ResponseWriter, r *http.Request) { defaultAPI().CancelBooking(w, r) })
+}
+
+// MaxBody bounds request bodies.
+const MaxBody = 16 << 10
+
+// TokenVerifier checks Firebase ID tokens (*auth.Client does).
+type TokenVerifier interface {
+	VerifyIDToken(ctx context.Context, idToken string) (*auth.Token, error)
+}
+
+// API serves the HTTP functions of CONTRACT §3.
+type API struct {
+	Bookings *booking.Service
+	Auth     TokenVerifier
+	Log      *slog.Logger
+	initErr  error // a deployed function that could not start its clients answers 500
+}
+
+var (
+	apiOnce sync.Once
+	api     *API
+	apiErr  error
+)
+
+// defaultAPI builds the API of a deployed function once per instance, from
+// the environment (GOOGLE_CLOUD_PROJECT; the emulator variables locally).
+func defaultAPI() *API {
+	apiOnce.Do(func() {
+		ctx := context.Background()
+		project := ProjectID()
+		fs, err := firestore.NewClient(ctx, project)
+		if err != nil {
+			apiErr = err
+			return
+		}
+		api, apiErr = NewAPI(ctx, fs, project)
+	})
+	if apiErr != nil {
+		return &API{Log: NewLogger(os.Stdout), initErr: apiErr}
+	}
+	return api
+}
+
+// ProjectID is the project of a deployed function, or of the local run.
+func ProjectID() string {
+	for _, v := range []string{"GOOGLE_CLOUD_PROJECT", "GCLOUD_PROJECT", "GCP_PROJECT"} {
+		if p := os.Getenv(v); p != "" {
+			return p
+		}
+	}
+	return firestore.DetectProjectID
+}
+
+// NewAPI wires the API to a Firestore client and the Firebase Auth of
+// authProject (the Auth emulator when FIREBASE_AUTH_EMULATOR_HOST is set).
+func NewAPI(ctx context.Context, fs *firestore.Client, authProject string) (*API, error) {
+	app, err := firebase.NewApp(ctx, &firebase.Config{ProjectID: authProject})
+	if err != nil {
+		return nil, fmt.Errorf("functions: firebase app: %w", err)
+	}
+	ac, err := app.Auth(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("functions: firebase auth: %w", err)
+	}
+	return &API{Bookings: booking.New(fs), Auth: ac, Log: NewLogger(os.Stdout)}, nil
+}
+
+// apiError is the one error shape of CONTRACT §3.
+type apiError struct {
+	status int
+	Code   string   `json:"code"`
+	Msg    string   `json:"message"`
+	Seats  []string `json:"seats,omitempty"`
+}
+
+func (e *apiError) Error() string { return e.Msg }
+
+func errorf(status int, code, format string, args ...any) *apiError {
+	return &apiError{status: status, Code: code, Msg: fmt.Sprintf(format, args...)}
+}
+
+// toAPIError maps every error to its status and code, in one place.
+func toAPIError(err error) *apiError {
+	var ae *apiError
+	var se *booking.SeatsError
+	switch {
+	case errors.As(err, &ae):
+		return ae
+	case errors.As(err, &se) && errors.Is(err, booking.ErrSeatTaken):
+		return &apiError{status: http.StatusConflict, Code: "seat_taken", Msg: "seats already booked", Seats: se.Seats}
+	case errors.As(err, &se):
+		return &apiError{status: http.StatusConflict, Code: "seat_busy", Msg: "another booking is taking these seats right now; try again", Seats: se.Seats}
+	case errors.Is(err, booking.ErrInvalidArgument), errors.Is(err, lock.ErrInvalidKey):
+		return errorf(http.StatusBadRequest, "invalid_argument", "%s", strings.TrimPrefix(err.Error(), "booking: invalid argument: "))
+	case errors.Is(err, booking.ErrScreeningNotFound):
+		return errorf(http.StatusNotFound, "screening_not_found", "no such screening")
+	case errors.Is(err, booking.ErrBookingNotFound):
+		return errorf(http.StatusNotFound, "booking_not_found", "no such booking")
+	case errors.Is(err, booking.ErrForbidden):
+		return errorf(http.StatusForbidden, "permission_denied", "this booking belongs to another user")
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
+		return errorf(http.StatusServiceUnavailable, "unavailable", "the request timed out; try again")
+	}
+	switch status.Code(err) {
+	case codes.Unavailable, codes.Aborted, codes.DeadlineExceeded, codes.ResourceExhausted:
+		return errorf(http.StatusServiceUnavailable, "unavailable", "the database is busy; try again")
+	}
+	return errorf(http.StatusInternalServerError, "internal", "internal error")
+}
+
+// writeError writes any error as {"error": {...}} with its status.
+func (a *API) writeError(w http.ResponseWriter, r *http.Request, execID string, err error) {
+	ae := toAPIError(err)
+	if ae.status == http.StatusServiceUnavailable {
+		w.Header().Set("Retry-After", "1")
+	}
+	if ae.status == http.StatusMethodNotAllowed {
+		w.Header().Set("Allow", http.MethodPost)
+	}
+	level := slog.LevelInfo
+	if ae.status >= 500 {
+		level = slog.LevelError
+	}
+	a.Log.Log(r.Context(), level, "request failed", "executionId", execID, "path", r.URL.Path, "status", ae.status, "code", ae.Code, "error", err.Error())
+	writeJSON(w, ae.status, map[string]any{"error": ae})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.WriteHeader(status)
+	json.NewEncoder(w).Encode(v)
+}
+
+// decode checks method, content type and auth, then reads a JSON body of
+// at most MaxBody bytes with no unknown fields into v. It returns the
+// caller's uid.
+func (a *API) decode(w http.ResponseWriter, r *http.Request, v any) (string, error) {
+	if r.Method != http.MethodPost {
+		return "", errorf(http.StatusMethodNotAllowed, "method_not_allowed", "use POST")
+	}
+	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
+		return "", errorf(http.StatusUnsupportedMediaType, "unsupported_media_type", "send Content-Type: application/json")
+	}
+	uid, err := a.authenticate(r)
+	if err != nil {
+		return "", err
+	}
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, MaxBody))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			return "", errorf(http.StatusRequestEntityTooLarge, "payload_too_large", "the body is larger than %d bytes", MaxBody)
+		}
+		return "", errorf(http.StatusBadRequest, "invalid_argument", "malformed JSON body: %v", err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return "", errorf(http.StatusBadRequest, "invalid_argument", "the body must be exactly one JSON object")
+	}
+	return uid, nil
+}
+
+func (a *API) authenticate(r *http.Request) (string, error) {
+	h := r.Header.Get("Authorization")
+	token, ok := strings.CutPrefix(h, "Bearer ")
+	if !ok || strings.TrimSpace(token) == "" {
+		return "", errorf(http.StatusUnauthorized, "unauthenticated", "send Authorization: Bearer <Firebase ID token>")
+	}
+	t, err := a.Auth.VerifyIDToken(r.Context(), strings.TrimSpace(token))
+	if err != nil {
+		if auth.IsIDTokenExpired(err) {
+			return "", errorf(http.StatusUnauthorized, "unauthenticated", "the ID token has expired")
+		}
+		if auth.IsIDTokenInvalid(err) || auth.IsUserNotFound(err) || auth.IsUserDisabled(err) || auth.IsIDTokenRevoked(err) || isBadToken(err) {
+			return "", errorf(http.StatusUnauthorized, "unauthenticated", "the ID token is not valid")
+		}
+		return "", err // the token service is down: 503 or 500, not the caller's fault
+	}
+	return t.UID, nil
+}
+
+// isBadToken: the Admin SDK reports some malformed tokens as plain errors.
+func isBadToken(err error) bool {
+	msg := err.Error()
+	return strings.Contains(msg, "ID token") || strings.Contains(msg, "id token") || strings.Contains(msg, "JWT")
+}
+
+type bookRequest struct {
+	ScreeningID string   `json:"screeningId"`
+	Seats       []string `json:"seats"`
+	RequestID   string   `json:"requestId"`
+}
+
+// BookSeats is the HTTP function of CONTRACT §3.
+func (a *API) BookSeats(w http.ResponseWriter, r *http.Request) {
+	execID, _ := lock.NewExecutionID()
+	if a.initErr != nil {
+		a.writeError(w, r, execID, fmt.Errorf("functions: not configured: %w", a.initErr))
+		return
+	}
+	var req bookRequest
+	uid, err := a.decode(w, r, &req)
+	if err != nil {
+		a.writeError(w, r, execID, err)
+		return
+	}
+	b, created, err := a.Bookings.Book(r.Context(), execID, booking.Request{UID: uid, ScreeningID: req.ScreeningID, Seats: req.Seats, RequestID: req.RequestID})
+	if err != nil {
+		a.writeError(w, r, execID, err)
+		return
+	}
+	code := http.StatusOK
+	if created {
+		code = http.StatusCreated
+	}
+	a.Log.Info("booked", "executionId", execID, "bookingId", b.ID, "uid", uid, "screeningId", b.ScreeningID, "seats", b.Seats, "created", created)
+	writeJSON(w, code, b)
+}
+
+type cancelRequest struct {
+	BookingID string `json:"bookingId"`
+}
+
+// CancelBooking is the HTTP function of CONTRACT §3.
+func (a *API) CancelBooking(w http.ResponseWriter, r *http.Request) {
+	execID, _ := lock.NewExecutionID()
+	if a.initErr != nil {
+		a.writeError(w, r, execID, fmt.Errorf("functions: not configured: %w", a.initErr))
+		return
+	}
+	var req cancelRequest
+	uid, err := a.decode(w, r, &req)
+	if err != nil {
+		a.writeError(w, r, execID, err)
+		return
+	}
+	if req.BookingID == "" {
+		a.writeError(w, r, execID, errorf(http.StatusBadRequest, "invalid_argument", "bookingId is required"))
+		return
+	}
+	b, err := a.Bookings.Cancel(r.Context(), uid, req.BookingID)
+	if err != nil {
+		a.writeError(w, r, execID, err)
+		return
+	}
+	a.Log.Info("cancelled", "executionId", execID, "bookingId", b.ID, "uid", uid)
+	writeJSON(w, http.StatusOK, b)
+}
+
+// NewLogger logs JSON lines in the Cloud Logging format: severity and
+// message are the fields Cloud Logging reads.
+func NewLogger(w io.Writer) *slog.Logger {
+	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{
+		ReplaceAttr: func(groups []string, a slog.Attr) slog.Attr {
+			switch a.Key {
+			case slog.MessageKey:
+				a.Key = "message"
+			case slog.LevelKey:
+				a.Key = "severity"
+				if lv, ok := a.Value.Any().(slog.Level); ok && lv == slog.LevelWarn {
+					a.Value = slog.StringValue("WARNING")
+				}
+			case slog.TimeKey:
+				a.Key = "time"
+			}
+			return a
+		},
+	}))
+}
