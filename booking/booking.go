@@ -93,8 +93,8 @@ type Request struct {
 
 // Service books and cancels. Safe for concurrent use.
 type Service struct {
-	client    *firestore.Client
-	seatLease time.Duration
+	client     *firestore.Client
+	seatLease  time.Duration
 	mu         sync.Mutex
 	counters   map[string]*counter.Counter
 	screenings map[string]cachedScreening
