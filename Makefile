@@ -1,5 +1,5 @@
 # The commands of the README.
-.PHONY: test deps
+.PHONY: test deps bench
 
 # Every test, against the real emulators (started by the tests themselves).
 test: deps
@@ -9,3 +9,7 @@ test: deps
 
 deps:
 	@./scripts/deps.sh
+
+# Every scenario against the seed patterns; a table and bench-results.json.
+bench: deps
+	go run ./cmd/bench
