@@ -222,30 +222,41 @@ type bookRequest struct {
 	RequestID   string   `json:"requestId"`
 }
 
-// BookSeats is the HTTP function of CONTRACT §3.
-func (a *API) BookSeats(w http.ResponseWriter, r *http.Request) {
+// serve is what every function shares: an execution ID, the checks and
+// decoding of decode into req, then handle's answer or its error.
+func (a *API) serve(w http.ResponseWriter, r *http.Request, req any, handle func(execID, uid string) (int, any, error)) {
 	execID, _ := lock.NewExecutionID()
 	if a.initErr != nil {
 		a.writeError(w, r, execID, fmt.Errorf("functions: not configured: %w", a.initErr))
 		return
 	}
+	uid, err := a.decode(w, r, req)
+	if err != nil {
+		a.writeError(w, r, execID, err)
+		return
+	}
+	code, body, err := handle(execID, uid)
+	if err != nil {
+		a.writeError(w, r, execID, err)
+		return
+	}
+	writeJSON(w, code, body)
+}
+
+// BookSeats is the HTTP function of CONTRACT §3.
+func (a *API) BookSeats(w http.ResponseWriter, r *http.Request) {
 	var req bookRequest
-	uid, err := a.decode(w, r, &req)
-	if err != nil {
-		a.writeError(w, r, execID, err)
-		return
-	}
-	b, created, err := a.Bookings.Book(r.Context(), execID, booking.Request{UID: uid, ScreeningID: req.ScreeningID, Seats: req.Seats, RequestID: req.RequestID})
-	if err != nil {
-		a.writeError(w, r, execID, err)
-		return
-	}
-	code := http.StatusOK
-	if created {
-		code = http.StatusCreated
-	}
-	a.Log.Info("booked", "executionId", execID, "bookingId", b.ID, "uid", uid, "screeningId", b.ScreeningID, "seats", b.Seats, "created", created)
-	writeJSON(w, code, b)
+	a.serve(w, r, &req, func(execID, uid string) (int, any, error) {
+		b, created, err := a.Bookings.Book(r.Context(), execID, booking.Request{UID: uid, ScreeningID: req.ScreeningID, Seats: req.Seats, RequestID: req.RequestID})
+		if err != nil {
+			return 0, nil, err
+		}
+		a.Log.Info("booked", "executionId", execID, "bookingId", b.ID, "uid", uid, "screeningId", b.ScreeningID, "seats", b.Seats, "created", created)
+		if created {
+			return http.StatusCreated, b, nil
+		}
+		return http.StatusOK, b, nil
+	})
 }
 
 type cancelRequest struct {
@@ -254,28 +265,18 @@ type cancelRequest struct {
 
 // CancelBooking is the HTTP function of CONTRACT §3.
 func (a *API) CancelBooking(w http.ResponseWriter, r *http.Request) {
-	execID, _ := lock.NewExecutionID()
-	if a.initErr != nil {
-		a.writeError(w, r, execID, fmt.Errorf("functions: not configured: %w", a.initErr))
-		return
-	}
 	var req cancelRequest
-	uid, err := a.decode(w, r, &req)
-	if err != nil {
-		a.writeError(w, r, execID, err)
-		return
-	}
-	if req.BookingID == "" {
-		a.writeError(w, r, execID, errorf(http.StatusBadRequest, "invalid_argument", "bookingId is required"))
-		return
-	}
-	b, err := a.Bookings.Cancel(r.Context(), uid, req.BookingID)
-	if err != nil {
-		a.writeError(w, r, execID, err)
-		return
-	}
-	a.Log.Info("cancelled", "executionId", execID, "bookingId", b.ID, "uid", uid)
-	writeJSON(w, http.StatusOK, b)
+	a.serve(w, r, &req, func(execID, uid string) (int, any, error) {
+		if req.BookingID == "" {
+			return 0, nil, errorf(http.StatusBadRequest, "invalid_argument", "bookingId is required")
+		}
+		b, err := a.Bookings.Cancel(r.Context(), uid, req.BookingID)
+		if err != nil {
+			return 0, nil, err
+		}
+		a.Log.Info("cancelled", "executionId", execID, "bookingId", b.ID, "uid", uid)
+		return http.StatusOK, b, nil
+	})
 }
 
 // NewLogger logs JSON lines in the Cloud Logging format: severity and
