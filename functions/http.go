@@ -202,18 +202,12 @@ func (a *API) authenticate(r *http.Request) (string, error) {
 		if auth.IsIDTokenExpired(err) {
 			return "", errorf(http.StatusUnauthorized, "unauthenticated", "the ID token has expired")
 		}
-		if auth.IsIDTokenInvalid(err) || auth.IsUserNotFound(err) || auth.IsUserDisabled(err) || auth.IsIDTokenRevoked(err) || isBadToken(err) {
+		if auth.IsIDTokenInvalid(err) || auth.IsUserNotFound(err) || auth.IsUserDisabled(err) || auth.IsIDTokenRevoked(err) {
 			return "", errorf(http.StatusUnauthorized, "unauthenticated", "the ID token is not valid")
 		}
 		return "", err // the token service is down: 503 or 500, not the caller's fault
 	}
 	return t.UID, nil
-}
-
-// isBadToken: the Admin SDK reports some malformed tokens as plain errors.
-func isBadToken(err error) bool {
-	msg := err.Error()
-	return strings.Contains(msg, "ID token") || strings.Contains(msg, "id token") || strings.Contains(msg, "JWT")
 }
 
 type bookRequest struct {

@@ -263,11 +263,12 @@ func (l *Locker) commitGrants(ctx context.Context, refs []*firestore.DocumentRef
 	renewals := make([]*leaseDoc, len(refs))
 	for i, ref := range refs {
 		var err error
-		switch s := snaps[i]; {
+		s := snaps[i]
+		d := decodeLease(s)
+		switch {
 		case s == nil:
 			writes[i], err = l.grantWrite(ref, o.fields, ifMissing())
-		case decodeLease(s).Owner == l.owner && decodeLease(s).live(s.ReadTime):
-			d := decodeLease(s)
+		case d.Owner == l.owner && d.live(s.ReadTime):
 			renewals[i] = &d
 			writes[i], err = l.renewWrite(ref, ifUpdatedAt(s.UpdateTime))
 		default:
