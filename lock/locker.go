@@ -413,30 +413,7 @@ func (l *Locker) ReleaseAll(ctx context.Context) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("lock: list leases of %s: %w", l.owner, err)
 	}
-	if len(snaps) == 0 {
-		return 0, nil
-	}
-	bw := l.client.BulkWriter(ctx)
-	jobs := make([]*firestore.BulkWriterJob, 0, len(snaps))
-	for _, s := range snaps {
-		j, err := bw.Delete(s.Ref, firestore.LastUpdateTime(s.UpdateTime))
-		if err != nil {
-			bw.End()
-			return 0, err
-		}
-		jobs = append(jobs, j)
-	}
-	bw.End()
-	n := 0
-	var errs []error
-	for _, j := range jobs {
-		if _, err := j.Results(); err == nil {
-			n++
-		} else if !isConflict(err) {
-			errs = append(errs, err)
-		}
-	}
-	return n, errors.Join(errs...)
+	return deleteLeases(ctx, l.client, snaps, nil)
 }
 
 // isConflict: the commit lost to a concurrent change of a document (it

@@ -1,0 +1,240 @@
+package jobs_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"cloud.google.com/go/firestore"
+	"github.com/firelock/firelock/counter"
+	"github.com/firelock/firelock/internal/emulators"
+	"github.com/firelock/firelock/internal/jobs"
+	"github.com/firelock/firelock/lock"
+)
+
+func TestMain(m *testing.M) { os.Exit(emulators.RunTests(m, emulators.Firestore)) }
+
+const source = "//pubsub.googleapis.com/projects/demo-firelock/topics/scheduled-jobs"
+
+func event(id, job string) jobs.Event {
+	return jobs.Event{Source: source, ID: id, Data: []byte(fmt.Sprintf(`{"job": %q}`, job))}
+}
+
+func deliveries(t *testing.T, c *firestore.Client, ev jobs.Event) map[string]int {
+	t.Helper()
+	snaps, err := c.Collection(jobs.Collection).Doc(jobs.EventKey(ev.Source, ev.ID)).Collection("deliveries").Documents(context.Background()).GetAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]int{}
+	for _, s := range snaps {
+		out[s.Data()["outcome"].(string)]++
+	}
+	return out
+}
+
+func runDoc(t *testing.T, c *firestore.Client, ev jobs.Event) map[string]any {
+	t.Helper()
+	s, err := c.Collection(jobs.Collection).Doc(jobs.EventKey(ev.Source, ev.ID)).Get(context.Background())
+	if err != nil {
+		return nil
+	}
+	return s.Data()
+}
+
+func execID(t *testing.T) string {
+	id, err := lock.NewExecutionID()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
+
+func TestConcurrentDeliveriesRunOnce(t *testing.T) {
+	c := emulators.NewFirestore(t)
+	var runs atomic.Int32
+	r := jobs.New(c, map[string]jobs.Func{"work": func(ctx context.Context) error {
+		runs.Add(1)
+		time.Sleep(200 * time.Millisecond) // overlap with the other deliveries
+		return nil
+	}}, 0)
+	ev := event("42", "work")
+	var wg sync.WaitGroup
+	for range 20 {
+		wg.Go(func() {
+			if _, err := r.Deliver(context.Background(), execID(t), ev); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	if runs.Load() != 1 {
+		t.Fatalf("the job body ran %d times, want 1", runs.Load())
+	}
+	d := deliveries(t, c, ev)
+	if d["ran"] != 1 || d["ran"]+d["in_progress"]+d["already_done"] != 20 {
+		t.Fatalf("delivery records %v, want 20 with exactly one ran", d)
+	}
+	doc := runDoc(t, c, ev)
+	if doc["state"] != "done" || doc["finishedAt"] == nil || doc["eventId"] != "42" || doc["job"] != "work" {
+		t.Fatalf("job run document %v", doc)
+	}
+	// A late duplicate acknowledges without running.
+	if o, err := r.Deliver(context.Background(), execID(t), ev); err != nil || o != jobs.AlreadyDone || runs.Load() != 1 {
+		t.Fatalf("late duplicate: %s %v (runs %d)", o, err, runs.Load())
+	}
+}
+
+func TestCrashedRunIsTakenOverOnlyAfterItsLeaseEnds(t *testing.T) {
+	c := emulators.NewFirestore(t)
+	ctx := context.Background()
+	ev := event("7", "work")
+	// A delivery that took the event and crashed: a running lease nobody renews.
+	crashed, err := lock.New(c, jobs.Collection, lock.WithLeaseDuration(time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := crashed.TryAcquire(ctx, jobs.EventKey(ev.Source, ev.ID), lock.WithFields(map[string]any{"state": "running", "job": "work", "eventId": "7"})); err != nil {
+		t.Fatal(err)
+	}
+	var runs atomic.Int32
+	r := jobs.New(c, map[string]jobs.Func{"work": func(context.Context) error { runs.Add(1); return nil }}, time.Second)
+	if o, err := r.Deliver(ctx, execID(t), ev); err != nil || o != jobs.InProgress || runs.Load() != 0 {
+		t.Fatalf("redelivery during the lease: %s %v, ran %d times", o, err, runs.Load())
+	}
+	time.Sleep(1300 * time.Millisecond)
+	if o, err := r.Deliver(ctx, execID(t), ev); err != nil || o != jobs.Ran || runs.Load() != 1 {
+		t.Fatalf("redelivery after the lease: %s %v, ran %d times", o, err, runs.Load())
+	}
+	if runDoc(t, c, ev)["state"] != "done" {
+		t.Fatal("the taken-over run is not done")
+	}
+	if d := deliveries(t, c, ev); d["in_progress"] != 1 || d["ran"] != 1 {
+		t.Fatalf("deliveries %v", d)
+	}
+}
+
+func TestFailedRunReturnsErrorAndRetryCompletes(t *testing.T) {
+	c := emulators.NewFirestore(t)
+	ctx := context.Background()
+	var calls atomic.Int32
+	boom := errors.New("downstream unavailable")
+	r := jobs.New(c, map[string]jobs.Func{"flaky": func(context.Context) error {
+		if calls.Add(1) == 1 {
+			return boom
+		}
+		return nil
+	}}, 0)
+	ev := event("9", "flaky")
+	if o, err := r.Deliver(ctx, execID(t), ev); !errors.Is(err, boom) || o != jobs.Failed {
+		t.Fatalf("first delivery: %s %v, want failed with the job's error", o, err)
+	}
+	if doc := runDoc(t, c, ev); doc != nil {
+		t.Fatalf("a failed run left its lease: %v", doc)
+	}
+	if o, err := r.Deliver(ctx, execID(t), ev); err != nil || o != jobs.Ran {
+		t.Fatalf("retry: %s %v", o, err)
+	}
+	if d := deliveries(t, c, ev); d["failed"] != 1 || d["ran"] != 1 {
+		t.Fatalf("deliveries %v", d)
+	}
+}
+
+func TestBadPayloadIsAcknowledgedAndWritesNothing(t *testing.T) {
+	c := emulators.NewFirestore(t)
+	r := jobs.New(c, jobs.Standard(c), 0)
+	for name, data := range map[string]string{
+		"unknown job":   `{"job": "dropTables"}`,
+		"not JSON":      `job=rollupCounters`,
+		"wrong type":    `{"job": 7}`,
+		"extra field":   `{"job": "rollupCounters", "force": true}`,
+		"empty":         ``,
+		"missing job":   `{}`,
+		"array payload": `["rollupCounters"]`,
+	} {
+		_, err := r.Deliver(context.Background(), execID(t), jobs.Event{Source: source, ID: "1", Data: []byte(data)})
+		if !errors.Is(err, jobs.ErrBadPayload) {
+			t.Errorf("%s: err = %v, want ErrBadPayload", name, err)
+		}
+	}
+	refs, err := c.Collection(jobs.Collection).DocumentRefs(context.Background()).GetAll()
+	if err != nil || len(refs) != 0 {
+		t.Fatalf("bad payloads wrote %d job runs (%v)", len(refs), err)
+	}
+}
+
+func TestEventKeysDifferAcrossTopics(t *testing.T) {
+	if jobs.EventKey(source, "1") == jobs.EventKey(source+"-other", "1") {
+		t.Fatal("the same message id on two topics gives one key")
+	}
+	if jobs.EventKey(source, "1") != jobs.EventKey(source, "1") {
+		t.Fatal("a redelivery gives another key")
+	}
+}
+
+func TestRollupCountersJob(t *testing.T) {
+	c := emulators.NewFirestore(t)
+	ctx := context.Background()
+	ctr, err := counter.Create(ctx, c, "tickets-s1", 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ctr.Increment(ctx, 5); err != nil {
+		t.Fatal(err)
+	}
+	r := jobs.New(c, jobs.Standard(c), 0)
+	if o, err := r.Deliver(ctx, execID(t), event("100", "rollupCounters")); err != nil || o != jobs.Ran {
+		t.Fatalf("%s %v", o, err)
+	}
+	s, _ := c.Doc("counters/tickets-s1").Get(ctx)
+	if s.Data()["total"] != int64(5) {
+		t.Fatalf("total %v, want 5", s.Data()["total"])
+	}
+}
+
+func TestSweepExpiredDeletesOnlyLongEndedLeases(t *testing.T) {
+	c := emulators.NewFirestore(t)
+	ctx := context.Background()
+	now := time.Now()
+	lease := func(path string, renewed time.Time, seconds int, extra map[string]any) {
+		d := map[string]any{"owner": "x", "acquiredAt": renewed, "renewedAt": renewed, "leaseSeconds": seconds}
+		for k, v := range extra {
+			d[k] = v
+		}
+		if _, err := c.Doc(path).Set(ctx, d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	lease("locks/ancient", now.Add(-72*time.Hour), 30, nil)
+	lease("locks/recent", now.Add(-2*time.Hour), 30, nil)             // ended, but not a day ago
+	lease("locks/live", now.Add(-3*time.Hour), 3600*4, nil)           // renewed long ago, lease still running
+	// Renewed before the query's cutoff but with a lease that still runs:
+	// only the read-time check keeps it.
+	lease("locks/stretched", now.Add(-26*time.Hour), 48*3600, nil)
+	lease("seatLocks/s1_A1", now.Add(-48*time.Hour), 10, nil)         // ended two days ago
+	lease("mutex_critical_data/m1", now.Add(-30*time.Hour), 300, nil) // client mutex, ended yesterday
+	lease("jobRuns/old", now.Add(-8*24*time.Hour), 60, map[string]any{"state": "done"})
+	lease("jobRuns/young", now.Add(-3*24*time.Hour), 60, map[string]any{"state": "done"})
+	if _, err := c.Doc("jobRuns/old/deliveries/e1").Set(ctx, map[string]any{"outcome": "ran"}); err != nil {
+		t.Fatal(err)
+	}
+	r := jobs.New(c, jobs.Standard(c), 0)
+	if o, err := r.Deliver(ctx, execID(t), event("200", "sweepExpired")); err != nil || o != jobs.Ran {
+		t.Fatalf("%s %v", o, err)
+	}
+	exists := func(path string) bool { _, err := c.Doc(path).Get(ctx); return err == nil }
+	for path, want := range map[string]bool{
+		"locks/ancient": false, "locks/recent": true, "locks/live": true, "locks/stretched": true,
+		"seatLocks/s1_A1": false, "mutex_critical_data/m1": false,
+		"jobRuns/old": false, "jobRuns/old/deliveries/e1": false, "jobRuns/young": true,
+	} {
+		if exists(path) != want {
+			t.Errorf("%s exists = %v, want %v", path, !want, want)
+		}
+	}
+}
