@@ -211,8 +211,8 @@ func TestSweepExpiredDeletesOnlyLongEndedLeases(t *testing.T) {
 		}
 	}
 	lease("locks/ancient", now.Add(-72*time.Hour), 30, nil)
-	lease("locks/recent", now.Add(-2*time.Hour), 30, nil)             // ended, but not a day ago
-	lease("locks/live", now.Add(-3*time.Hour), 3600*4, nil)           // renewed long ago, lease still running
+	lease("locks/recent", now.Add(-2*time.Hour), 30, nil)   // ended, but not a day ago
+	lease("locks/live", now.Add(-3*time.Hour), 3600*4, nil) // renewed long ago, lease still running
 	// Renewed before the query's cutoff but with a lease that still runs:
 	// only the read-time check keeps it.
 	lease("locks/stretched", now.Add(-26*time.Hour), 48*3600, nil)
