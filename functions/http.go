@@ -21,6 +21,7 @@ import (
 	"firebase.google.com/go/v4/auth"
 	"github.com/GoogleCloudPlatform/functions-framework-go/functions"
 	"github.com/firelock/firelock/booking"
+	"github.com/firelock/firelock/internal/jobs"
 	"github.com/firelock/firelock/lock"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -39,9 +40,10 @@ type TokenVerifier interface {
 	VerifyIDToken(ctx context.Context, idToken string) (*auth.Token, error)
 }
 
-// API serves the HTTP functions of CONTRACT §3.
+// API serves the functions of CONTRACT §3 and §4.
 type API struct {
 	Bookings *booking.Service
+	Jobs     *jobs.Runner
 	Auth     TokenVerifier
 	Log      *slog.Logger
 	initErr  error // a deployed function that could not start its clients answers 500
@@ -93,7 +95,7 @@ func NewAPI(ctx context.Context, fs *firestore.Client, authProject string) (*API
 	if err != nil {
 		return nil, fmt.Errorf("functions: firebase auth: %w", err)
 	}
-	return &API{Bookings: booking.New(fs), Auth: ac, Log: NewLogger(os.Stdout)}, nil
+	return &API{Bookings: booking.New(fs), Jobs: jobs.New(fs, jobs.Standard(fs), 0), Auth: ac, Log: NewLogger(os.Stdout)}, nil
 }
 
 // apiError is the one error shape of CONTRACT §3.

@@ -109,7 +109,7 @@ func (r *Running) start(ctx context.Context, k Kind) error {
 		r.mu.Unlock()
 		return nil
 	}
-	port, err := freePort()
+	port, err := FreePort()
 	if err != nil {
 		return err
 	}
@@ -265,7 +265,8 @@ func ProjectRoot() (string, error) {
 	}
 }
 
-func freePort() (int, error) {
+// FreePort returns a free loopback TCP port.
+func FreePort() (int, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return 0, fmt.Errorf("emulators: find a free port: %w", err)
