@@ -8,8 +8,8 @@ import (
 	"fmt"
 	"strings"
 
-	pubsubpb "cloud.google.com/go/pubsub/v2/apiv1/pubsubpb"
 	"cloud.google.com/go/pubsub/v2"
+	pubsubpb "cloud.google.com/go/pubsub/v2/apiv1/pubsubpb"
 	"github.com/GoogleCloudPlatform/functions-framework-go/funcframework"
 	"github.com/firelock/firelock/functions"
 	"google.golang.org/grpc/codes"
