@@ -78,22 +78,12 @@ func token(t *testing.T, name string) string {
 	if tok, ok := users[name]; ok {
 		return tok
 	}
-	body, _ := json.Marshal(map[string]any{"email": name + "@example.com", "password": "secret-" + name, "returnSecureToken": true})
-	resp, err := http.Post("http://"+os.Getenv("FIREBASE_AUTH_EMULATOR_HOST")+"/identitytoolkit.googleapis.com/v1/accounts:signUp?key=fake-api-key",
-		"application/json", bytes.NewReader(body))
+	tok, _, err := emulators.SignIn(name+"@example.com", "secret-"+name)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer resp.Body.Close()
-	var out struct {
-		IDToken string `json:"idToken"`
-		LocalID string `json:"localId"`
-	}
-	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil || out.IDToken == "" {
-		t.Fatalf("sign up %s: %v (HTTP %d)", name, err, resp.StatusCode)
-	}
-	users[name] = out.IDToken
-	return out.IDToken
+	users[name] = tok
+	return tok
 }
 
 type response struct {

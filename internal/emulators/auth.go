@@ -1,9 +1,11 @@
 package emulators
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -49,4 +51,39 @@ func authCommand(port int) (*exec.Cmd, error) {
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "NO_UPDATE_NOTIFIER=1", "FIREBASE_CLI_DISABLE_TELEMETRY=1", fmt.Sprintf("HOME=%s", dir))
 	return cmd, nil
+}
+
+// SignIn returns an ID token for email from the running Auth emulator,
+// signing the user up on first use. password must be at least 6 characters.
+func SignIn(email, password string) (idToken, uid string, err error) {
+	host := os.Getenv("FIREBASE_AUTH_EMULATOR_HOST")
+	if host == "" {
+		return "", "", errors.New("emulators: FIREBASE_AUTH_EMULATOR_HOST is not set")
+	}
+	call := func(method string) (string, string, int, error) {
+		body, _ := json.Marshal(map[string]any{"email": email, "password": password, "returnSecureToken": true})
+		resp, err := http.Post("http://"+host+"/identitytoolkit.googleapis.com/v1/accounts:"+method+"?key=fake-api-key", "application/json", bytes.NewReader(body))
+		if err != nil {
+			return "", "", 0, err
+		}
+		defer resp.Body.Close()
+		var out struct {
+			IDToken string `json:"idToken"`
+			LocalID string `json:"localId"`
+		}
+		json.NewDecoder(resp.Body).Decode(&out)
+		return out.IDToken, out.LocalID, resp.StatusCode, nil
+	}
+	tok, id, code, err := call("signInWithPassword")
+	if err == nil && code == http.StatusOK && tok != "" {
+		return tok, id, nil
+	}
+	tok, id, code, err = call("signUp")
+	if err != nil {
+		return "", "", fmt.Errorf("emulators: sign up %s: %w", email, err)
+	}
+	if code != http.StatusOK || tok == "" {
+		return "", "", fmt.Errorf("emulators: sign up %s: HTTP %d", email, code)
+	}
+	return tok, id, nil
 }
