@@ -1,5 +1,9 @@
 # The commands of the README.
-.PHONY: test deps bench
+.PHONY: run test deps bench
+
+# Everything on loopback: emulators, every function, Pub/Sub wiring, demo data.
+run: deps
+	go run ./cmd/firelock-local
 
 # Every test, against the real emulators (started by the tests themselves).
 test: deps

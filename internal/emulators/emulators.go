@@ -259,7 +259,7 @@ func ProjectRoot() (string, error) {
 		}
 		parent := filepath.Dir(dir)
 		if parent == dir {
-			return "", errors.New("emulators: firelock's go.mod not found above the working directory")
+			return "", errors.New("emulators: firelock's go.mod not found above the working directory; run from the firelock checkout (make run, make test)")
 		}
 		dir = parent
 	}
