@@ -1,0 +1,129 @@
+#!/usr/bin/env bash
+# Deploys firelock to Google Cloud: the HTTP functions BookSeats and
+# CancelBooking, the Pub/Sub-triggered RunScheduledJob (with retries), the
+# Cloud Scheduler jobs that publish to scheduled-jobs, firestore.rules, and
+# the TTL policy on the lease documents' expireAt.
+set -euo pipefail
+
+usage() {
+  cat <<'USAGE'
+usage: ./deploy.sh --project PROJECT --region REGION [options]
+
+  --project ID          Google Cloud / Firebase project (or FIRELOCK_PROJECT, GOOGLE_CLOUD_PROJECT)
+  --region REGION       region of the functions and scheduler jobs, e.g. europe-west1 (or FIRELOCK_REGION)
+  --runtime ID          Cloud Functions runtime (default go126; checked against `gcloud functions runtimes list`)
+  --schedule CRON       when rollupCounters runs (default "0 * * * *": hourly)
+  --sweep-schedule CRON when sweepExpired runs (default "30 3 * * *": daily)
+  --time-zone TZ        time zone of the schedules (default Etc/UTC)
+  --dry-run             print every command that would change something, run none
+  -h, --help            this text
+
+Needs gcloud (logged in, with the Cloud Functions, Cloud Build, Pub/Sub, Cloud Scheduler
+and Firestore APIs enabled) and the firebase CLI (on PATH, or tools/ after `make deps`).
+USAGE
+}
+
+PROJECT="${FIRELOCK_PROJECT:-${GOOGLE_CLOUD_PROJECT:-}}"
+REGION="${FIRELOCK_REGION:-}"
+RUNTIME="${FIRELOCK_RUNTIME:-go126}"
+SCHEDULE="${FIRELOCK_SCHEDULE:-0 * * * *}"
+SWEEP_SCHEDULE="${FIRELOCK_SWEEP_SCHEDULE:-30 3 * * *}"
+TIME_ZONE="${FIRELOCK_TIME_ZONE:-Etc/UTC}"
+DRY_RUN=0
+
+need_value() { [ $# -ge 2 ] && [ -n "$2" ] || { echo "deploy.sh: $1 needs a value" >&2; usage >&2; exit 2; }; }
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --project|--region|--runtime|--schedule|--sweep-schedule|--time-zone)
+      need_value "$@"
+      case "$1" in
+        --project) PROJECT=$2 ;; --region) REGION=$2 ;; --runtime) RUNTIME=$2 ;;
+        --schedule) SCHEDULE=$2 ;; --sweep-schedule) SWEEP_SCHEDULE=$2 ;; --time-zone) TIME_ZONE=$2 ;;
+      esac
+      shift 2 ;;
+    --project=*) PROJECT=${1#*=}; shift ;;
+    --region=*) REGION=${1#*=}; shift ;;
+    --runtime=*) RUNTIME=${1#*=}; shift ;;
+    --schedule=*) SCHEDULE=${1#*=}; shift ;;
+    --sweep-schedule=*) SWEEP_SCHEDULE=${1#*=}; shift ;;
+    --time-zone=*) TIME_ZONE=${1#*=}; shift ;;
+    --dry-run) DRY_RUN=1; shift ;;
+    -h|--help) usage; exit 0 ;;
+    *) echo "deploy.sh: unknown argument: $1" >&2; usage >&2; exit 2 ;;
+  esac
+done
+
+missing=()
+[ -n "$PROJECT" ] || missing+=("--project")
+[ -n "$REGION" ] || missing+=("--region")
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "deploy.sh: missing ${missing[*]}" >&2
+  usage >&2
+  exit 2
+fi
+
+cd "$(dirname "$0")"
+
+command -v gcloud >/dev/null || { echo "deploy.sh: gcloud not found: install the Google Cloud SDK" >&2; exit 1; }
+if command -v firebase >/dev/null; then
+  FIREBASE=firebase
+elif [ -x tools/node_modules/.bin/firebase ]; then
+  FIREBASE=tools/node_modules/.bin/firebase
+else
+  echo "deploy.sh: the firebase CLI is needed for the rules: run 'make deps' or 'npm install -g firebase-tools'" >&2
+  exit 1
+fi
+
+# Commands that change something: printed in a dry run, run otherwise.
+run() {
+  if [ "$DRY_RUN" = 1 ]; then
+    printf '+'; printf ' %q' "$@"; printf '\n'
+  else
+    echo "+ $*" >&2
+    "$@"
+  fi
+}
+
+# Read-only queries run in a dry run too: they change nothing.
+runtimes=$(gcloud functions runtimes list --project="$PROJECT" --region="$REGION" --format='value(name)')
+if ! grep -qx -- "$RUNTIME" <<<"$runtimes"; then
+  echo "deploy.sh: runtime $RUNTIME is not offered in $REGION; offered: $(echo $runtimes)" >&2
+  exit 1
+fi
+
+common=(--gen2 "--runtime=$RUNTIME" "--region=$REGION" "--project=$PROJECT" --source=.)
+
+# HTTP functions: they verify Firebase ID tokens themselves, so IAM lets every caller in.
+for fn in BookSeats CancelBooking; do
+  run gcloud functions deploy "$fn" "${common[@]}" "--entry-point=$fn" --trigger-http --allow-unauthenticated
+done
+
+if ! gcloud pubsub topics describe scheduled-jobs --project="$PROJECT" >/dev/null 2>&1; then
+  run gcloud pubsub topics create scheduled-jobs --project="$PROJECT"
+fi
+run gcloud functions deploy RunScheduledJob "${common[@]}" --entry-point=RunScheduledJob --trigger-topic=scheduled-jobs --retry
+
+scheduler_job() {
+  local name=$1 schedule=$2 job=$3 verb=create
+  if gcloud scheduler jobs describe "$name" --location="$REGION" --project="$PROJECT" >/dev/null 2>&1; then
+    verb=update
+  fi
+  run gcloud scheduler jobs "$verb" pubsub "$name" --location="$REGION" --project="$PROJECT" \
+    --schedule="$schedule" --time-zone="$TIME_ZONE" --topic=scheduled-jobs --message-body="{\"job\": \"$job\"}"
+}
+scheduler_job firelock-rollup-counters "$SCHEDULE" rollupCounters
+scheduler_job firelock-sweep-expired "$SWEEP_SCHEDULE" sweepExpired
+
+run "$FIREBASE" deploy --only firestore:rules --project "$PROJECT" --non-interactive
+
+# Garbage collection of lease documents a day after their lease ended (expireAt);
+# job runs are swept by sweepExpired instead, with their deliveries.
+for group in locks seatLocks mutex_critical_data; do
+  run gcloud firestore fields ttls update expireAt --collection-group="$group" --enable-ttl --project="$PROJECT" --async
+done
+
+if [ "$DRY_RUN" = 1 ]; then
+  echo "deploy.sh: dry run: nothing was changed" >&2
+else
+  echo "deploy.sh: firelock deployed to $PROJECT ($REGION)" >&2
+fi

@@ -1,0 +1,142 @@
+package firelock
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// fakeTools puts fake gcloud and firebase on PATH: each records its
+// arguments, one line per call. gcloud offers the runtimes go125 and go126
+// and finds no topic or scheduler job.
+func fakeTools(t *testing.T) (pathEnv, logFile string) {
+	t.Helper()
+	dir := t.TempDir()
+	logFile = filepath.Join(dir, "calls.log")
+	script := `#!/usr/bin/env bash
+echo "$(basename "$0") $*" >> "` + logFile + `"
+case "$*" in
+  *"runtimes list"*) printf 'go125\ngo126\n' ;;
+  *describe*) exit 1 ;;
+esac
+exit 0
+`
+	for _, name := range []string{"gcloud", "firebase"} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(script), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir + string(os.PathListSeparator) + os.Getenv("PATH"), logFile
+}
+
+func runDeploy(t *testing.T, pathEnv string, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	cmd := exec.Command("bash", append([]string{"deploy.sh"}, args...)...)
+	cmd.Env = append(os.Environ(), "PATH="+pathEnv, "FIRELOCK_PROJECT=", "GOOGLE_CLOUD_PROJECT=", "FIRELOCK_REGION=")
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return out.String(), errb.String(), code
+}
+
+func calls(t *testing.T, logFile string) string {
+	b, err := os.ReadFile(logFile)
+	if err != nil && !os.IsNotExist(err) {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+func TestDeployDryRunPrintsEveryCommand(t *testing.T) {
+	pathEnv, logFile := fakeTools(t)
+	out, errOut, code := runDeploy(t, pathEnv, "--dry-run", "--project", "demo-p", "--region=europe-west1")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	want := []string{
+		`+ gcloud functions deploy BookSeats --gen2 --runtime=go126 --region=europe-west1 --project=demo-p --source=. --entry-point=BookSeats --trigger-http --allow-unauthenticated`,
+		`+ gcloud functions deploy CancelBooking --gen2 --runtime=go126 --region=europe-west1 --project=demo-p --source=. --entry-point=CancelBooking --trigger-http --allow-unauthenticated`,
+		`+ gcloud pubsub topics create scheduled-jobs --project=demo-p`,
+		`+ gcloud functions deploy RunScheduledJob --gen2 --runtime=go126 --region=europe-west1 --project=demo-p --source=. --entry-point=RunScheduledJob --trigger-topic=scheduled-jobs --retry`,
+		`+ gcloud scheduler jobs create pubsub firelock-rollup-counters --location=europe-west1 --project=demo-p --schedule=0\ \*\ \*\ \*\ \* --time-zone=Etc/UTC --topic=scheduled-jobs --message-body=\{\"job\":\ \"rollupCounters\"\}`,
+		`+ gcloud scheduler jobs create pubsub firelock-sweep-expired --location=europe-west1 --project=demo-p --schedule=30\ 3\ \*\ \*\ \* --time-zone=Etc/UTC --topic=scheduled-jobs --message-body=\{\"job\":\ \"sweepExpired\"\}`,
+		`+ firebase deploy --only firestore:rules --project demo-p --non-interactive`,
+		`+ gcloud firestore fields ttls update expireAt --collection-group=locks --enable-ttl --project=demo-p --async`,
+		`+ gcloud firestore fields ttls update expireAt --collection-group=seatLocks --enable-ttl --project=demo-p --async`,
+		`+ gcloud firestore fields ttls update expireAt --collection-group=mutex_critical_data --enable-ttl --project=demo-p --async`,
+	}
+	got := strings.Split(strings.TrimSpace(out), "\n")
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("dry run printed:\n%s\nwant:\n%s", out, strings.Join(want, "\n"))
+	}
+	// A dry run only asks; it changes nothing.
+	for _, line := range strings.Split(strings.TrimSpace(calls(t, logFile)), "\n") {
+		if !strings.Contains(line, "runtimes list") && !strings.Contains(line, "describe") {
+			t.Errorf("dry run ran %q", line)
+		}
+	}
+}
+
+func TestDeployRunsCommandsAndUpdatesExistingSchedulerJobs(t *testing.T) {
+	pathEnv, logFile := fakeTools(t)
+	// This time the scheduler jobs and the topic exist.
+	dir := strings.SplitN(pathEnv, string(os.PathListSeparator), 2)[0]
+	gcloud := filepath.Join(dir, "gcloud")
+	b, _ := os.ReadFile(gcloud)
+	os.WriteFile(gcloud, bytes.Replace(b, []byte("*describe*) exit 1"), []byte("*describe*) exit 0"), 1), 0o755)
+	_, errOut, code := runDeploy(t, pathEnv, "--project=demo-p", "--region=us-central1", "--schedule", "*/15 * * * *")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	log := calls(t, logFile)
+	for _, want := range []string{
+		"gcloud functions deploy BookSeats --gen2 --runtime=go126 --region=us-central1",
+		"gcloud functions deploy RunScheduledJob",
+		"gcloud scheduler jobs update pubsub firelock-rollup-counters --location=us-central1 --project=demo-p --schedule=*/15 * * * *",
+		"firebase deploy --only firestore:rules --project demo-p",
+	} {
+		if !strings.Contains(log, want) {
+			t.Errorf("no call %q in:\n%s", want, log)
+		}
+	}
+	if strings.Contains(log, "topics create") {
+		t.Error("created a topic that exists")
+	}
+}
+
+func TestDeployChecksSettingsUpFront(t *testing.T) {
+	pathEnv, logFile := fakeTools(t)
+	cases := []struct {
+		name string
+		args []string
+		code int
+		msg  string
+	}{
+		{"no settings", nil, 2, "missing --project --region"},
+		{"no region", []string{"--project", "demo-p"}, 2, "missing --region"},
+		{"flag without value", []string{"--project"}, 2, "--project needs a value"},
+		{"unknown flag", []string{"--project=p", "--region=r", "--force"}, 2, "unknown argument: --force"},
+		{"unknown runtime", []string{"--project=p", "--region=r", "--runtime=go999", "--dry-run"}, 1, "runtime go999 is not offered in r; offered: go125 go126"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, errOut, code := runDeploy(t, pathEnv, c.args...)
+			if code != c.code || !strings.Contains(errOut, c.msg) {
+				t.Fatalf("exit %d, stderr %q; want exit %d saying %q", code, errOut, c.code, c.msg)
+			}
+		})
+	}
+	for _, line := range strings.Split(strings.TrimSpace(calls(t, logFile)), "\n") {
+		if line != "" && !strings.Contains(line, "runtimes list") {
+			t.Errorf("a refused deploy ran %q", line)
+		}
+	}
+}
