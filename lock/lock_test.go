@@ -670,3 +670,17 @@ func TestBadOptionsRejected(t *testing.T) {
 		}
 	}
 }
+
+func TestEndedContextIsReportedAsSuch(t *testing.T) {
+	c := emulators.NewFirestore(t)
+	l := newLocker(t, c)
+	ctx, cancel := context.WithDeadline(context.Background(), time.Now().Add(-time.Second))
+	defer cancel()
+	_, err := l.TryAcquire(ctx, "k")
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("err = %v, want errors.Is context.DeadlineExceeded", err)
+	}
+	if n := countDocs(t, c, coll); n != 0 {
+		t.Fatalf("%d documents written", n)
+	}
+}

@@ -201,7 +201,8 @@ func (l *Locker) TryAcquire(ctx context.Context, key string, opts ...AcquireOpti
 // key, nothing is written and the *HeldError lists every such key. Keys are
 // validated first (ErrInvalidKey; at most MaxKeys, no duplicates). The
 // leases come back in the order of keys.
-func (l *Locker) TryAcquireAll(ctx context.Context, keys []string, opts ...AcquireOption) (Leases, error) {
+func (l *Locker) TryAcquireAll(ctx context.Context, keys []string, opts ...AcquireOption) (_ Leases, err error) {
+	defer func() { err = withContext(ctx, err) }()
 	if err := validateKeys(keys); err != nil {
 		return nil, err
 	}
@@ -414,6 +415,16 @@ func (l *Locker) ReleaseAll(ctx context.Context) (int, error) {
 		return 0, fmt.Errorf("lock: list leases of %s: %w", l.owner, err)
 	}
 	return deleteLeases(ctx, l.client, snaps, nil)
+}
+
+// withContext makes an RPC error that ctx caused say so: errors.Is(err,
+// context.DeadlineExceeded) holds whether the deadline struck before the RPC
+// or inside it (where gRPC reports a status, not the context's error).
+func withContext(ctx context.Context, err error) error {
+	if err == nil || ctx.Err() == nil || errors.Is(err, ctx.Err()) {
+		return err
+	}
+	return fmt.Errorf("%w: %v", context.Cause(ctx), err)
 }
 
 // isConflict: the commit lost to a concurrent change of a document (it
