@@ -229,7 +229,11 @@ func (s *Service) Book(ctx context.Context, executionID string, r Request) (Book
 	if err != nil {
 		return Booking{}, false, err
 	}
+	committed := false // the transaction released the leases with its writes
 	defer func() {
+		if committed {
+			return
+		}
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer cancel()
 		leases.Release(rctx) // a lease lost meanwhile is nobody's loss: the transaction checked
@@ -242,14 +246,15 @@ func (s *Service) Book(ctx context.Context, executionID string, r Request) (Book
 	created := true
 	err = s.client.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
 		created = true
-		if err := leases.Guard(tx); err != nil {
-			return &SeatsError{Kind: ErrSeatBusy, Seats: seats}
-		}
 		refs := make([]*firestore.DocumentRef, 0, len(seats)+1)
 		for _, seat := range seats {
 			refs = append(refs, s.seatDoc(r.ScreeningID, seat))
 		}
-		snaps, err := tx.GetAll(append(refs, bref))
+		// One read for the leases (fencing), the seats and the booking.
+		snaps, err := leases.GuardWith(tx, append(refs, bref)...)
+		if errors.Is(err, lock.ErrNotHeld) {
+			return &SeatsError{Kind: ErrSeatBusy, Seats: seats}
+		}
 		if err != nil {
 			return err
 		}
@@ -277,11 +282,15 @@ func (s *Service) Book(ctx context.Context, executionID string, r Request) (Book
 			return err
 		}
 		shard, ups := ctr.IncrementWrite(int64(len(seats)))
-		return tx.Update(shard, ups)
+		if err := tx.Update(shard, ups); err != nil {
+			return err
+		}
+		return leases.ReleaseIn(tx)
 	}, firestore.MaxAttempts(3))
 	if err != nil {
 		return Booking{}, false, err
 	}
+	committed = created
 	b.ID = id
 	if !created && !sameRequest(b, r) {
 		return Booking{}, false, fmt.Errorf("%w: requestId %q was already used for another booking", ErrInvalidArgument, r.RequestID)

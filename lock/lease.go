@@ -311,16 +311,37 @@ func (ls Leases) Keys() []string {
 
 // Guard is Lease.Guard for every lease, with one batched read.
 func (ls Leases) Guard(tx *firestore.Transaction) error {
-	refs := make([]*firestore.DocumentRef, len(ls))
-	for i, l := range ls {
-		refs[i] = l.ref
+	_, err := ls.GuardWith(tx)
+	return err
+}
+
+// GuardWith is Guard that also reads refs in the same batched read (one RPC
+// for the leases and the documents they protect) and returns their
+// snapshots, in order.
+func (ls Leases) GuardWith(tx *firestore.Transaction, refs ...*firestore.DocumentRef) ([]*firestore.DocumentSnapshot, error) {
+	all := make([]*firestore.DocumentRef, 0, len(ls)+len(refs))
+	for _, l := range ls {
+		all = append(all, l.ref)
 	}
-	snaps, err := tx.GetAll(refs)
+	snaps, err := tx.GetAll(append(all, refs...))
 	if err != nil {
-		return fmt.Errorf("lock: guard %d leases: %w", len(ls), err)
+		return nil, fmt.Errorf("lock: guard %d leases: %w", len(ls), err)
 	}
 	for i, l := range ls {
 		if err := l.checkGuard(snaps[i]); err != nil {
+			return nil, err
+		}
+	}
+	return snaps[len(ls):], nil
+}
+
+// ReleaseIn deletes the leases as part of tx, which must have guarded them
+// (Guard or GuardWith): the protected writes and the release then commit
+// together, in one RPC. If tx does not commit, the leases are still held:
+// call Release. Done is not closed by ReleaseIn.
+func (ls Leases) ReleaseIn(tx *firestore.Transaction) error {
+	for _, l := range ls {
+		if err := tx.Delete(l.ref); err != nil {
 			return err
 		}
 	}

@@ -684,3 +684,47 @@ func TestEndedContextIsReportedAsSuch(t *testing.T) {
 		t.Fatalf("%d documents written", n)
 	}
 }
+
+func TestGuardWithReadsAndReleaseInCommitsWithTheWrites(t *testing.T) {
+	c := emulators.NewFirestore(t)
+	ctx := context.Background()
+	l := newLocker(t, c)
+	ls, err := l.TryAcquireAll(ctx, []string{"a", "b"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := c.Doc("data/d")
+	if _, err := data.Set(ctx, map[string]any{"v": 1}); err != nil {
+		t.Fatal(err)
+	}
+	err = c.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
+		snaps, err := ls.GuardWith(tx, data)
+		if err != nil {
+			return err
+		}
+		if len(snaps) != 1 || snaps[0].Data()["v"] != int64(1) {
+			t.Errorf("GuardWith returned %v", snaps)
+		}
+		if err := tx.Set(data, map[string]any{"v": 2}); err != nil {
+			return err
+		}
+		return ls.ReleaseIn(tx)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := countDocs(t, c, coll); n != 0 {
+		t.Fatalf("%d leases left after ReleaseIn committed", n)
+	}
+	if s, _ := data.Get(ctx); s.Data()["v"] != int64(2) {
+		t.Fatal("the guarded write did not land")
+	}
+	// The leases are gone, so guarding with them again fails.
+	err = c.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
+		_, err := ls.GuardWith(tx, data)
+		return err
+	})
+	if !errors.Is(err, lock.ErrNotHeld) {
+		t.Fatalf("guard after release: err = %v, want ErrNotHeld", err)
+	}
+}
