@@ -205,11 +205,6 @@ func (s *Service) Book(ctx context.Context, executionID string, r Request) (Book
 	if b, done, err := s.precheck(ctx, bref, r, seats); done || err != nil {
 		return b, false, err
 	}
-	ctr, err := s.counter(ctx, r.ScreeningID)
-	if err != nil {
-		return Booking{}, false, err
-	}
-
 	locker, err := lock.New(s.client, SeatLocks, lock.WithOwner(executionID), lock.WithLeaseDuration(s.seatLease))
 	if err != nil {
 		return Booking{}, false, err
@@ -240,6 +235,12 @@ func (s *Service) Book(ctx context.Context, executionID string, r Request) (Book
 	}()
 	if s.afterLeases != nil {
 		s.afterLeases()
+	}
+	// Only a booking that got its leases needs the counter (created on a
+	// screening's first booking, then cached).
+	ctr, err := s.counter(ctx, r.ScreeningID)
+	if err != nil {
+		return Booking{}, false, err
 	}
 
 	b := Booking{ID: id, UID: r.UID, ScreeningID: r.ScreeningID, Seats: seats, Status: StatusOK, RequestID: r.RequestID}
