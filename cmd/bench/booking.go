@@ -18,6 +18,7 @@ func init() {
 	scenarios = append(scenarios,
 		scenario{"booking", "booking, distinct seats", benchBookingDistinct},
 		scenario{"booking", "booking, one hot seat (409 latency)", benchBookingHot},
+		scenario{"booking", "booking scaling, distinct seats", benchBookingScaling},
 	)
 }
 
@@ -76,6 +77,28 @@ func benchBookingDistinct(ctx context.Context, c *firestore.Client, cfg config) 
 		}, nil))
 	}
 	return rs, comparison{name, "bookings/s", rs[0].OpsPerS, rs[1].OpsPerS, ratio(rs[0].OpsPerS, rs[1].OpsPerS), "higher"}, nil
+}
+
+// benchBookingScaling: distinct seats at growing concurrency. No global
+// serialization means throughput grows with clients until the machine (here
+// the emulator on the same cores) is the limit.
+func benchBookingScaling(ctx context.Context, c *firestore.Client, cfg config) ([]result, comparison, error) {
+	const name = "booking scaling, distinct seats"
+	svc := booking.New(c)
+	screening := fmt.Sprint("scale-", time.Now().UnixNano())
+	if err := bigScreening(ctx, c, screening); err != nil {
+		return nil, comparison{}, err
+	}
+	var next atomic.Int64
+	var rs []result
+	for _, clients := range []int{1, 4, 16, cfg.concurrency} {
+		rs = append(rs, measure(ctx, name, fmt.Sprintf("firelock booking.Book, %d clients", clients), clients, cfg.duration, func(ctx context.Context, w, i int) error {
+			_, _, err := svc.Book(ctx, fmt.Sprint("w", w), booking.Request{UID: fmt.Sprint("u", w), ScreeningID: screening, Seats: []string{seatN(next.Add(1))}, RequestID: fmt.Sprint(clients, "-", w, "-", i)})
+			return err
+		}, nil))
+	}
+	last := rs[len(rs)-1]
+	return rs, comparison{name, fmt.Sprintf("bookings/s, %d vs 1 client", cfg.concurrency), last.OpsPerS, rs[0].OpsPerS, ratio(last.OpsPerS, rs[0].OpsPerS), "higher"}, nil
 }
 
 // benchBookingHot: every client wants the same seat; one wins, the others
