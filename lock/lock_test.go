@@ -314,14 +314,14 @@ func TestRenewKeepsLeasePastItsLength(t *testing.T) {
 func TestKeepAliveHoldsLongWork(t *testing.T) {
 	c := emulators.NewFirestore(t)
 	ctx := context.Background()
-	a := newLocker(t, c, lock.WithLeaseDuration(time.Second))
+	a := newLocker(t, c, lock.WithLeaseDuration(3*time.Second))
 	b := newLocker(t, c)
 	lease, err := a.TryAcquire(ctx, "k")
 	if err != nil {
 		t.Fatal(err)
 	}
 	kctx, stop := lease.KeepAlive(ctx)
-	time.Sleep(3500 * time.Millisecond)
+	time.Sleep(7 * time.Second) // more than twice the lease
 	if _, err := b.TryAcquire(ctx, "k"); !errors.Is(err, lock.ErrHeld) {
 		t.Fatalf("err = %v, want ErrHeld while kept alive", err)
 	}
@@ -726,5 +726,44 @@ func TestGuardWithReadsAndReleaseInCommitsWithTheWrites(t *testing.T) {
 	})
 	if !errors.Is(err, lock.ErrNotHeld) {
 		t.Fatalf("guard after release: err = %v, want ErrNotHeld", err)
+	}
+}
+
+// When renewals keep failing (here: the Firestore emulator the lease lives
+// on goes away), KeepAlive gives up before the lease could end on the
+// server: the context is cancelled and Done closes with ErrNotHeld.
+func TestKeepAliveGivesUpWhenRenewalsFail(t *testing.T) {
+	orig := os.Getenv("FIRESTORE_EMULATOR_HOST")
+	os.Unsetenv("FIRESTORE_EMULATOR_HOST")
+	doomed, err := emulators.Start(context.Background(), emulators.Firestore)
+	if err != nil {
+		os.Setenv("FIRESTORE_EMULATOR_HOST", orig)
+		t.Fatal(err)
+	}
+	c := emulators.NewFirestore(t) // on the doomed emulator
+	l := newLocker(t, c, lock.WithLeaseDuration(2*time.Second))
+	os.Setenv("FIRESTORE_EMULATOR_HOST", orig)
+	defer func() { doomed.Stop(); os.Setenv("FIRESTORE_EMULATOR_HOST", orig) }()
+
+	lease, err := l.TryAcquire(context.Background(), "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	granted := time.Now()
+	kctx, stop := lease.KeepAlive(context.Background())
+	defer stop()
+	doomed.Stop()
+	os.Setenv("FIRESTORE_EMULATOR_HOST", orig)
+	select {
+	case <-lease.Done():
+	case <-time.After(5 * time.Second):
+		t.Fatal("Done still open 5s after renewals started failing")
+	}
+	if gaveUp := time.Since(granted); gaveUp >= 2*time.Second {
+		t.Fatalf("gave up %v after the grant: not before the 2s lease could end", gaveUp)
+	}
+	<-kctx.Done()
+	if !errors.Is(context.Cause(kctx), lock.ErrNotHeld) {
+		t.Fatalf("cause %v, want ErrNotHeld", context.Cause(kctx))
 	}
 }
