@@ -729,10 +729,10 @@ func TestGuardWithReadsAndReleaseInCommitsWithTheWrites(t *testing.T) {
 	}
 }
 
-// When renewals keep failing (here: the Firestore emulator the lease lives
-// on goes away), KeepAlive gives up before the lease could end on the
-// server: the context is cancelled and Done closes with ErrNotHeld.
-func TestKeepAliveGivesUpWhenRenewalsFail(t *testing.T) {
+// doomedLocker is a Locker on a Firestore emulator of its own, which the
+// test can stop to make every RPC fail.
+func doomedLocker(t *testing.T, lease time.Duration) (*lock.Locker, func()) {
+	t.Helper()
 	orig := os.Getenv("FIRESTORE_EMULATOR_HOST")
 	os.Unsetenv("FIRESTORE_EMULATOR_HOST")
 	doomed, err := emulators.Start(context.Background(), emulators.Firestore)
@@ -741,10 +741,18 @@ func TestKeepAliveGivesUpWhenRenewalsFail(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := emulators.NewFirestore(t) // on the doomed emulator
-	l := newLocker(t, c, lock.WithLeaseDuration(2*time.Second))
+	l := newLocker(t, c, lock.WithLeaseDuration(lease))
 	os.Setenv("FIRESTORE_EMULATOR_HOST", orig)
-	defer func() { doomed.Stop(); os.Setenv("FIRESTORE_EMULATOR_HOST", orig) }()
+	kill := func() { doomed.Stop(); os.Setenv("FIRESTORE_EMULATOR_HOST", orig) }
+	t.Cleanup(kill)
+	return l, kill
+}
 
+// When renewals keep failing (here: the Firestore emulator the lease lives
+// on goes away), KeepAlive gives up before the lease could end on the
+// server: the context is cancelled and Done closes with ErrNotHeld.
+func TestKeepAliveGivesUpWhenRenewalsFail(t *testing.T) {
+	l, kill := doomedLocker(t, 2*time.Second)
 	lease, err := l.TryAcquire(context.Background(), "k")
 	if err != nil {
 		t.Fatal(err)
@@ -752,8 +760,7 @@ func TestKeepAliveGivesUpWhenRenewalsFail(t *testing.T) {
 	granted := time.Now()
 	kctx, stop := lease.KeepAlive(context.Background())
 	defer stop()
-	doomed.Stop()
-	os.Setenv("FIRESTORE_EMULATOR_HOST", orig)
+	kill()
 	select {
 	case <-lease.Done():
 	case <-time.After(5 * time.Second):
@@ -765,5 +772,27 @@ func TestKeepAliveGivesUpWhenRenewalsFail(t *testing.T) {
 	<-kctx.Done()
 	if !errors.Is(context.Cause(kctx), lock.ErrNotHeld) {
 		t.Fatalf("cause %v, want ErrNotHeld", context.Cause(kctx))
+	}
+}
+
+// A renewal that cannot tell what happened (Firestore unreachable, and so
+// is the read-back) reports an error but does not declare the lease lost.
+func TestRenewFailureIsNotTakenForALostLease(t *testing.T) {
+	l, kill := doomedLocker(t, 30*time.Second)
+	lease, err := l.TryAcquire(context.Background(), "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	kill()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	err = lease.Renew(ctx)
+	if err == nil || errors.Is(err, lock.ErrNotHeld) {
+		t.Fatalf("err = %v, want an error that is not ErrNotHeld", err)
+	}
+	select {
+	case <-lease.Done():
+		t.Fatal("Done closed on an ambiguous failure")
+	default:
 	}
 }
