@@ -5,14 +5,12 @@ import (
 	"fmt"
 	"go/parser"
 	"go/token"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/GoogleCloudPlatform/functions-framework-go/funcframework"
 	"github.com/firelock/firelock/internal/emulators"
@@ -68,7 +66,7 @@ func TestRootRegistersEveryFunction(t *testing.T) {
 				t.Fatal(err)
 			}
 			go funcframework.StartHostPort("127.0.0.1", fmt.Sprint(port)) // lives until the test binary exits
-			waitListening(t, port)
+			emulators.WaitListening(t, port)
 			os.Setenv("FUNCTION_TARGET", "")
 			resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/", port))
 			if err != nil {
@@ -92,16 +90,4 @@ func wantContractError(r *http.Response) error {
 		return fmt.Errorf("HTTP %d without the contract's error body (%v)", r.StatusCode, err)
 	}
 	return nil
-}
-
-func waitListening(t *testing.T, port int) {
-	t.Helper()
-	for range 100 {
-		if c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port)); err == nil {
-			c.Close()
-			return
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	t.Fatalf("nothing listens on %d", port)
 }

@@ -3,9 +3,11 @@ package emulators
 import (
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"cloud.google.com/go/firestore"
 	gonanoid "github.com/matoous/go-nanoid/v2"
@@ -58,4 +60,18 @@ func NewFirestoreFor(tb testing.TB, projectID string) *firestore.Client {
 	}
 	tb.Cleanup(func() { c.Close() })
 	return c
+}
+
+// WaitListening waits up to 5s for something to accept connections on a
+// loopback port.
+func WaitListening(tb testing.TB, port int) {
+	tb.Helper()
+	for range 100 {
+		if c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port)); err == nil {
+			c.Close()
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	tb.Fatalf("nothing listens on 127.0.0.1:%d", port)
 }

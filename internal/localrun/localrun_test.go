@@ -3,7 +3,6 @@ package localrun_test
 import (
 	"context"
 	"fmt"
-	"net"
 	"os"
 	"strings"
 	"testing"
@@ -32,7 +31,7 @@ func TestPublishedJobRunsOnceThroughPubSub(t *testing.T) {
 		t.Fatal(err)
 	}
 	go localrun.Serve("127.0.0.1", fmt.Sprint(port)) // lives until the test binary exits
-	waitListening(t, port)
+	emulators.WaitListening(t, port)
 
 	fs := emulators.NewFirestoreFor(t, project)
 	ctr, err := counter.Create(ctx, fs, "tickets-s1", 3)
@@ -100,17 +99,4 @@ func TestPublishedJobRunsOnceThroughPubSub(t *testing.T) {
 	if _, err := fs.Collection(jobs.Collection).Doc(jobs.EventKey(localrun.EventSource(project, runID), bad)).Get(ctx); err == nil {
 		t.Fatal("a bad payload wrote a job run")
 	}
-}
-
-func waitListening(t *testing.T, port int) {
-	t.Helper()
-	for range 100 {
-		c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port))
-		if err == nil {
-			c.Close()
-			return
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	t.Fatalf("nothing listens on %d", port)
 }
