@@ -31,6 +31,18 @@ func authCommand(port int) (*exec.Cmd, error) {
 	if _, err := exec.LookPath("node"); err != nil {
 		return nil, errors.New("emulators: node not found on PATH; the Auth emulator needs Node.js 20+ (apt-get install nodejs)")
 	}
+	// firebase-tools treats port 0 as "unset" and then probes from 4400 (hub)
+	// and 4500 (logging), so instances started side by side race for the same
+	// ports; and it keeps a per-project hub locator in os.tmpdir(). Each
+	// instance gets ports of its own and a TMPDIR of its own.
+	hubPort, err := FreePort()
+	if err != nil {
+		return nil, err
+	}
+	loggingPort, err := FreePort()
+	if err != nil {
+		return nil, err
+	}
 	dir, err := os.MkdirTemp("", "firelock-auth-")
 	if err != nil {
 		return nil, err
@@ -39,17 +51,19 @@ func authCommand(port int) (*exec.Cmd, error) {
 		"emulators": map[string]any{
 			"auth":              map[string]any{"host": "127.0.0.1", "port": port},
 			"ui":                map[string]any{"enabled": false},
-			"hub":               map[string]any{"host": "127.0.0.1", "port": 0},
-			"logging":           map[string]any{"host": "127.0.0.1", "port": 0},
+			"hub":               map[string]any{"host": "127.0.0.1", "port": hubPort},
+			"logging":           map[string]any{"host": "127.0.0.1", "port": loggingPort},
 			"singleProjectMode": true,
 		},
 	})
 	if err := os.WriteFile(filepath.Join(dir, "firebase.json"), cfg, 0o644); err != nil {
+		os.RemoveAll(dir)
 		return nil, err
 	}
 	cmd := exec.Command(bin, "emulators:start", "--only", "auth", "--project", AuthProject, "--config", filepath.Join(dir, "firebase.json"))
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "NO_UPDATE_NOTIFIER=1", "FIREBASE_CLI_DISABLE_TELEMETRY=1", fmt.Sprintf("HOME=%s", dir))
+	cmd.Env = append(os.Environ(), "NO_UPDATE_NOTIFIER=1", "FIREBASE_CLI_DISABLE_TELEMETRY=1",
+		"HOME="+dir, "TMPDIR="+dir)
 	return cmd, nil
 }
 

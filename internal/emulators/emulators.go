@@ -52,6 +52,8 @@ type process struct {
 	cmd  *exec.Cmd
 	log  *bytes.Buffer
 	done chan struct{}
+	// cleanup removes what command made for this process (a config folder).
+	cleanup func()
 }
 
 // Start makes every kind available: it reuses one named by its environment
@@ -109,36 +111,64 @@ func (r *Running) start(ctx context.Context, k Kind) error {
 		r.mu.Unlock()
 		return nil
 	}
+	// A free port can be taken by someone else before the emulator binds it
+	// (go test runs packages in parallel, each starting emulators), so a
+	// failed start is tried once more on fresh ports.
+	var err error
+	for attempt := 1; attempt <= 2; attempt++ {
+		var host string
+		if host, err = r.launch(ctx, k); err == nil {
+			r.mu.Lock()
+			r.hosts[k] = host
+			r.mu.Unlock()
+			return os.Setenv(envVar[k], host)
+		}
+		var missing *prerequisiteError
+		if ctx.Err() != nil || errors.As(err, &missing) {
+			break
+		}
+	}
+	return err
+}
+
+// launch starts one emulator process on a fresh port and waits until it
+// answers; a process that does not come up is stopped again, and the error
+// carries its output.
+func (r *Running) launch(ctx context.Context, k Kind) (string, error) {
 	port, err := FreePort()
 	if err != nil {
-		return err
+		return "", err
 	}
 	host := fmt.Sprintf("127.0.0.1:%d", port)
 	cmd, err := command(k, port)
 	if err != nil {
-		return err
+		return "", &prerequisiteError{err}
 	}
 	p := &process{kind: k, cmd: cmd, log: &bytes.Buffer{}, done: make(chan struct{})}
+	if cmd.Dir != "" { // command gives a process a working folder only when it made one for it
+		p.cleanup = func() { os.RemoveAll(cmd.Dir) }
+	}
 	cmd.Stdout = &lockedWriter{w: p.log}
 	cmd.Stderr = cmd.Stdout
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("emulators: start %s emulator: %w", k, err)
+		if p.cleanup != nil {
+			p.cleanup()
+		}
+		return "", fmt.Errorf("emulators: start %s emulator: %w", k, err)
 	}
 	go func() { cmd.Wait(); close(p.done) }()
-	r.mu.Lock()
-	r.procs = append(r.procs, p)
-	r.mu.Unlock()
 
 	wctx, cancel := context.WithTimeout(ctx, 90*time.Second)
 	defer cancel()
 	if err := waitHealthy(wctx, k, host, p.done); err != nil {
-		return fmt.Errorf("emulators: %s emulator did not come up on %s: %w\n%s", k, host, err, p.output())
+		p.stop()
+		return "", fmt.Errorf("emulators: %s emulator did not come up on %s: %w\n%s", k, host, err, p.output())
 	}
 	r.mu.Lock()
-	r.hosts[k] = host
+	r.procs = append(r.procs, p)
 	r.mu.Unlock()
-	return os.Setenv(envVar[k], host)
+	return host, nil
 }
 
 func (p *process) output() string {
@@ -156,6 +186,9 @@ func (p *process) stop() {
 	if p.cmd.Process == nil {
 		return
 	}
+	if p.cleanup != nil {
+		defer p.cleanup()
+	}
 	// The whole group: the Auth emulator is node under npx, the others may be
 	// wrapped in a shell script.
 	syscall.Kill(-p.cmd.Process.Pid, syscall.SIGTERM)
@@ -166,6 +199,12 @@ func (p *process) stop() {
 		<-p.done
 	}
 }
+
+// prerequisiteError is a start that cannot succeed on another try: something
+// the emulator needs is not installed.
+type prerequisiteError struct{ error }
+
+func (e *prerequisiteError) Unwrap() error { return e.error }
 
 // command builds the command line of one emulator. Missing prerequisites are
 // reported as one message that says what to install.
