@@ -4,15 +4,20 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"runtime"
 	"strings"
 	"sync"
 	"time"
+	"weak"
 
+	"cloud.google.com/go/firestore"
 	vkit "cloud.google.com/go/firestore/apiv1"
 	pb "cloud.google.com/go/firestore/apiv1/firestorepb"
 	"google.golang.org/api/option"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/timestamppb"
 )
 
@@ -24,22 +29,47 @@ import (
 // renewals therefore go through the Commit RPC directly, everything else
 // through the caller's *firestore.Client.
 
+// The commit client must reach the very database the caller's
+// *firestore.Client reaches. The database (project and ID, named ones
+// included) is read from the client's document paths. The endpoint and
+// credentials cannot be read from a *firestore.Client, so they come from
+// WithClientOptions, or, like firestore.NewClient, from
+// FIRESTORE_EMULATOR_HOST or Application Default Credentials; the first
+// commit of each Locker's client then proves the two reach one database
+// (a probe document created through one and deleted through the other),
+// once per client and process.
+
 var (
-	rawMu      sync.Mutex
-	rawClients = map[string]*vkit.Client{} // by emulator host ("" for production), shared for the process
+	rawMu sync.Mutex
+	// shared clients by emulator host ("" for production), for Lockers
+	// without WithClientOptions; never closed, like firestore.NewClient's.
+	rawShared = map[string]*vkit.Client{}
+	// verified pairs: a *firestore.Client and the commit client proven to
+	// reach its database. Weak, so that closed clients can be collected.
+	rawVerified = map[verifiedPair]bool{}
 )
 
-// rawClient returns the process's low-level Firestore client: for the
-// emulator named by FIRESTORE_EMULATOR_HOST with admin credentials, else with
-// Application Default Credentials, like firestore.NewClient.
-func rawClient(ctx context.Context) (*vkit.Client, error) {
+type verifiedPair struct {
+	client weak.Pointer[firestore.Client]
+	raw    *vkit.Client
+}
+
+// commitClient returns the low-level client for a Locker: one built from
+// opts, or the process's shared one for the environment.
+func commitClient(ctx context.Context, opts []option.ClientOption) (*vkit.Client, error) {
+	if len(opts) > 0 {
+		c, err := vkit.NewClient(ctx, opts...)
+		if err != nil {
+			return nil, fmt.Errorf("lock: Firestore commit client: %w", err)
+		}
+		return c, nil
+	}
 	host := os.Getenv("FIRESTORE_EMULATOR_HOST")
 	rawMu.Lock()
 	defer rawMu.Unlock()
-	if c := rawClients[host]; c != nil {
+	if c := rawShared[host]; c != nil {
 		return c, nil
 	}
-	var opts []option.ClientOption
 	if host != "" {
 		conn, err := grpc.NewClient(host,
 			grpc.WithTransportCredentials(insecure.NewCredentials()),
@@ -53,8 +83,57 @@ func rawClient(ctx context.Context) (*vkit.Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("lock: Firestore commit client: %w", err)
 	}
-	rawClients[host] = c
+	rawShared[host] = c
 	return c, nil
+}
+
+// verifyCommitClient proves, once per pair, that l.raw writes where
+// l.client reads: a probe document created through the commit client must
+// be there for the caller's client to delete. Two RPCs, on the first
+// commit only; a transient failure is not remembered.
+func (l *Locker) verifyCommitClient(ctx context.Context) error {
+	pair := verifiedPair{client: weak.Make(l.client), raw: l.raw}
+	rawMu.Lock()
+	ok := rawVerified[pair]
+	rawMu.Unlock()
+	if ok {
+		return nil
+	}
+	id, err := NewExecutionID()
+	if err != nil {
+		return err
+	}
+	probe := l.coll.Doc("firelock-probe-" + id)
+	fields, err := encodeFields(map[string]any{FieldExpireAt: time.Now().Add(time.Hour)})
+	if err != nil {
+		return err
+	}
+	db, _, _ := strings.Cut(probe.Path, "/documents/")
+	if _, err := l.raw.Commit(ctx, &pb.CommitRequest{Database: db, Writes: []*pb.Write{{
+		Operation:       &pb.Write_Update{Update: &pb.Document{Name: probe.Path, Fields: fields}},
+		CurrentDocument: ifMissing(),
+	}}}); err != nil {
+		return fmt.Errorf("lock: commit client: %w", err)
+	}
+	if _, err := probe.Delete(ctx, firestore.Exists); err != nil {
+		if status.Code(err) != codes.NotFound {
+			return fmt.Errorf("lock: verify commit client: %w", err)
+		}
+		l.raw.Commit(ctx, &pb.CommitRequest{Database: db, Writes: []*pb.Write{{
+			Operation: &pb.Write_Delete{Delete: probe.Path},
+		}}})
+		return fmt.Errorf("%w: grants would go to a different Firestore than %s; "+
+			"make the Locker with lock.WithClientOptions and the options the client was made with", ErrClientMismatch, db)
+	}
+	rawMu.Lock()
+	rawVerified[pair] = true
+	rawMu.Unlock()
+	runtime.AddCleanup(l.client, func(p verifiedPair) {
+		rawMu.Lock()
+		delete(rawVerified, p)
+		rawMu.Unlock()
+	}, pair)
+	return nil
 }
 
 // emulatorOwner authenticates as the emulator's admin, as the high-level
@@ -80,6 +159,9 @@ func (l *Locker) commit(ctx context.Context, writes []*pb.Write) ([]written, err
 	db, _, ok := strings.Cut(writes[0].GetUpdate().GetName()+writes[0].GetDelete(), "/documents/")
 	if !ok {
 		return nil, fmt.Errorf("lock: unexpected document name %q", writes[0].GetUpdate().GetName())
+	}
+	if err := l.verifyCommitClient(ctx); err != nil {
+		return nil, err
 	}
 	resp, err := l.raw.Commit(ctx, &pb.CommitRequest{Database: db, Writes: writes})
 	if err != nil {
@@ -116,7 +198,8 @@ func ifUpdatedAt(t time.Time) *pb.Precondition {
 }
 
 // encodeFields turns plain Go values into Firestore values. Lease documents
-// hold only strings, integers, booleans, floats, times and nulls.
+// hold only strings (and lists of them), integers, booleans, floats, times
+// and nulls.
 func encodeFields(m map[string]any) (map[string]*pb.Value, error) {
 	out := make(map[string]*pb.Value, len(m))
 	for k, v := range m {
@@ -145,6 +228,12 @@ func encodeValue(v any) (*pb.Value, error) {
 		return &pb.Value{ValueType: &pb.Value_DoubleValue{DoubleValue: x}}, nil
 	case time.Time:
 		return &pb.Value{ValueType: &pb.Value_TimestampValue{TimestampValue: timestamppb.New(x)}}, nil
+	case []string:
+		vs := make([]*pb.Value, len(x))
+		for i, e := range x {
+			vs[i] = &pb.Value{ValueType: &pb.Value_StringValue{StringValue: e}}
+		}
+		return &pb.Value{ValueType: &pb.Value_ArrayValue{ArrayValue: &pb.ArrayValue{Values: vs}}}, nil
 	}
-	return nil, fmt.Errorf("unsupported type %T (use string, bool, int, int64, float64, time.Time or nil)", v)
+	return nil, fmt.Errorf("unsupported type %T (use string, []string, bool, int, int64, float64, time.Time or nil)", v)
 }

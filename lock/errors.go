@@ -9,16 +9,21 @@ import (
 
 // Sentinel errors; branch on them with errors.Is.
 var (
-	// ErrHeld: another owner holds a live lease on the key. The error is
-	// usually a *HeldError naming the holders and when their leases end;
+	// ErrHeld: another acquisition holds a live lease on the key: another
+	// owner's, or this owner's without Reentrant. The error is usually a
+	// *HeldError naming the holders and when their leases end;
 	// under heavy churn (every try lost to a grant landing between our read
 	// and our write) it wraps ErrHeld without naming anyone.
-	ErrHeld = errors.New("lock: held by another owner")
+	ErrHeld = errors.New("lock: held")
 	// ErrNotHeld: the caller's lease is gone (released, taken over after it
 	// ended, or deleted) or has too little time left for a guarded write.
 	ErrNotHeld = errors.New("lock: lease not held")
 	// ErrInvalidKey: a key cannot name a lock document; nothing was written.
 	ErrInvalidKey = errors.New("lock: invalid key")
+	// ErrClientMismatch: the Locker's commits would reach another Firestore
+	// than its *firestore.Client (another emulator, project or endpoint).
+	// Make it with WithClientOptions and the options the client was made with.
+	ErrClientMismatch = errors.New("lock: commit client and *firestore.Client reach different databases")
 )
 
 // Holder is a live lease of another owner, as Firestore saw it.
@@ -43,7 +48,7 @@ func (e *HeldError) Error() string {
 	for i, h := range e.Holders {
 		parts[i] = fmt.Sprintf("%q by %s until %s", h.Key, h.Owner, h.Until.UTC().Format(time.RFC3339Nano))
 	}
-	return "lock: held by another owner: " + strings.Join(parts, ", ")
+	return "lock: held: " + strings.Join(parts, ", ")
 }
 
 // Is makes errors.Is(err, ErrHeld) true.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -18,11 +19,15 @@ import (
 type Lease struct {
 	locker     *Locker
 	ref        *firestore.DocumentRef
-	acquiredAt time.Time
+	id         string        // this acquisition, as FieldHolds names it
+	acquiredAt time.Time     // the grant's acquiredAt: which grant this is
+	token      int64         // commit time of our write, µs
+	duration   time.Duration // the document's leaseSeconds
 
 	mu         sync.Mutex
 	renewedAt  time.Time // server time of the grant or last renewal
 	updateTime time.Time // the document's update time after our last write: our write precondition
+	holds      []string  // the holders as last seen: who else a release must leave in place
 	// validUntil is a local, monotonic, conservative end of the lease: the
 	// send time of the write that granted or renewed it plus the lease
 	// length. The server stamped that write later, so its end is later.
@@ -31,14 +36,18 @@ type Lease struct {
 	doneErr    error
 }
 
-func newLease(l *Locker, ref *firestore.DocumentRef, acquiredAt, renewedAt, updateTime, sent time.Time) *Lease {
+func newLease(l *Locker, ref *firestore.DocumentRef, id string, acquiredAt, renewedAt, updateTime, sent time.Time, duration time.Duration, holds []string) *Lease {
 	return &Lease{
 		locker:     l,
 		ref:        ref,
+		id:         id,
 		acquiredAt: acquiredAt,
+		token:      updateTime.UnixMicro(),
+		duration:   duration,
 		renewedAt:  renewedAt,
 		updateTime: updateTime,
-		validUntil: sent.Add(l.lease),
+		holds:      holds,
+		validUntil: sent.Add(duration),
 		done:       make(chan struct{}),
 	}
 }
@@ -55,12 +64,25 @@ func (l *Lease) Owner() string { return l.locker.owner }
 // AcquiredAt is the server time of the grant (acquiredAt).
 func (l *Lease) AcquiredAt() time.Time { return l.acquiredAt }
 
-// Token is the fencing token: acquiredAt, the server time of the grant, in
-// Unix microseconds (Firestore's precision). It strictly increases across
-// successive grants of a key, releases and takeovers included, so a store
-// outside Firestore can refuse writes carrying a token lower than the
-// highest it has seen.
-func (l *Lease) Token() int64 { return l.acquiredAt.UnixMicro() }
+// Token is the fencing token for stores outside Firestore: the commit time
+// of the write that granted the lease, in Unix microseconds. Firestore gives
+// every write of a document a later commit time than the write before it
+// (a delete included), so tokens strictly increase in the order grants
+// commit, releases and takeovers included, and a store can refuse writes
+// carrying a token lower than the highest it has seen.
+//
+// It is not acquiredAt: that is the server time at which the grant's
+// request started, which a slow grant can leave below the token of a grant
+// that committed before it. acquiredAt names the grant inside Firestore
+// (Guard, rules), where it is compared for equality only.
+//
+// A Reentrant acquisition that joined a live lease has the token of its own
+// write, later than the grant's: fence outside writes with the newest token
+// of the execution.
+func (l *Lease) Token() int64 { return l.token }
+
+// Duration is the lease length: the document's leaseSeconds.
+func (l *Lease) Duration() time.Duration { return l.duration }
 
 // RenewedAt is the server time of the grant or of the last renewal.
 func (l *Lease) RenewedAt() time.Time {
@@ -114,7 +136,7 @@ func (l *Lease) Renew(ctx context.Context) error {
 			return fmt.Errorf("lock %q: %w: %v", l.ref.ID, ErrNotHeld, l.Err())
 		default:
 		}
-		w, err := l.locker.renewWrite(l.ref, ifUpdatedAt(pre))
+		w, err := l.locker.renewWrite(l.ref, l.duration, ifUpdatedAt(pre))
 		if err != nil {
 			return err
 		}
@@ -122,7 +144,7 @@ func (l *Lease) Renew(ctx context.Context) error {
 		res, err := l.locker.commit(ctx, []*pb.Write{w})
 		if err == nil {
 			l.mu.Lock()
-			l.renewedAt, l.updateTime, l.validUntil = res[0].stamps[0], res[0].updateTime, sent.Add(l.locker.lease)
+			l.renewedAt, l.updateTime, l.validUntil = res[0].stamps[0], res[0].updateTime, sent.Add(l.duration)
 			l.mu.Unlock()
 			return nil
 		}
@@ -141,10 +163,10 @@ func (l *Lease) Renew(ctx context.Context) error {
 		}
 		d := decodeLease(snap)
 		l.mu.Lock()
-		l.updateTime = snap.UpdateTime
+		l.updateTime, l.holds = snap.UpdateTime, d.Holds
 		if d.RenewedAt.After(before) { // the ambiguous write did land
 			l.renewedAt = d.RenewedAt
-			l.validUntil = sent.Add(l.locker.lease)
+			l.validUntil = sent.Add(l.duration)
 			l.mu.Unlock()
 			return nil
 		}
@@ -153,29 +175,37 @@ func (l *Lease) Renew(ctx context.Context) error {
 	return fmt.Errorf("lock %q: renew: document kept changing under us", l.ref.ID)
 }
 
-// stillOurs checks a fresh snapshot of the lease document names us with
-// our token; if not, the lease is lost.
+// stillOurs checks a fresh snapshot of the lease document names this
+// acquisition in this grant; if not, the lease is lost.
 func (l *Lease) stillOurs(snap *firestore.DocumentSnapshot) error {
 	if snap == nil || !snap.Exists() {
 		return l.lost("lease document is gone")
 	}
 	d := decodeLease(snap)
-	if d.Owner != l.locker.owner || !d.AcquiredAt.Equal(l.acquiredAt) {
+	switch {
+	case d.Owner != l.locker.owner || !d.AcquiredAt.Equal(l.acquiredAt):
 		return l.lost("now held by %s since %s", d.Owner, d.AcquiredAt.UTC().Format(time.RFC3339Nano))
+	case !slices.Contains(d.Holds, l.id):
+		return l.lost("this acquisition was released")
 	}
 	return nil
 }
 
-// Release deletes the lease document if, and only if, it is still this
-// lease: a delete conditioned on its update time, re-read on a conflict or
-// an ambiguous failure. A lease that is gone already gives ErrNotHeld; a
-// stale holder can never delete a newer lease. Done is closed either way.
+// Release gives up this acquisition's hold: it deletes the lease document
+// if, and only if, it is still this lease and no other (Reentrant)
+// acquisition holds it too; with other holders it only removes this one.
+// Each write is conditioned on the document's update time and re-read on a
+// conflict or an ambiguous failure. A lease that is gone already gives
+// ErrNotHeld; a stale holder can never delete a newer lease. Done is closed
+// either way.
 func (l *Lease) Release(ctx context.Context) error {
 	for range maxRounds {
+		//lint:ignore SA1019 WriteBatch is the only atomic multi-document write that costs one RPC.
+		b := l.locker.client.Batch()
 		l.mu.Lock()
-		pre := l.updateTime
+		releaseOp(b, l.ref, l.id, l.holds, l.updateTime)
 		l.mu.Unlock()
-		_, err := l.ref.Delete(ctx, firestore.LastUpdateTime(pre))
+		_, err := b.Commit(ctx)
 		if err == nil {
 			l.mu.Lock()
 			l.end(nil)
@@ -192,7 +222,7 @@ func (l *Lease) Release(ctx context.Context) error {
 		if rerr != nil && status.Code(rerr) != codes.NotFound {
 			return fmt.Errorf("lock %q: release failed (%v) and the lease could not be read back: %w", l.ref.ID, err, rerr)
 		}
-		if !snap.Exists() && isAmbiguous(err) { // our delete landed, or the lease ended and was swept: free either way
+		if isAmbiguous(err) && !named(snap, l.id) { // our release landed, or the lease ended and went: free either way
 			l.mu.Lock()
 			l.end(nil)
 			l.mu.Unlock()
@@ -202,10 +232,27 @@ func (l *Lease) Release(ctx context.Context) error {
 			return err
 		}
 		l.mu.Lock()
-		l.updateTime = snap.UpdateTime
+		l.updateTime, l.holds = snap.UpdateTime, decodeLease(snap).Holds
 		l.mu.Unlock()
 	}
 	return fmt.Errorf("lock %q: release: document kept changing under us", l.ref.ID)
+}
+
+// named: the snapshot is a lease that acquisition id holds.
+func named(snap *firestore.DocumentSnapshot, id string) bool {
+	return snap != nil && snap.Exists() && slices.Contains(decodeLease(snap).Holds, id)
+}
+
+// releaseOp adds to b the one write that gives up acquisition id's hold on
+// ref, whose holders were holds at update time pre: a delete when id is the
+// only holder, else the holders without id.
+func releaseOp(b *firestore.WriteBatch, ref *firestore.DocumentRef, id string, holds []string, pre time.Time) {
+	rest := slices.DeleteFunc(slices.Clone(holds), func(h string) bool { return h == id })
+	if len(rest) == 0 {
+		b.Delete(ref, firestore.LastUpdateTime(pre))
+		return
+	}
+	b.Update(ref, []firestore.Update{{Path: FieldHolds, Value: rest}}, firestore.LastUpdateTime(pre))
 }
 
 // KeepAlive renews the lease every third of its length until ctx ends or the
@@ -227,10 +274,10 @@ func (l *Lease) KeepAlive(ctx context.Context) (context.Context, func()) {
 }
 
 func (l *Lease) keepAlive(ctx context.Context, cancel context.CancelCauseFunc) {
-	period := l.locker.lease / 3
+	period := l.duration / 3
 	// Give up a little before the local end so work stops before the
 	// server could grant the key to somebody else.
-	safety := min(time.Second, l.locker.lease/10)
+	safety := min(time.Second, l.duration/10)
 	wait := period
 	for {
 		l.mu.Lock()
@@ -251,7 +298,7 @@ func (l *Lease) keepAlive(ctx context.Context, cancel context.CancelCauseFunc) {
 		case <-t.C:
 		}
 		if time.Now().After(deadline) {
-			cancel(l.lost("not renewed within its lease of %v", l.locker.lease))
+			cancel(l.lost("not renewed within its lease of %v", l.duration))
 			return
 		}
 		rctx, rcancel := context.WithDeadline(ctx, deadline)
@@ -290,7 +337,10 @@ func (l *Lease) checkGuard(snap *firestore.DocumentSnapshot) error {
 		return err
 	}
 	d := decodeLease(snap)
-	margin := min(time.Second, l.locker.lease/10)
+	l.mu.Lock()
+	l.holds = d.Holds // what ReleaseIn must leave in place
+	l.mu.Unlock()
+	margin := min(time.Second, l.duration/10)
 	if left := d.end().Sub(snap.ReadTime); left <= margin {
 		return fmt.Errorf("lock %q: %w: %v of the lease left, no more than the %v margin", l.ref.ID, ErrNotHeld, left, margin)
 	}
@@ -335,13 +385,23 @@ func (ls Leases) GuardWith(tx *firestore.Transaction, refs ...*firestore.Documen
 	return snaps[len(ls):], nil
 }
 
-// ReleaseIn deletes the leases as part of tx, which must have guarded them
+// ReleaseIn releases the leases as part of tx, which must have guarded them
 // (Guard or GuardWith): the protected writes and the release then commit
-// together, in one RPC. If tx does not commit, the leases are still held:
-// call Release. Done is not closed by ReleaseIn.
+// together, in one RPC. Like Release, it deletes a lease document only when
+// this acquisition is its last holder. If tx does not commit, the leases
+// are still held: call Release. Done is not closed by ReleaseIn.
 func (ls Leases) ReleaseIn(tx *firestore.Transaction) error {
 	for _, l := range ls {
-		if err := tx.Delete(l.ref); err != nil {
+		l.mu.Lock()
+		rest := slices.DeleteFunc(slices.Clone(l.holds), func(h string) bool { return h == l.id })
+		l.mu.Unlock()
+		var err error
+		if len(rest) == 0 {
+			err = tx.Delete(l.ref)
+		} else {
+			err = tx.Update(l.ref, []firestore.Update{{Path: FieldHolds, Value: rest}})
+		}
+		if err != nil {
 			return err
 		}
 	}
@@ -359,7 +419,7 @@ func (ls Leases) Release(ctx context.Context) error {
 	b := ls[0].locker.client.Batch()
 	for _, l := range ls {
 		l.mu.Lock()
-		b.Delete(l.ref, firestore.LastUpdateTime(l.updateTime))
+		releaseOp(b, l.ref, l.id, l.holds, l.updateTime)
 		l.mu.Unlock()
 	}
 	if _, err := b.Commit(ctx); err == nil {

@@ -122,8 +122,8 @@ func TestGrantWritesContractFields(t *testing.T) {
 	if !acq.Equal(ren) || !acq.Equal(lease.AcquiredAt()) {
 		t.Errorf("acquiredAt %v, renewedAt %v, lease.AcquiredAt %v: want all equal (server commit time)", acq, ren, lease.AcquiredAt())
 	}
-	if lease.Token() != acq.UnixMicro() {
-		t.Errorf("token %d, want acquiredAt in µs %d", lease.Token(), acq.UnixMicro())
+	if lease.Token() < acq.UnixMicro() {
+		t.Errorf("token %d, want the grant's commit time, not before acquiredAt %d", lease.Token(), acq.UnixMicro())
 	}
 	if d["leaseSeconds"] != int64(45) {
 		t.Errorf("leaseSeconds = %#v, want int64 45", d["leaseSeconds"])
@@ -131,8 +131,11 @@ func TestGrantWritesContractFields(t *testing.T) {
 	if exp := d["expireAt"].(time.Time); exp.Before(ren.Add(45*time.Second + 23*time.Hour)) {
 		t.Errorf("expireAt %v is not a wide margin after the lease end %v", exp, ren.Add(45*time.Second))
 	}
-	if len(d) != 5 {
-		t.Errorf("lease document has fields %v, want exactly the five of CONTRACT §1", d)
+	if holds, _ := d[lock.FieldHolds].([]any); len(holds) != 1 {
+		t.Errorf("holds = %#v, want this one acquisition", d[lock.FieldHolds])
+	}
+	if len(d) != 6 {
+		t.Errorf("lease document has fields %v, want the five of CONTRACT §1 and holds", d)
 	}
 	if len(l.Owner()) != 21 {
 		t.Errorf("default owner %q is not a 21-character nanoid", l.Owner())
@@ -386,7 +389,7 @@ func TestReleaseByNonOwnerChangesNothing(t *testing.T) {
 	}
 }
 
-func TestReentrantAcquireReturnsLiveLease(t *testing.T) {
+func TestReentrantAcquireJoinsTheLiveLease(t *testing.T) {
 	c := emulators.NewFirestore(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -396,12 +399,15 @@ func TestReentrantAcquireReturnsLiveLease(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	second, err := again.Acquire(ctx, "k")
+	second, err := again.Acquire(ctx, "k", lock.Reentrant())
 	if err != nil {
 		t.Fatalf("reentrant acquire: %v", err)
 	}
-	if second.Token() != first.Token() {
-		t.Fatalf("reentrant acquire gave token %d, want the live grant's %d", second.Token(), first.Token())
+	if !second.AcquiredAt().Equal(first.AcquiredAt()) {
+		t.Fatalf("reentrant acquire is grant %v, want the live grant %v", second.AcquiredAt(), first.AcquiredAt())
+	}
+	if second.Token() <= first.Token() {
+		t.Fatalf("reentrant token %d not above the grant's %d", second.Token(), first.Token())
 	}
 	if _, err := newLocker(t, c).TryAcquire(ctx, "k"); !errors.Is(err, lock.ErrHeld) {
 		t.Fatalf("other owner: err = %v, want ErrHeld", err)
@@ -409,8 +415,11 @@ func TestReentrantAcquireReturnsLiveLease(t *testing.T) {
 	if err := second.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
+	if err := first.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
 	if n := countDocs(t, c, coll); n != 0 {
-		t.Fatalf("%d documents after release", n)
+		t.Fatalf("%d documents after both releases", n)
 	}
 }
 

@@ -5,12 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"time"
 
 	"cloud.google.com/go/firestore"
 	vkit "cloud.google.com/go/firestore/apiv1"
 	pb "cloud.google.com/go/firestore/apiv1/firestorepb"
 	gonanoid "github.com/matoous/go-nanoid/v2"
+	"google.golang.org/api/option"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 )
@@ -22,6 +24,10 @@ const (
 	FieldRenewedAt    = "renewedAt"
 	FieldLeaseSeconds = "leaseSeconds"
 	FieldExpireAt     = "expireAt"
+	// FieldHolds lists the acquisitions that hold the lease: one ID per
+	// acquisition, more than one only for Reentrant acquisitions. A library
+	// field beside CONTRACT §1's; rules-side (client) leases have none.
+	FieldHolds = "holds"
 )
 
 // Limits and defaults.
@@ -48,14 +54,16 @@ type Locker struct {
 	ttlMargin time.Duration
 	backoff   backoff
 	raw       *vkit.Client // grants and renewals: see commit.go
+	rawOpts   []option.ClientOption
 }
 
 // Option configures a Locker.
 type Option func(*Locker) error
 
 // WithOwner sets the owner ID written into leases. The default is a fresh
-// nanoid execution ID per Locker; two Lockers with the same owner share
-// their leases (reentrancy).
+// nanoid execution ID per Locker. Lockers with the same owner still exclude
+// each other: every acquisition is its own holder unless it asks for
+// Reentrant.
 func WithOwner(id string) Option {
 	return func(l *Locker) error {
 		if id == "" {
@@ -84,6 +92,20 @@ func WithTTLMargin(d time.Duration) Option {
 			return fmt.Errorf("lock: TTL margin %v: want at least 1h so clock skew cannot collect a live lease", d)
 		}
 		l.ttlMargin = d
+		return nil
+	}
+}
+
+// WithClientOptions gives the options the Locker's *firestore.Client was
+// made with (endpoint, credentials, gRPC connection). Grants and renewals
+// use a low-level client of their own (see the package doc), built from
+// these; without them it is built like firestore.NewClient builds one, from
+// FIRESTORE_EMULATOR_HOST or Application Default Credentials. The database
+// (named ones too) always comes from the *firestore.Client. Either way the
+// first commit checks that both reach the same database (ErrClientMismatch).
+func WithClientOptions(opts ...option.ClientOption) Option {
+	return func(l *Locker) error {
+		l.rawOpts = opts
 		return nil
 	}
 }
@@ -122,7 +144,7 @@ func New(client *firestore.Client, path string, opts ...Option) (*Locker, error)
 			return nil, err
 		}
 	}
-	raw, err := rawClient(context.Background())
+	raw, err := commitClient(context.Background(), l.rawOpts)
 	if err != nil {
 		return nil, err
 	}
@@ -159,8 +181,21 @@ func (l *Locker) Collection() *firestore.CollectionRef { return l.coll }
 type AcquireOption func(*acquireOptions)
 
 type acquireOptions struct {
-	fields map[string]any
-	check  func(*firestore.DocumentSnapshot) error
+	fields    map[string]any
+	check     func(*firestore.DocumentSnapshot) error
+	reentrant bool
+}
+
+// Reentrant lets the acquisition join a live lease of this Locker's owner
+// (the same execution ID, through this Locker or another) instead of
+// answering ErrHeld. The lease then has one more holder: each holder
+// releases its own hold, and only the last release deletes the document. A
+// reentrant acquisition renews the lease and never shortens it (the longer
+// of the two lease lengths stays); its Token is that of its own write, later
+// than the grant's. Without Reentrant, every acquisition excludes every
+// other, whatever Locker and owner it came through.
+func Reentrant() AcquireOption {
+	return func(o *acquireOptions) { o.reentrant = true }
 }
 
 // WithFields adds fields to the lease document on grant (besides the §1
@@ -183,9 +218,16 @@ func WithCheck(check func(*firestore.DocumentSnapshot) error) AcquireOption {
 // key whose lease has ended (by Firestore's clock: the read time of the
 // snapshot against renewedAt + leaseSeconds) is taken over by an update
 // conditioned on the document's update time, so of two contenders at most
-// one wins. A live lease of this Locker's owner is returned as it is
-// (reentrancy: same token, renewed). A live lease of another owner gives a
-// *HeldError (errors.Is(err, ErrHeld)) saying who holds it and until when.
+// one wins. A live lease gives a *HeldError (errors.Is(err, ErrHeld)) saying
+// who holds it and until when, also when it is this owner's, unless the
+// acquisition is Reentrant.
+//
+// An ambiguous outcome (deadline, dropped connection: the grant may have
+// committed unheard) is settled before TryAcquire returns, by reading the
+// keys back for up to a few seconds past ctx: a grant that names this
+// acquisition is returned as the lease while ctx is live, and otherwise
+// deleted again with a precondition. If even that read fails, whatever was
+// granted ends with its lease, and the error says so.
 func (l *Locker) TryAcquire(ctx context.Context, key string, opts ...AcquireOption) (*Lease, error) {
 	ls, err := l.TryAcquireAll(ctx, []string{key}, opts...)
 	if err != nil {
@@ -210,6 +252,11 @@ func (l *Locker) TryAcquireAll(ctx context.Context, keys []string, opts ...Acqui
 	for _, opt := range opts {
 		opt(&o)
 	}
+	id, err := NewExecutionID() // this acquisition, as the documents name it
+	if err != nil {
+		return nil, err
+	}
+	start := time.Now()
 	refs := make([]*firestore.DocumentRef, len(keys))
 	for i, k := range keys {
 		refs[i] = l.coll.Doc(k)
@@ -217,7 +264,7 @@ func (l *Locker) TryAcquireAll(ctx context.Context, keys []string, opts ...Acqui
 
 	// Fast path: every key free, one commit of creates.
 	var lastErr error
-	leases, err := l.commitGrants(ctx, refs, make([]*firestore.DocumentSnapshot, len(refs)), o)
+	leases, err := l.commitGrants(ctx, id, refs, make([]*firestore.DocumentSnapshot, len(refs)), o)
 	if err == nil || !isConflict(err) {
 		return leases, err
 	}
@@ -225,6 +272,11 @@ func (l *Locker) TryAcquireAll(ctx context.Context, keys []string, opts ...Acqui
 		snaps, err := l.client.GetAll(ctx, refs)
 		if err != nil {
 			return nil, fmt.Errorf("lock: read %d lease documents: %w", len(refs), err)
+		}
+		if ours := l.named(id, snaps); ours == len(snaps) {
+			// An earlier attempt of this call committed (a retried RPC
+			// whose first answer was lost): that is our grant.
+			return l.leasesFrom(id, snaps, start), nil
 		}
 		var held []Holder
 		for i, s := range snaps {
@@ -238,14 +290,14 @@ func (l *Locker) TryAcquireAll(ctx context.Context, keys []string, opts ...Acqui
 				}
 			}
 			d := decodeLease(s)
-			if d.live(s.ReadTime) && d.Owner != l.owner {
+			if d.live(s.ReadTime) && !(o.reentrant && d.Owner == l.owner) {
 				held = append(held, Holder{Key: keys[i], Owner: d.Owner, Until: d.end(), Remaining: d.end().Sub(s.ReadTime)})
 			}
 		}
 		if len(held) > 0 {
 			return nil, &HeldError{Holders: held}
 		}
-		leases, err := l.commitGrants(ctx, refs, snaps, o)
+		leases, err := l.commitGrants(ctx, id, refs, snaps, o)
 		if err == nil || !isConflict(err) {
 			return leases, err
 		}
@@ -258,22 +310,23 @@ func (l *Locker) TryAcquireAll(ctx context.Context, keys []string, opts ...Acqui
 
 // commitGrants writes, in one atomic commit, a grant for each ref: a create
 // where snaps[i] is nil, else a write conditioned on the snapshot's update
-// time (a takeover of an ended lease, or a renewal of our own live one).
-func (l *Locker) commitGrants(ctx context.Context, refs []*firestore.DocumentRef, snaps []*firestore.DocumentSnapshot, o acquireOptions) (Leases, error) {
+// time (a takeover of an ended lease, or a reentrant join of our owner's
+// live one). An ambiguous failure is settled (see TryAcquire).
+func (l *Locker) commitGrants(ctx context.Context, id string, refs []*firestore.DocumentRef, snaps []*firestore.DocumentSnapshot, o acquireOptions) (Leases, error) {
 	writes := make([]*pb.Write, len(refs))
-	renewals := make([]*leaseDoc, len(refs))
+	joined := make([]*leaseDoc, len(refs))
 	for i, ref := range refs {
 		var err error
 		s := snaps[i]
 		d := decodeLease(s)
 		switch {
 		case s == nil:
-			writes[i], err = l.grantWrite(ref, o.fields, ifMissing())
-		case d.Owner == l.owner && d.live(s.ReadTime):
-			renewals[i] = &d
-			writes[i], err = l.renewWrite(ref, ifUpdatedAt(s.UpdateTime))
+			writes[i], err = l.grantWrite(ref, id, o.fields, ifMissing())
+		case d.Owner == l.owner && d.live(s.ReadTime): // Reentrant (else it was held)
+			joined[i] = &d
+			writes[i], err = l.joinWrite(ref, id, d, ifUpdatedAt(s.UpdateTime))
 		default:
-			writes[i], err = l.grantWrite(ref, o.fields, ifUpdatedAt(s.UpdateTime))
+			writes[i], err = l.grantWrite(ref, id, o.fields, ifUpdatedAt(s.UpdateTime))
 		}
 		if err != nil {
 			return nil, err
@@ -282,31 +335,114 @@ func (l *Locker) commitGrants(ctx context.Context, refs []*firestore.DocumentRef
 	sent := time.Now()
 	results, err := l.commit(ctx, writes)
 	if err != nil {
+		if isAmbiguous(err) {
+			return l.settleGrant(ctx, id, refs, sent, err)
+		}
 		return nil, err
 	}
 	leases := make(Leases, len(refs))
 	for i, ref := range refs {
 		r := results[i]
-		if renewals[i] != nil { // reentrant: the live grant, renewed
-			leases[i] = newLease(l, ref, renewals[i].AcquiredAt, r.stamps[0], r.updateTime, sent)
+		if d := joined[i]; d != nil {
+			leases[i] = newLease(l, ref, id, d.AcquiredAt, r.stamps[0], r.updateTime, sent, time.Duration(max(d.LeaseSeconds, l.leaseSeconds()))*time.Second, append(d.Holds, id))
 		} else {
-			leases[i] = newLease(l, ref, r.stamps[0], r.stamps[1], r.updateTime, sent)
+			leases[i] = newLease(l, ref, id, r.stamps[0], r.stamps[1], r.updateTime, sent, l.lease, []string{id})
 		}
 	}
 	return leases, nil
 }
 
+// settleBudget bounds how long an ambiguous grant is settled past the
+// caller's context: long enough to ride out a dropped connection, never
+// longer than the lease that would otherwise end by itself.
+func (l *Locker) settleBudget() time.Duration { return min(10*time.Second, l.lease) }
+
+// settleGrant decides an ambiguous grant (cause) by reading the keys back:
+// documents that name acquisition id are this grant. With ctx still live
+// and every key granted, they are the caller's leases. Otherwise what was
+// granted is removed again, each conditioned on the update time read, and
+// cause is returned. Nothing is left to block the keys beyond one lease.
+func (l *Locker) settleGrant(ctx context.Context, id string, refs []*firestore.DocumentRef, sent time.Time, cause error) (Leases, error) {
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), l.settleBudget())
+	defer cancel()
+	var snaps []*firestore.DocumentSnapshot
+	var err error
+	for attempt := 0; ; attempt++ {
+		if snaps, err = l.client.GetAll(sctx, refs); err == nil {
+			break
+		}
+		t := time.NewTimer(l.backoff.next(attempt + 3))
+		select {
+		case <-sctx.Done():
+			t.Stop()
+			return nil, fmt.Errorf("lock: grant of %d keys failed ambiguously (%w) and could not be read back (%v): "+
+				"anything it wrote ends with its lease of %v", len(refs), cause, err, l.lease)
+		case <-t.C:
+		}
+	}
+	ours := l.named(id, snaps)
+	if ours == len(refs) && ctx.Err() == nil {
+		return l.leasesFrom(id, snaps, sent), nil
+	}
+	if ours == 0 {
+		return nil, cause
+	}
+	//lint:ignore SA1019 WriteBatch is the only atomic multi-document write that costs one RPC.
+	b := l.client.Batch()
+	for _, s := range snaps {
+		if d := decodeLease(s); s.Exists() && slices.Contains(d.Holds, id) {
+			releaseOp(b, s.Ref, id, d.Holds, s.UpdateTime)
+		}
+	}
+	if _, err := b.Commit(sctx); err != nil && !isConflict(err) {
+		return nil, fmt.Errorf("lock: grant failed ambiguously (%w) and its leases could not be removed (%v): "+
+			"they end within %v", cause, err, l.lease)
+	}
+	return nil, cause
+}
+
+// named counts the snapshots whose lease names acquisition id.
+func (l *Locker) named(id string, snaps []*firestore.DocumentSnapshot) int {
+	n := 0
+	for _, s := range snaps {
+		if d := decodeLease(s); s.Exists() && d.Owner == l.owner && slices.Contains(d.Holds, id) {
+			n++
+		}
+	}
+	return n
+}
+
+// leasesFrom turns snapshots of documents naming acquisition id (a grant
+// learnt by reading, not from its commit) into leases. The token is the
+// grant's commit time: the document's create time if the grant created
+// it, else its update time (nobody else writes a live lease of ours).
+func (l *Locker) leasesFrom(id string, snaps []*firestore.DocumentSnapshot, sent time.Time) Leases {
+	leases := make(Leases, len(snaps))
+	for i, s := range snaps {
+		d := decodeLease(s)
+		lease := newLease(l, s.Ref, id, d.AcquiredAt, d.RenewedAt, s.UpdateTime, sent, time.Duration(d.LeaseSeconds)*time.Second, d.Holds)
+		if !s.CreateTime.Before(d.AcquiredAt) {
+			lease.token = s.CreateTime.UnixMicro()
+		}
+		leases[i] = lease
+	}
+	return leases
+}
+
+func (l *Locker) leaseSeconds() int64 { return int64(l.lease / time.Second) }
+
 // grantWrite is the one write that grants a lease (CONTRACT §1): the whole
 // document, replacing whatever an ended lease left, with acquiredAt and
-// renewedAt set to the server's request time.
-func (l *Locker) grantWrite(ref *firestore.DocumentRef, extra map[string]any, pre *pb.Precondition) (*pb.Write, error) {
-	data := make(map[string]any, len(extra)+3)
+// renewedAt set to the server's request time and acquisition id its holder.
+func (l *Locker) grantWrite(ref *firestore.DocumentRef, id string, extra map[string]any, pre *pb.Precondition) (*pb.Write, error) {
+	data := make(map[string]any, len(extra)+4)
 	for k, v := range extra {
 		data[k] = v
 	}
 	data[FieldOwner] = l.owner
-	data[FieldLeaseSeconds] = int64(l.lease / time.Second)
-	data[FieldExpireAt] = l.expireAt()
+	data[FieldLeaseSeconds] = l.leaseSeconds()
+	data[FieldExpireAt] = l.expireAt(l.lease)
+	data[FieldHolds] = []string{id}
 	delete(data, FieldAcquiredAt)
 	delete(data, FieldRenewedAt)
 	fields, err := encodeFields(data)
@@ -320,19 +456,37 @@ func (l *Locker) grantWrite(ref *firestore.DocumentRef, extra map[string]any, pr
 	}, nil
 }
 
-// renewWrite moves renewedAt to the server's request time; owner and
-// acquiredAt stay as they are.
-func (l *Locker) renewWrite(ref *firestore.DocumentRef, pre *pb.Precondition) (*pb.Write, error) {
+// joinWrite adds acquisition id to the holders of our owner's live lease d,
+// renews it, and keeps the longer lease length: a reentrant acquisition
+// never shortens a lease.
+func (l *Locker) joinWrite(ref *firestore.DocumentRef, id string, d leaseDoc, pre *pb.Precondition) (*pb.Write, error) {
+	secs := max(d.LeaseSeconds, l.leaseSeconds())
 	fields, err := encodeFields(map[string]any{
-		FieldLeaseSeconds: int64(l.lease / time.Second),
-		FieldExpireAt:     l.expireAt(),
+		FieldLeaseSeconds: secs,
+		FieldExpireAt:     l.expireAt(time.Duration(secs) * time.Second),
+		FieldHolds:        append(slices.Clone(d.Holds), id),
 	})
 	if err != nil {
 		return nil, err
 	}
 	return &pb.Write{
 		Operation:        &pb.Write_Update{Update: &pb.Document{Name: ref.Path, Fields: fields}},
-		UpdateMask:       &pb.DocumentMask{FieldPaths: []string{FieldLeaseSeconds, FieldExpireAt}},
+		UpdateMask:       &pb.DocumentMask{FieldPaths: []string{FieldLeaseSeconds, FieldExpireAt, FieldHolds}},
+		UpdateTransforms: stampNow(FieldRenewedAt),
+		CurrentDocument:  pre,
+	}, nil
+}
+
+// renewWrite moves renewedAt to the server's request time (and expireAt
+// along); owner, acquiredAt, leaseSeconds and the holders stay as they are.
+func (l *Locker) renewWrite(ref *firestore.DocumentRef, lease time.Duration, pre *pb.Precondition) (*pb.Write, error) {
+	fields, err := encodeFields(map[string]any{FieldExpireAt: l.expireAt(lease)})
+	if err != nil {
+		return nil, err
+	}
+	return &pb.Write{
+		Operation:        &pb.Write_Update{Update: &pb.Document{Name: ref.Path, Fields: fields}},
+		UpdateMask:       &pb.DocumentMask{FieldPaths: []string{FieldExpireAt}},
 		UpdateTransforms: stampNow(FieldRenewedAt),
 		CurrentDocument:  pre,
 	}, nil
@@ -340,7 +494,9 @@ func (l *Locker) renewWrite(ref *firestore.DocumentRef, pre *pb.Precondition) (*
 
 // expireAt is for a TTL policy only. The local clock is fine here: the
 // margin is hours, far beyond any clock skew.
-func (l *Locker) expireAt() time.Time { return time.Now().Add(l.lease + l.ttlMargin) }
+func (l *Locker) expireAt(lease time.Duration) time.Time {
+	return time.Now().Add(lease + l.ttlMargin)
+}
 
 // Acquire is TryAcquire that waits while another owner holds the key:
 // capped exponential backoff with full jitter, never longer than the
@@ -464,6 +620,7 @@ type leaseDoc struct {
 	AcquiredAt   time.Time `firestore:"acquiredAt"`
 	RenewedAt    time.Time `firestore:"renewedAt"`
 	LeaseSeconds int64     `firestore:"leaseSeconds"`
+	Holds        []string  `firestore:"holds"`
 }
 
 func decodeLease(s *firestore.DocumentSnapshot) leaseDoc {
