@@ -241,6 +241,16 @@ func rulesMatrix() []rulesCase {
 			must(t, e.alice.commit(e.alice.grant(m, 30)))
 			return e.bob.commit(e.bob.grant(m, 30))
 		}},
+		{"expireAt less than an hour past the lease end", false, func(t *testing.T, e rulesEnv) error {
+			m, _ := mutexAndData()
+			return e.alice.commit(e.alice.set(m, map[string]any{"owner": "alice", "leaseSeconds": 60, "expireAt": time.Now().Add(30 * time.Minute)}, []string{"acquiredAt", "renewedAt"}, nil))
+		}},
+		{"revive own ended lease by renewing it", false, func(t *testing.T, e rulesEnv) error {
+			m, _ := mutexAndData()
+			must(t, e.alice.commit(e.alice.grant(m, 1)))
+			ended()
+			return e.alice.commit(e.alice.renew(m))
+		}},
 		{"take over an ended lease", true, func(t *testing.T, e rulesEnv) error {
 			m, _ := mutexAndData()
 			must(t, e.alice.commit(e.alice.grant(m, 1)))

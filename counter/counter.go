@@ -17,6 +17,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"strconv"
 	"sync/atomic"
@@ -279,7 +280,8 @@ func (c *Counter) Grow(ctx context.Context, numShards int) error {
 }
 
 // RollupAll rolls up every counter in the collection (the scheduled job
-// rollupCounters) and returns how many it rolled up.
+// rollupCounters) and returns how many it rolled up. Shards left under a
+// deleted counter document are skipped with a warning, not an error.
 func RollupAll(ctx context.Context, client *firestore.Client) (int, error) {
 	refs, err := client.Collection(Collection).DocumentRefs(ctx).GetAll()
 	if err != nil {
@@ -289,7 +291,14 @@ func RollupAll(ctx context.Context, client *firestore.Client) (int, error) {
 	var errs []error
 	for _, ref := range refs {
 		c := &Counter{client: client, ref: ref}
-		if _, err := c.Rollup(ctx); err != nil {
+		_, err := c.Rollup(ctx)
+		if errors.Is(err, ErrNotFound) {
+			// Shards under a deleted counter document (listing shows such
+			// parents): nothing to roll up, and no reason to fail the run.
+			slog.WarnContext(ctx, "counter: skipping stray shards without a counter document", "counter", ref.ID)
+			continue
+		}
+		if err != nil {
 			errs = append(errs, err)
 			continue
 		}

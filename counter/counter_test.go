@@ -212,6 +212,33 @@ func TestRollupAllRollsEveryCounter(t *testing.T) {
 	}
 }
 
+// Shards left under a deleted counter document must not fail every hourly
+// rollup: the stray counter is skipped (and logged), the others roll up.
+func TestRollupAllSkipsStrayCounters(t *testing.T) {
+	c := emulators.NewFirestore(t)
+	ctx := context.Background()
+	ctr, err := counter.Create(ctx, c, "real", 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ctr.Increment(ctx, 5); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Doc("counters/stray/shards/0").Set(ctx, map[string]any{"count": 3}); err != nil {
+		t.Fatal(err)
+	}
+	n, err := counter.RollupAll(ctx, c)
+	if err != nil || n != 1 {
+		t.Fatalf("RollupAll = %d, %v; want 1, nil", n, err)
+	}
+	if s, _ := c.Doc("counters/real").Get(ctx); s.Data()["total"] != int64(5) {
+		t.Fatalf("real total %v, want 5", s.Data()["total"])
+	}
+	if s, err := c.Doc("counters/stray").Get(ctx); err == nil && s.Exists() {
+		t.Fatal("RollupAll created the stray counter's document")
+	}
+}
+
 func TestBadInputWritesNothing(t *testing.T) {
 	c := emulators.NewFirestore(t)
 	ctx := context.Background()

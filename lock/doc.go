@@ -9,6 +9,7 @@
 //	renewedAt     timestamp  server time of the grant or last renewal
 //	leaseSeconds  integer    held while now < renewedAt + leaseSeconds
 //	expireAt      timestamp  for a TTL policy only, a day after the lease end
+//	holds         []string   the acquisitions holding it (library field)
 //
 // Only Firestore's clock decides whether a lease has ended: server
 // timestamps on writes, a snapshot's read time when judging another owner's
@@ -20,11 +21,38 @@
 // conditional update. A held key answers with one more read.
 // TryAcquireAll grants many keys in one atomic commit, or none.
 //
+// Exclusion: every acquisition excludes every other, whether it comes
+// through the same Locker (goroutines sharing one), another Locker of the
+// same owner, or another owner. Each acquisition has an ID of its own,
+// listed in the document's holds. Reentrant opts in to joining a live lease
+// of the same owner: the lease then counts one more holder, each Release
+// gives up one hold, only the last deletes the document, and a reentrant
+// acquisition never shortens the lease.
+//
 // Fencing: a write protected by a lease should run in a Firestore
 // transaction that calls Lease.Guard first; it then commits only while the
-// lease document still names the holder with the same token. Lease.Token
-// can be handed to stores outside Firestore.
+// lease document still names this acquisition of this grant and has time
+// left. Lease.Token, for stores outside Firestore, is the grant's commit
+// time: it strictly increases in the order grants of a key commit (unlike
+// acquiredAt, the request's start, which a slow grant can leave behind).
+//
+// Ambiguous outcomes: when a grant, renewal or release cannot tell whether
+// its write landed (deadline, dropped connection), it reads the document
+// back, past the caller's context for a few seconds if need be. A grant
+// that landed is returned as the lease while the context is live, and
+// otherwise deleted again with a precondition; a renewal or release that
+// landed counts as done. Only when even the read fails does an error leave
+// a lease behind, and that lease ends by itself within its length.
+//
+// Connection: grants and renewals use a low-level commit client (to read
+// the server's timestamps from the commit itself). It reaches the database
+// of the *firestore.Client given to New (named databases too) with the
+// client's endpoint and credentials: pass the options the client was made
+// with through WithClientOptions where they are not the environment's
+// defaults. The first commit per client proves both reach one database and
+// otherwise fails with ErrClientMismatch.
 //
 // Errors: ErrHeld (a *HeldError says who holds a key and until when),
-// ErrNotHeld (the lease is gone), ErrInvalidKey (nothing was written).
+// ErrNotHeld (the lease is gone), ErrInvalidKey (nothing was written),
+// ErrClientMismatch (the Locker's commits would reach another database).
 package lock

@@ -215,13 +215,13 @@ func (l *Lease) Release(ctx context.Context) error {
 		if !isConflict(err) && !isAmbiguous(err) {
 			return fmt.Errorf("lock %q: release: %w", l.ref.ID, err)
 		}
-		if ctx.Err() != nil {
-			return fmt.Errorf("lock %q: release: %w", l.ref.ID, context.Cause(ctx))
-		}
-		snap, rerr := l.ref.Get(ctx)
-		if rerr != nil && status.Code(rerr) != codes.NotFound {
+		// Read back, past ctx if it ended, so that a release that landed
+		// unheard is reported as done.
+		snaps, rerr := l.locker.readBack(ctx, []*firestore.DocumentRef{l.ref})
+		if rerr != nil {
 			return fmt.Errorf("lock %q: release failed (%v) and the lease could not be read back: %w", l.ref.ID, err, rerr)
 		}
+		snap := snaps[0]
 		if isAmbiguous(err) && !named(snap, l.id) { // our release landed, or the lease ended and went: free either way
 			l.mu.Lock()
 			l.end(nil)
@@ -230,6 +230,9 @@ func (l *Lease) Release(ctx context.Context) error {
 		}
 		if err := l.stillOurs(snap); err != nil {
 			return err
+		}
+		if ctx.Err() != nil {
+			return fmt.Errorf("lock %q: release: %w (the lease is still held)", l.ref.ID, context.Cause(ctx))
 		}
 		l.mu.Lock()
 		l.updateTime, l.holds = snap.UpdateTime, decodeLease(snap).Holds

@@ -363,22 +363,10 @@ func (l *Locker) settleBudget() time.Duration { return min(10*time.Second, l.lea
 // granted is removed again, each conditioned on the update time read, and
 // cause is returned. Nothing is left to block the keys beyond one lease.
 func (l *Locker) settleGrant(ctx context.Context, id string, refs []*firestore.DocumentRef, sent time.Time, cause error) (Leases, error) {
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), l.settleBudget())
-	defer cancel()
-	var snaps []*firestore.DocumentSnapshot
-	var err error
-	for attempt := 0; ; attempt++ {
-		if snaps, err = l.client.GetAll(sctx, refs); err == nil {
-			break
-		}
-		t := time.NewTimer(l.backoff.next(attempt + 3))
-		select {
-		case <-sctx.Done():
-			t.Stop()
-			return nil, fmt.Errorf("lock: grant of %d keys failed ambiguously (%w) and could not be read back (%v): "+
-				"anything it wrote ends with its lease of %v", len(refs), cause, err, l.lease)
-		case <-t.C:
-		}
+	snaps, err := l.readBack(ctx, refs)
+	if err != nil {
+		return nil, fmt.Errorf("lock: grant of %d keys failed ambiguously (%w) and could not be read back (%v): "+
+			"anything it wrote ends with its lease of %v", len(refs), cause, err, l.lease)
 	}
 	ours := l.named(id, snaps)
 	if ours == len(refs) && ctx.Err() == nil {
@@ -394,11 +382,33 @@ func (l *Locker) settleGrant(ctx context.Context, id string, refs []*firestore.D
 			releaseOp(b, s.Ref, id, d.Holds, s.UpdateTime)
 		}
 	}
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), l.settleBudget())
+	defer cancel()
 	if _, err := b.Commit(sctx); err != nil && !isConflict(err) {
 		return nil, fmt.Errorf("lock: grant failed ambiguously (%w) and its leases could not be removed (%v): "+
 			"they end within %v", cause, err, l.lease)
 	}
 	return nil, cause
+}
+
+// readBack reads refs to settle an ambiguous write: past ctx's end if need
+// be, retrying for up to settleBudget.
+func (l *Locker) readBack(ctx context.Context, refs []*firestore.DocumentRef) ([]*firestore.DocumentSnapshot, error) {
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), l.settleBudget())
+	defer cancel()
+	for attempt := 0; ; attempt++ {
+		snaps, err := l.client.GetAll(sctx, refs)
+		if err == nil {
+			return snaps, nil
+		}
+		t := time.NewTimer(l.backoff.next(attempt + 3))
+		select {
+		case <-sctx.Done():
+			t.Stop()
+			return nil, err
+		case <-t.C:
+		}
+	}
 }
 
 // named counts the snapshots whose lease names acquisition id.

@@ -169,11 +169,19 @@ func proxied(t *testing.T, opts ...lock.Option) (*faultproxy.Proxy, *lock.Locker
 	t.Helper()
 	host := os.Getenv("FIRESTORE_EMULATOR_HOST")
 	p := faultproxy.Start(t, host)
-	project := emulators.ProjectID(t)
-	direct := emulators.NewFirestoreFor(t, project)
-	c, copts := emulators.NewFirestoreVia(t, p.Addr, project)
+	proxiedProject = emulators.ProjectID(t)
+	direct := emulators.NewFirestoreFor(t, proxiedProject)
+	c, copts := newClientVia(t, p.Addr)
 	l := newLocker(t, c, append([]lock.Option{lock.WithClientOptions(copts...)}, opts...)...)
 	return p, l, direct
+}
+
+// proxiedProject is the project of the running proxied test (tests of this
+// package run one at a time).
+var proxiedProject string
+
+func newClientVia(t *testing.T, addr string) (*firestore.Client, []option.ClientOption) {
+	return emulators.NewFirestoreVia(t, addr, proxiedProject)
 }
 
 // A grant whose answer is lost (it committed, the caller never heard) is

@@ -55,52 +55,84 @@ func SweepEnded(ctx context.Context, client *firestore.Client, collection string
 	}
 }
 
-// deleteLeases deletes each document on its read update time, then the
-// documents of its subcollections.
+// deleteLeases deletes each document on its read update time. Documents in
+// its subcollections go first, and a document whose children could not all
+// be deleted is kept: a sweep cut short (or a delete retried after its
+// answer was lost) then leaves the parent for the next sweep to find, never
+// children under a parent that is gone. (Should a lease be taken over
+// between the read and its delete, its old children are gone with the
+// precondition-kept parent: they belonged to the ended lease.)
 func deleteLeases(ctx context.Context, client *firestore.Client, snaps []*firestore.DocumentSnapshot, subcollections []string) (int, error) {
-	if len(snaps) == 0 {
-		return 0, nil
+	var errs []error
+	ready := snaps
+	if len(subcollections) > 0 {
+		ready = nil
+		for _, s := range snaps {
+			if err := deleteChildren(ctx, client, s.Ref, subcollections); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			ready = append(ready, s)
+		}
+	}
+	if len(ready) == 0 {
+		return 0, errors.Join(errs...)
 	}
 	bw := client.BulkWriter(ctx)
-	jobs := make([]*firestore.BulkWriterJob, len(snaps))
-	for i, s := range snaps {
+	jobs := make([]*firestore.BulkWriterJob, len(ready))
+	for i, s := range ready {
 		j, err := bw.Delete(s.Ref, firestore.LastUpdateTime(s.UpdateTime))
 		if err != nil {
 			bw.End()
-			return 0, err
+			return 0, errors.Join(append(errs, err)...)
 		}
 		jobs[i] = j
 	}
 	bw.End()
-	var gone []*firestore.DocumentRef
-	var errs []error
-	for i, j := range jobs {
+	gone := 0
+	for _, j := range jobs {
 		_, err := j.Results()
 		switch {
 		case err == nil:
-			gone = append(gone, snaps[i].Ref)
+			gone++
 		case status.Code(err) != codes.FailedPrecondition && status.Code(err) != codes.NotFound:
-			errs = append(errs, err) // a precondition failure is a lease that moved on: keep it
+			errs = append(errs, err) // a precondition failure is a lease that moved on, or already gone
 		}
 	}
-	for _, ref := range gone {
-		for _, sub := range subcollections {
-			children, err := ref.Collection(sub).DocumentRefs(ctx).GetAll()
+	return gone, errors.Join(errs...)
+}
+
+// deleteChildren deletes every document of the named subcollections of ref.
+func deleteChildren(ctx context.Context, client *firestore.Client, ref *firestore.DocumentRef, subcollections []string) error {
+	var errs []error
+	for _, sub := range subcollections {
+		children, err := ref.Collection(sub).DocumentRefs(ctx).GetAll()
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if len(children) == 0 {
+			continue
+		}
+		bw := client.BulkWriter(ctx)
+		jobs := make([]*firestore.BulkWriterJob, 0, len(children))
+		for _, c := range children {
+			j, err := bw.Delete(c)
 			if err != nil {
 				errs = append(errs, err)
 				continue
 			}
-			if len(children) == 0 {
-				continue
+			jobs = append(jobs, j)
+		}
+		bw.End()
+		for _, j := range jobs {
+			if _, err := j.Results(); err != nil {
+				errs = append(errs, err)
 			}
-			cw := client.BulkWriter(ctx)
-			for _, c := range children {
-				if _, err := cw.Delete(c); err != nil {
-					errs = append(errs, err)
-				}
-			}
-			cw.End()
 		}
 	}
-	return len(gone), errors.Join(errs...)
+	if len(errs) > 0 {
+		return fmt.Errorf("lock: delete %s's %v: %w", ref.ID, subcollections, errors.Join(errs...))
+	}
+	return nil
 }

@@ -1,0 +1,284 @@
+package lock_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"cloud.google.com/go/firestore"
+	"github.com/firelock/firelock/internal/faultproxy"
+	"github.com/firelock/firelock/lock"
+	"google.golang.org/api/option"
+)
+
+// A release whose answer is lost is settled by reading back: reported
+// done only if the lease is gone, else reported failed with the lease
+// still intact (and a second release works).
+func TestLostReleaseAnswerIsSettled(t *testing.T) {
+	p, l, direct := proxied(t, lock.WithLeaseDuration(time.Minute))
+	lease, err := l.TryAcquire(context.Background(), "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.DropAnswers(200 * time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	healed := time.AfterFunc(1500*time.Millisecond, p.Heal)
+	defer healed.Stop()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	err = lease.Release(ctx)
+	s, gerr := direct.Collection(coll).Doc("k").Get(context.Background())
+	gone := gerr != nil && isNotFound(gerr)
+	switch {
+	case err == nil && !gone:
+		t.Fatalf("Release reported success but the lease is still there: %v", s.Data())
+	case err != nil && gone:
+		t.Fatalf("Release reported %v but the lease is gone", err)
+	case err != nil:
+		if err := lease.Release(context.Background()); err != nil {
+			t.Fatalf("second release: %v", err)
+		}
+	}
+	if _, err := newLocker(t, direct).TryAcquire(context.Background(), "k"); err != nil {
+		t.Fatalf("next caller after the release: %v", err)
+	}
+}
+
+// A renewal whose answer is lost is an error, not a lost lease; once the
+// network is back the lease renews and is still this holder's.
+func TestLostRenewAnswerKeepsTheLease(t *testing.T) {
+	p, l, direct := proxied(t, lock.WithLeaseDuration(time.Minute))
+	lease, err := l.TryAcquire(context.Background(), "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.DropAnswers(200 * time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	err = lease.Renew(ctx)
+	cancel()
+	p.Heal()
+	if errors.Is(err, lock.ErrNotHeld) {
+		t.Fatalf("a renewal with its answer lost declared the lease lost: %v", err)
+	}
+	if err := lease.Renew(context.Background()); err != nil {
+		t.Fatalf("renew after the network came back: %v", err)
+	}
+	if err := direct.RunTransaction(context.Background(), func(ctx context.Context, tx *firestore.Transaction) error {
+		return lease.Guard(tx)
+	}); err != nil {
+		t.Fatalf("guard after the lost renewal: %v", err)
+	}
+}
+
+// faultStats is what TestLockUnderFaults reports (and the README quotes).
+type faultStats struct {
+	faults, ops, succeeded, failed, violations, orphans int
+}
+
+// Workers (half of them sharing one Locker) take two keys through a fault proxy (answers dropped, delayed,
+// connections reset, at random) with WithLock, KeepAlive and guarded
+// transactions. Afterwards, on what Firestore holds: no guarded write ever
+// committed under a stale lease (tokens only grow per key), every lease
+// left behind ends within one lease, and the keys are free.
+func TestLockUnderFaults(t *testing.T) {
+	if testing.Short() {
+		t.Skip("fault soak")
+	}
+	const (
+		workers = 6
+		run     = 20 * time.Second
+		lease   = 2 * time.Second
+	)
+	p, _, direct := proxied(t)
+	keys := []string{"a", "b"}
+	var stats faultStats
+	var mu sync.Mutex
+	count := func(f func(*faultStats)) { mu.Lock(); f(&stats); mu.Unlock() }
+
+	stop := make(chan struct{})
+	chaosDone := make(chan struct{})
+	go func() { // one fault at a time, for a few hundred ms, then a healthy spell
+		defer close(chaosDone)
+		faults := []func() error{
+			func() error { return p.DropAnswers(time.Duration(100+rand.IntN(400)) * time.Millisecond) },
+			func() error { return p.Delay(time.Duration(200+rand.IntN(1200)) * time.Millisecond) },
+			p.Reset,
+		}
+		for {
+			select {
+			case <-stop:
+				p.Heal()
+				return
+			case <-time.After(time.Duration(100+rand.IntN(400)) * time.Millisecond):
+			}
+			if err := faults[rand.IntN(len(faults))](); err != nil {
+				t.Error(err)
+			}
+			time.Sleep(time.Duration(100+rand.IntN(500)) * time.Millisecond)
+			p.Heal()
+		}
+	}()
+
+	// Every guarded write records its token; the fence document keeps the
+	// highest. A commit with a lower token than one committed before is a
+	// stale holder's write: a violation.
+	var wg sync.WaitGroup
+	deadline := time.Now().Add(run)
+	var opSeq atomic.Int64
+	var succeeded []int64
+	// Half the workers share one Locker (one execution, many goroutines),
+	// the others have one each.
+	sc, sopts := emulatorsClientVia(t, p)
+	shared := newLocker(t, sc, lock.WithLeaseDuration(lease), lock.WithClientOptions(sopts...))
+	for w := range workers {
+		c, l := sc, shared
+		if w%2 == 1 {
+			var copts []option.ClientOption
+			c, copts = emulatorsClientVia(t, p)
+			l = newLocker(t, c, lock.WithLeaseDuration(lease), lock.WithClientOptions(copts...))
+		}
+		wg.Go(func() {
+			for time.Now().Before(deadline) {
+				key := keys[rand.IntN(len(keys))]
+				op := opSeq.Add(1)
+				ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+				err := l.WithLock(ctx, key, func(ctx context.Context, lease *lock.Lease) error {
+					return c.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
+						fence := c.Collection("fences").Doc(key)
+						snaps, err := lock.Leases{lease}.GuardWith(tx, fence)
+						if err != nil {
+							return err
+						}
+						var last int64
+						if snaps[0].Exists() {
+							last = snaps[0].Data()["token"].(int64)
+						}
+						if lease.Token() < last {
+							count(func(s *faultStats) { s.violations++ })
+							return fmt.Errorf("worker %d: token %d below the committed %d", w, lease.Token(), last)
+						}
+						if err := tx.Set(fence, map[string]any{"token": lease.Token()}); err != nil {
+							return err
+						}
+						return tx.Set(c.Collection("writes").Doc(fmt.Sprint(op)), map[string]any{"key": key, "token": lease.Token()})
+					})
+				})
+				cancel()
+				count(func(s *faultStats) {
+					s.ops++
+					if err == nil {
+						s.succeeded++
+						succeeded = append(succeeded, op)
+					} else {
+						s.failed++
+					}
+				})
+			}
+		})
+	}
+	wg.Wait()
+	close(stop)
+	<-chaosDone
+	stats.faults = p.Faults()
+
+	// What Firestore holds: every guarded write under its key carries a
+	// token no lower than an earlier commit's (checked in the write itself
+	// above), and each reported success is there.
+	ctx := context.Background()
+	snaps, err := direct.Collection(coll).Documents(ctx).GetAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stats.orphans = len(snaps)
+	for _, op := range succeeded {
+		if s, err := direct.Collection("writes").Doc(fmt.Sprint(op)).Get(ctx); err != nil || !s.Exists() {
+			t.Errorf("operation %d reported success but its guarded write is not in Firestore (%v)", op, err)
+		}
+	}
+	for _, s := range snaps {
+		end := s.Data()[lock.FieldRenewedAt].(time.Time).Add(time.Duration(s.Data()[lock.FieldLeaseSeconds].(int64)) * time.Second)
+		if end.Sub(s.ReadTime) > lease {
+			t.Errorf("lease %s left behind ends %v after the run, more than one lease", s.Ref.ID, end.Sub(s.ReadTime))
+		}
+	}
+	waitLeaseEnd(lease)
+	fresh := newLocker(t, direct)
+	for _, k := range keys {
+		l, err := fresh.TryAcquire(ctx, k)
+		if err != nil {
+			t.Fatalf("key %s still blocked one lease after the run: %v", k, err)
+		}
+		l.Release(ctx)
+	}
+	t.Logf("faults injected %d, operations %d (%d succeeded, %d failed), leases left at the end %d (all ended within one lease), invariant violations %d",
+		stats.faults, stats.ops, stats.succeeded, stats.failed, stats.orphans, stats.violations)
+	if stats.violations != 0 {
+		t.Fatalf("%d guarded writes committed under a stale lease", stats.violations)
+	}
+	if stats.faults == 0 || stats.succeeded == 0 || stats.failed == 0 {
+		t.Fatalf("the soak exercised too little: %+v", stats)
+	}
+}
+
+// emulatorsClientVia is a client of the proxied test's project on a
+// connection of its own through p.
+func emulatorsClientVia(t *testing.T, p *faultproxy.Proxy) (*firestore.Client, []option.ClientOption) {
+	t.Helper()
+	return newClientVia(t, p.Addr)
+}
+
+// A sweep cut short by faults (answers dropped mid-sweep, deletes retried)
+// never leaves a swept lease's subcollection behind: the next sweep
+// finishes what it started.
+func TestSweepUnderFaultsLeavesNoStrayChildren(t *testing.T) {
+	p, _, direct := proxied(t)
+	c, _ := newClientVia(t, p.Addr)
+	ctx := context.Background()
+	old := time.Now().Add(-2 * time.Hour)
+	const rounds, runs, children = 6, 15, 2
+	for round := range rounds {
+		coll := fmt.Sprint("jobRuns", round)
+		for i := range runs {
+			run := direct.Collection(coll).Doc(fmt.Sprint("run", i))
+			if _, err := run.Set(ctx, map[string]any{lock.FieldOwner: "x", lock.FieldAcquiredAt: old,
+				lock.FieldRenewedAt: old, lock.FieldLeaseSeconds: int64(60)}); err != nil {
+				t.Fatal(err)
+			}
+			for j := range children {
+				if _, err := run.Collection("deliveries").Doc(fmt.Sprint(j)).Set(ctx, map[string]any{"outcome": "ran"}); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		// The fault strikes somewhere inside the sweep: after its query,
+		// among its deletes.
+		fault := time.AfterFunc(time.Duration(10+rand.IntN(80))*time.Millisecond, func() { p.DropAnswers(50 * time.Millisecond) })
+		sctx, cancel := context.WithTimeout(ctx, 1500*time.Millisecond)
+		_, err := lock.SweepEnded(sctx, c, coll, 0, "deliveries")
+		cancel()
+		fault.Stop()
+		p.Heal()
+		t.Logf("round %d, sweep under faults: %v", round, err)
+		if _, err := lock.SweepEnded(ctx, c, coll, 0, "deliveries"); err != nil {
+			t.Fatalf("round %d: sweep after the faults: %v", round, err)
+		}
+		if left := countDocs(t, direct, coll); left != 0 {
+			t.Fatalf("round %d: %d runs left after two sweeps", round, left)
+		}
+	}
+	stray, err := direct.CollectionGroup("deliveries").Documents(ctx).GetAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(stray) != 0 {
+		t.Fatalf("%d deliveries left behind under swept runs", len(stray))
+	}
+}
