@@ -61,6 +61,14 @@ if [ ${#missing[@]} -gt 0 ]; then
   usage >&2
   exit 2
 fi
+# The function reads the schedule from each message to find its tick: a
+# schedule it cannot parse would make every message a dropped bad payload.
+for s in "$SCHEDULE" "$SWEEP_SCHEDULE"; do
+  if [ "$(wc -w <<<"$s")" -ne 5 ] || [[ "$s" == *'"'* ]]; then
+    echo "deploy.sh: schedule \"$s\" is not a 5-field cron expression (minute hour day-of-month month day-of-week)" >&2
+    exit 2
+  fi
+done
 
 cd "$(dirname "$0")"
 
@@ -101,7 +109,28 @@ done
 if ! gcloud pubsub topics describe scheduled-jobs --project="$PROJECT" >/dev/null 2>&1; then
   run gcloud pubsub topics create scheduled-jobs --project="$PROJECT"
 fi
-run gcloud functions deploy RunScheduledJob "${common[@]}" --entry-point=RunScheduledJob --trigger-topic=scheduled-jobs --retry
+# The timeout lies well above the run lease (60s) and a delivery's wait for a
+# running event (lease + 10s): a run is never cut off while its lease could
+# still be held. --retry redelivers every event the function does not ack.
+run gcloud functions deploy RunScheduledJob "${common[@]}" --entry-point=RunScheduledJob --trigger-topic=scheduled-jobs --retry --timeout=540s
+
+# Pub/Sub retries with backoff (an event in progress elsewhere is not
+# hammered), and its ack deadline exceeds the timeout, so a delivery still
+# running is not delivered a second time meanwhile.
+trigger=$(gcloud functions describe RunScheduledJob --gen2 --region="$REGION" --project="$PROJECT" --format='value(eventTrigger.trigger)' 2>/dev/null || true)
+subscription=""
+if [ -n "$trigger" ]; then
+  subscription=$(gcloud eventarc triggers describe "${trigger##*/}" --location="$REGION" --project="$PROJECT" --format='value(transport.pubsub.subscription)' 2>/dev/null || true)
+fi
+if [ -z "$subscription" ]; then
+  if [ "$DRY_RUN" = 1 ]; then
+    subscription="SUBSCRIPTION-OF-RunScheduledJob"
+  else
+    echo "deploy.sh: cannot find the Pub/Sub subscription of RunScheduledJob's trigger" >&2
+    exit 1
+  fi
+fi
+run gcloud pubsub subscriptions update "${subscription##*/}" --project="$PROJECT" --ack-deadline=600 --min-retry-delay=10s --max-retry-delay=600s
 
 scheduler_job() {
   local name=$1 schedule=$2 job=$3 verb=create
@@ -109,7 +138,8 @@ scheduler_job() {
     verb=update
   fi
   run gcloud scheduler jobs "$verb" pubsub "$name" --location="$REGION" --project="$PROJECT" \
-    --schedule="$schedule" --time-zone="$TIME_ZONE" --topic=scheduled-jobs --message-body="{\"job\": \"$job\"}"
+    --schedule="$schedule" --time-zone="$TIME_ZONE" --topic=scheduled-jobs \
+    --message-body="{\"job\": \"$job\", \"schedule\": \"$schedule\", \"timeZone\": \"$TIME_ZONE\"}"
 }
 scheduler_job firelock-rollup-counters "$SCHEDULE" rollupCounters
 scheduler_job firelock-sweep-expired "$SWEEP_SCHEDULE" sweepExpired

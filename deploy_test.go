@@ -65,9 +65,10 @@ func TestDeployDryRunPrintsEveryCommand(t *testing.T) {
 		`+ gcloud functions deploy BookSeats --gen2 --runtime=go126 --region=europe-west1 --project=demo-p --source=. --entry-point=BookSeats --trigger-http --allow-unauthenticated`,
 		`+ gcloud functions deploy CancelBooking --gen2 --runtime=go126 --region=europe-west1 --project=demo-p --source=. --entry-point=CancelBooking --trigger-http --allow-unauthenticated`,
 		`+ gcloud pubsub topics create scheduled-jobs --project=demo-p`,
-		`+ gcloud functions deploy RunScheduledJob --gen2 --runtime=go126 --region=europe-west1 --project=demo-p --source=. --entry-point=RunScheduledJob --trigger-topic=scheduled-jobs --retry`,
-		`+ gcloud scheduler jobs create pubsub firelock-rollup-counters --location=europe-west1 --project=demo-p --schedule=0\ \*\ \*\ \*\ \* --time-zone=Etc/UTC --topic=scheduled-jobs --message-body=\{\"job\":\ \"rollupCounters\"\}`,
-		`+ gcloud scheduler jobs create pubsub firelock-sweep-expired --location=europe-west1 --project=demo-p --schedule=30\ 3\ \*\ \*\ \* --time-zone=Etc/UTC --topic=scheduled-jobs --message-body=\{\"job\":\ \"sweepExpired\"\}`,
+		`+ gcloud functions deploy RunScheduledJob --gen2 --runtime=go126 --region=europe-west1 --project=demo-p --source=. --entry-point=RunScheduledJob --trigger-topic=scheduled-jobs --retry --timeout=540s`,
+		`+ gcloud pubsub subscriptions update SUBSCRIPTION-OF-RunScheduledJob --project=demo-p --ack-deadline=600 --min-retry-delay=10s --max-retry-delay=600s`,
+		`+ gcloud scheduler jobs create pubsub firelock-rollup-counters --location=europe-west1 --project=demo-p --schedule=0\ \*\ \*\ \*\ \* --time-zone=Etc/UTC --topic=scheduled-jobs --message-body=\{\"job\":\ \"rollupCounters\"\,\ \"schedule\":\ \"0\ \*\ \*\ \*\ \*\"\,\ \"timeZone\":\ \"Etc/UTC\"\}`,
+		`+ gcloud scheduler jobs create pubsub firelock-sweep-expired --location=europe-west1 --project=demo-p --schedule=30\ 3\ \*\ \*\ \* --time-zone=Etc/UTC --topic=scheduled-jobs --message-body=\{\"job\":\ \"sweepExpired\"\,\ \"schedule\":\ \"30\ 3\ \*\ \*\ \*\"\,\ \"timeZone\":\ \"Etc/UTC\"\}`,
 		`+ firebase deploy --only firestore:rules --project demo-p --non-interactive`,
 		`+ gcloud firestore fields ttls update expireAt --collection-group=locks --enable-ttl --project=demo-p --async`,
 		`+ gcloud firestore fields ttls update expireAt --collection-group=seatLocks --enable-ttl --project=demo-p --async`,
@@ -91,7 +92,9 @@ func TestDeployRunsCommandsAndUpdatesExistingSchedulerJobs(t *testing.T) {
 	dir := strings.SplitN(pathEnv, string(os.PathListSeparator), 2)[0]
 	gcloud := filepath.Join(dir, "gcloud")
 	b, _ := os.ReadFile(gcloud)
-	os.WriteFile(gcloud, bytes.Replace(b, []byte("*describe*) exit 1"), []byte("*describe*) exit 0"), 1), 0o755)
+	os.WriteFile(gcloud, bytes.Replace(b, []byte("*describe*) exit 1"), []byte(`*"functions describe"*) echo projects/demo-p/locations/us-central1/triggers/runscheduledjob-1 ;;
+  *"eventarc triggers describe runscheduledjob-1"*) echo projects/demo-p/subscriptions/eventarc-us-central1-runscheduledjob-1-sub-9 ;;
+  *describe*) exit 0`), 1), 0o755)
 	_, errOut, code := runDeploy(t, pathEnv, "--project=demo-p", "--region=us-central1", "--schedule", "*/15 * * * *")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
@@ -101,6 +104,8 @@ func TestDeployRunsCommandsAndUpdatesExistingSchedulerJobs(t *testing.T) {
 		"gcloud functions deploy BookSeats --gen2 --runtime=go126 --region=us-central1",
 		"gcloud functions deploy RunScheduledJob",
 		"gcloud scheduler jobs update pubsub firelock-rollup-counters --location=us-central1 --project=demo-p --schedule=*/15 * * * *",
+		`--message-body={"job": "rollupCounters", "schedule": "*/15 * * * *", "timeZone": "Etc/UTC"}`,
+		"gcloud pubsub subscriptions update eventarc-us-central1-runscheduledjob-1-sub-9 --project=demo-p --ack-deadline=600 --min-retry-delay=10s --max-retry-delay=600s",
 		"firebase deploy --only firestore:rules --project demo-p",
 	} {
 		if !strings.Contains(log, want) {
@@ -125,6 +130,7 @@ func TestDeployChecksSettingsUpFront(t *testing.T) {
 		{"flag without value", []string{"--project"}, 2, "--project needs a value"},
 		{"unknown flag", []string{"--project=p", "--region=r", "--force"}, 2, "unknown argument: --force"},
 		{"unknown runtime", []string{"--project=p", "--region=r", "--runtime=go999", "--dry-run"}, 1, "runtime go999 is not offered in r; offered: go125 go126"},
+		{"schedule not 5-field cron", []string{"--project=p", "--region=r", "--schedule", "0 0 * * * *", "--dry-run"}, 2, "is not a 5-field cron expression"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -95,7 +95,7 @@ func NewAPI(ctx context.Context, fs *firestore.Client, authProject string) (*API
 	if err != nil {
 		return nil, fmt.Errorf("functions: firebase auth: %w", err)
 	}
-	return &API{Bookings: booking.New(fs), Jobs: jobs.New(fs, jobs.Standard(fs), 0), Auth: ac, Log: NewLogger(os.Stdout)}, nil
+	return &API{Bookings: booking.New(fs), Jobs: jobs.New(fs, jobs.Standard(fs)), Auth: ac, Log: NewLogger(os.Stdout)}, nil
 }
 
 // apiError is the one error shape of CONTRACT §3.

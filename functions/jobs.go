@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/GoogleCloudPlatform/functions-framework-go/functions"
 	"github.com/cloudevents/sdk-go/v2/event"
@@ -24,14 +25,15 @@ func HandleScheduledJob(ctx context.Context, e event.Event) error {
 // pubsubData is the data of a Pub/Sub CloudEvent (messagePublished).
 type pubsubData struct {
 	Message struct {
-		Data []byte `json:"data"` // base64 in JSON
+		Data        []byte    `json:"data"` // base64 in JSON
+		PublishTime time.Time `json:"publishTime"`
 	} `json:"message"`
 }
 
 // RunScheduledJob is the CloudEvent function of CONTRACT §4, triggered by
-// the topic scheduled-jobs. It returns nil to acknowledge (the job ran,
-// is done, runs elsewhere, or the message can never succeed) and an error
-// to have Pub/Sub deliver the event again.
+// the topic scheduled-jobs. It returns nil to acknowledge (the job ran here
+// or is done, or the message can never succeed) and an error to have
+// Pub/Sub deliver the event again (it failed, or still runs elsewhere).
 func (a *API) RunScheduledJob(ctx context.Context, e event.Event) error {
 	execID, _ := lock.NewExecutionID()
 	if a.initErr != nil {
@@ -42,7 +44,11 @@ func (a *API) RunScheduledJob(ctx context.Context, e event.Event) error {
 	err := json.Unmarshal(e.Data(), &d)
 	if err == nil {
 		var o jobs.Outcome
-		o, err = a.Jobs.Deliver(ctx, execID, jobs.Event{Source: e.Source(), ID: e.ID(), Data: d.Message.Data})
+		published := d.Message.PublishTime
+		if published.IsZero() {
+			published = e.Time() // the CloudEvent's time is the publish time too
+		}
+		o, err = a.Jobs.Deliver(ctx, execID, jobs.Event{Source: e.Source(), ID: e.ID(), PublishTime: published, Data: d.Message.Data})
 		if err == nil {
 			a.Log.Info("scheduled job delivery", "executionId", execID, "eventSource", e.Source(), "eventId", e.ID(), "outcome", string(o))
 			return nil
@@ -53,6 +59,10 @@ func (a *API) RunScheduledJob(ctx context.Context, e event.Event) error {
 	if errors.Is(err, jobs.ErrBadPayload) {
 		a.Log.Warn("dropping a message no retry can fix", "executionId", execID, "eventSource", e.Source(), "eventId", e.ID(), "error", err.Error())
 		return nil
+	}
+	if errors.Is(err, jobs.ErrInProgress) {
+		a.Log.Info("scheduled job runs elsewhere; Pub/Sub will deliver again", "executionId", execID, "eventSource", e.Source(), "eventId", e.ID(), "error", err.Error())
+		return err
 	}
 	a.Log.Error("scheduled job failed; Pub/Sub will retry", "executionId", execID, "eventSource", e.Source(), "eventId", e.ID(), "error", err.Error())
 	return err

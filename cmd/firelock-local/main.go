@@ -5,13 +5,14 @@
 // a push subscription to RunScheduledJob, a demo screening, a demo user, and
 // a stand-in for Cloud Scheduler that publishes job messages on an interval.
 //
-//	go run ./cmd/firelock-local [-port 8086] [-every 1m] [-project demo-firelock]
+//	go run ./cmd/firelock-local [-port 8086] [-schedule '* * * * *'] [-tz UTC]
 //
 // Ctrl-C stops the server and every emulator it started.
 package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -23,24 +24,55 @@ import (
 
 	"cloud.google.com/go/firestore"
 	"cloud.google.com/go/pubsub/v2"
+	"github.com/adhocore/gronx"
 	"github.com/firelock/firelock/booking"
 	"github.com/firelock/firelock/internal/emulators"
+	"github.com/firelock/firelock/internal/jobs"
 	"github.com/firelock/firelock/internal/localrun"
 	"github.com/firelock/firelock/lock"
 )
 
 func main() {
 	port := flag.Int("port", 8086, "port of the functions server (0: a free one)")
-	every := flag.Duration("every", time.Minute, "how often the Cloud Scheduler stand-in publishes each job (0: never)")
+	schedule := flag.String("schedule", "* * * * *", "cron schedule (5 fields) on which the Cloud Scheduler stand-in publishes each job (empty: never)")
+	zone := flag.String("tz", "UTC", "IANA time zone of the schedule")
 	jobsFlag := flag.String("jobs", "rollupCounters,sweepExpired", "jobs the stand-in publishes, comma-separated")
 	flag.Parse()
-	if err := run(*port, *every, strings.Split(*jobsFlag, ",")); err != nil {
+	if *schedule != "" {
+		if _, err := jobs.Slot(*schedule, *zone, time.Now()); err != nil {
+			fmt.Fprintln(os.Stderr, "firelock-local: -schedule/-tz:", err)
+			os.Exit(2)
+		}
+	}
+	if err := run(*port, scheduler{*schedule, *zone}, strings.Split(*jobsFlag, ",")); err != nil {
 		fmt.Fprintln(os.Stderr, "firelock-local:", err)
 		os.Exit(1)
 	}
 }
 
-func run(port int, every time.Duration, jobNames []string) error {
+// scheduler is the Cloud Scheduler stand-in's schedule: like Cloud
+// Scheduler, it publishes {"job", "schedule", "timeZone"} at each tick.
+type scheduler struct{ schedule, zone string }
+
+// next is the time of the next tick after now (zero: never).
+func (s scheduler) next(now time.Time) time.Time {
+	if s.schedule == "" {
+		return time.Time{}
+	}
+	loc, _ := time.LoadLocation(s.zone)
+	t, err := gronx.NextTickAfter(s.schedule, now.In(loc), false)
+	if err != nil {
+		return time.Time{}
+	}
+	return t
+}
+
+func (s scheduler) message(job string) []byte {
+	b, _ := json.Marshal(jobs.Message{Job: job, Schedule: s.schedule, TimeZone: s.zone})
+	return b
+}
+
+func run(port int, sched scheduler, jobNames []string) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	project := emulators.AuthProject // one demo project for Firestore, Pub/Sub and Auth
@@ -96,15 +128,13 @@ func run(port int, every time.Duration, jobNames []string) error {
 	pub := ps.Publisher(localrun.Topic)
 	defer pub.Stop()
 
-	printBanner(emu, base, project, token, uid, every, jobNames)
+	printBanner(emu, base, project, token, uid, sched, jobNames)
 
-	var tick <-chan time.Time
-	if every > 0 {
-		t := time.NewTicker(every)
-		defer t.Stop()
-		tick = t.C
-	}
 	for {
+		var tick <-chan time.Time
+		if next := sched.next(time.Now()); !next.IsZero() {
+			tick = time.After(time.Until(next)) // collected when unused (Go 1.23+)
+		}
 		select {
 		case <-ctx.Done():
 			fmt.Println("\nstopping ...")
@@ -113,7 +143,7 @@ func run(port int, every time.Duration, jobNames []string) error {
 			return fmt.Errorf("functions server stopped: %w", err)
 		case <-tick:
 			for _, j := range jobNames {
-				id, err := pub.Publish(ctx, &pubsub.Message{Data: []byte(fmt.Sprintf(`{"job": %q}`, strings.TrimSpace(j)))}).Get(ctx)
+				id, err := pub.Publish(ctx, &pubsub.Message{Data: sched.message(strings.TrimSpace(j))}).Get(ctx)
 				if err != nil && !errors.Is(err, context.Canceled) {
 					fmt.Fprintf(os.Stderr, "scheduler stand-in: publish %s: %v\n", j, err)
 					continue
@@ -137,7 +167,7 @@ func seedScreening(ctx context.Context, fs *firestore.Client) error {
 	return nil
 }
 
-func printBanner(emu *emulators.Running, base, project, token, uid string, every time.Duration, jobNames []string) {
+func printBanner(emu *emulators.Running, base, project, token, uid string, sched scheduler, jobNames []string) {
 	started := func(k emulators.Kind) string {
 		if emu.Started(k) {
 			return "started here"
@@ -151,7 +181,7 @@ firelock is running on loopback (project %s)
   Pub/Sub emulator    %s  (%s; topic %s, push to RunScheduledJob)
   Auth emulator       %s  (%s)
   functions           %s/BookSeats  %s/CancelBooking  %s/RunScheduledJob
-  scheduler stand-in  %s every %v
+  scheduler stand-in  %s on %q (%s)
 
 Demo user demo@example.com (uid %s); its ID token (valid 1h):
 
@@ -174,6 +204,6 @@ Press Ctrl-C to stop everything.
 		emu.Host(emulators.PubSub), started(emulators.PubSub), localrun.Topic,
 		emu.Host(emulators.Auth), started(emulators.Auth),
 		base, base, base,
-		strings.Join(jobNames, ", "), every,
+		strings.Join(jobNames, ", "), sched.schedule, sched.zone,
 		uid, token, base, base)
 }

@@ -1,15 +1,34 @@
 // Package jobs runs scheduled jobs exactly once per event (CONTRACT §4).
 //
-// Cloud Scheduler publishes {"job": name} to the topic scheduled-jobs and
-// Pub/Sub delivers each message at least once. Each event (CloudEvent source
-// and id) gets a lease document jobRuns/{eventKey} with the lease fields of
-// CONTRACT §1 plus state "running" | "done", job, eventId and finishedAt.
-// Under that lease, kept alive, the job body runs; on success the document
-// turns "done" (a write guarded by the lease's fencing token) and stays, so a
-// later duplicate acknowledges without running. A failed run releases the
-// lease and returns an error so Pub/Sub retries; a crashed run is taken over
-// by a redelivery once its lease has ended. Every delivery is recorded in
+// Cloud Scheduler publishes {"job", "schedule", "timeZone"} to the topic
+// scheduled-jobs and Pub/Sub delivers each message at least once; Scheduler
+// itself may publish a tick twice (a new message, a new id). The event of a
+// message with a schedule is its schedule slot: the latest tick of the cron
+// schedule at or before the message's publish time, on the zone's wall
+// clock, keyed {job}@{slot in RFC 3339 UTC}, so every publish of one tick is
+// one event. A message without a schedule is its own event (CloudEvent
+// source and id).
+//
+// Each event gets a lease document jobRuns/{eventKey} with the lease fields
+// of CONTRACT §1 plus state "running" | "done", job, eventId, finishedAt
+// (and slot). Under that lease, kept alive, the job body runs; on success
+// the document turns "done" (a write guarded by the lease) and stays, so a
+// later duplicate acknowledges without running.
+//
+// No event is lost. A delivery acknowledges (returns nil) only when the
+// event is done, ran to completion here, or can never succeed (a bad
+// payload). A delivery that meets a live lease waits for it, within its own
+// budget and context: it acknowledges already_done if the run finishes,
+// takes the run over if its lease ends (the holder crashed), and otherwise
+// records in_progress and returns ErrInProgress so Pub/Sub delivers again.
+// A run that fails, or cannot be marked done, frees its lease and returns
+// an error. Every delivery is recorded in
 // jobRuns/{eventKey}/deliveries/{executionId} with its outcome.
+//
+// A job body gets the run's lease. A body that may outlive its lease (it is
+// cancelled when the lease is lost, but a write may be in flight) must make
+// its writes conditional on it: in a transaction that calls lease.Guard, or
+// with preconditions that a concurrent run would break (see Example).
 package jobs
 
 import (
@@ -22,9 +41,12 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
+	_ "time/tzdata" // schedules' zones resolve on any runtime image
 
 	"cloud.google.com/go/firestore"
+	"github.com/adhocore/gronx"
 	"github.com/firelock/firelock/counter"
 	"github.com/firelock/firelock/lock"
 )
@@ -50,30 +72,59 @@ const DefaultLease = 60 * time.Second
 // Outcome is what one delivery did.
 type Outcome string
 
-// ErrBadPayload: the message is not {"job": <known job>}. Retrying cannot
-// fix it, so the function acknowledges it (and writes nothing).
+// ErrBadPayload: the message is not {"job": <known job>, "schedule"?:
+// <5-field cron>, "timeZone"?: <IANA zone>}. Retrying cannot fix it, so the
+// function acknowledges it (and writes nothing).
 var ErrBadPayload = errors.New("jobs: bad payload")
+
+// ErrInProgress: another delivery runs the event under a live lease and did
+// not finish within this delivery's wait. Not acknowledged: Pub/Sub
+// delivers again, and a later delivery finds it done or takes it over.
+var ErrInProgress = errors.New("jobs: event in progress elsewhere")
 
 var errDone = errors.New("jobs: event done")
 
 // Func is a job body. It gets a context that is cancelled if the run's
-// lease is lost.
-type Func func(ctx context.Context) error
+// lease is lost, and the lease, to fence its writes with.
+type Func func(ctx context.Context, run *lock.Lease) error
 
 // Runner delivers events to jobs. Safe for concurrent use.
 type Runner struct {
-	client *firestore.Client
-	jobs   map[string]Func
-	lease  time.Duration
+	client   *firestore.Client
+	jobs     map[string]Func
+	lease    time.Duration
+	wait     time.Duration
+	lockOpts []lock.Option
 }
 
-// New returns a Runner for the given jobs, leasing each event for lease
-// (0 means DefaultLease).
-func New(client *firestore.Client, jobs map[string]Func, lease time.Duration) *Runner {
-	if lease == 0 {
-		lease = DefaultLease
+// Option configures a Runner.
+type Option func(*Runner)
+
+// WithLease sets how long a run holds its event without renewing (default
+// DefaultLease); a crashed run blocks its event at most this long.
+func WithLease(d time.Duration) Option { return func(r *Runner) { r.lease = d } }
+
+// WithWait sets how long a delivery that meets a live run waits for it to
+// finish or for its lease to end before answering ErrInProgress (default:
+// the lease plus 10s, so a crashed run is taken over by the next delivery).
+func WithWait(d time.Duration) Option { return func(r *Runner) { r.wait = d } }
+
+// WithLockOptions passes options to the Locker of each delivery (e.g.
+// lock.WithClientOptions).
+func WithLockOptions(opts ...lock.Option) Option {
+	return func(r *Runner) { r.lockOpts = opts }
+}
+
+// New returns a Runner for the given jobs.
+func New(client *firestore.Client, jobs map[string]Func, opts ...Option) *Runner {
+	r := &Runner{client: client, jobs: jobs, lease: DefaultLease}
+	for _, o := range opts {
+		o(r)
 	}
-	return &Runner{client: client, jobs: jobs, lease: lease}
+	if r.wait == 0 {
+		r.wait = r.lease + 10*time.Second
+	}
+	return r
 }
 
 // Sweep ages: lease documents of locks are swept a day after their lease
@@ -93,11 +144,13 @@ var Sweep = []struct {
 // Standard is the job table of CONTRACT §4.
 func Standard(client *firestore.Client) map[string]Func {
 	return map[string]Func{
-		"rollupCounters": func(ctx context.Context) error {
+		// Both write conditionally already: a rollup on the counter's update
+		// time, a sweep on each lease's; a stale run can only lose a race.
+		"rollupCounters": func(ctx context.Context, _ *lock.Lease) error {
 			_, err := counter.RollupAll(ctx, client)
 			return err
 		},
-		"sweepExpired": func(ctx context.Context) error {
+		"sweepExpired": func(ctx context.Context, _ *lock.Lease) error {
 			var errs []error
 			for _, s := range Sweep {
 				if _, err := lock.SweepEnded(ctx, client, s.Collection, s.After, s.Subcollections...); err != nil {
@@ -116,81 +169,154 @@ func EventKey(source, id string) string {
 	return hex.EncodeToString(h[:16])
 }
 
+// SlotKey is the document ID of a scheduled event: {job}@{slot}, the slot
+// in RFC 3339 UTC, e.g. rollupCounters@2026-11-22T10:00:00Z.
+func SlotKey(job string, slot time.Time) string {
+	return job + "@" + slot.UTC().Format(time.RFC3339)
+}
+
+// Slot is the schedule slot of a message published at: the latest tick of
+// the standard 5-field cron schedule at or before at, in zone (IANA name;
+// "" is UTC). Ticks are read on the zone's wall clock, as Cloud Scheduler
+// reads them: a tick in an hour that daylight saving repeats is one slot
+// (its first instant), and a tick in an hour it skips is a slot of its own
+// (the instant the wall clock would have shown it, as time.Date resolves
+// it), never the slot of the day before.
+func Slot(schedule, zone string, at time.Time) (time.Time, error) {
+	if n := len(strings.Fields(schedule)); n != 5 {
+		return time.Time{}, fmt.Errorf("%w: schedule %q has %d fields, want the 5 of standard cron (minute hour day-of-month month day-of-week)", ErrBadPayload, schedule, n)
+	}
+	if !gronx.IsValid(schedule) {
+		return time.Time{}, fmt.Errorf("%w: schedule %q is not valid cron", ErrBadPayload, schedule)
+	}
+	loc, err := time.LoadLocation(zone)
+	if err != nil || zone == "Local" {
+		return time.Time{}, fmt.Errorf("%w: time zone %q is not an IANA zone name", ErrBadPayload, zone)
+	}
+	if at.IsZero() {
+		return time.Time{}, fmt.Errorf("%w: a scheduled message needs its publish time", ErrBadPayload)
+	}
+	// The wall clock as a plain (UTC) time: cron fields match it directly,
+	// and DST cannot make a tick vanish or repeat.
+	l := at.In(loc)
+	wall := time.Date(l.Year(), l.Month(), l.Day(), l.Hour(), l.Minute(), 0, 0, time.UTC)
+	tick, err := gronx.PrevTickBefore(schedule, wall, true)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("%w: schedule %q has no tick before %s", ErrBadPayload, schedule, wall.Format(time.DateTime))
+	}
+	slot := time.Date(tick.Year(), tick.Month(), tick.Day(), tick.Hour(), tick.Minute(), 0, 0, loc)
+	// time.Date leaves open which of a repeated wall time it returns: take
+	// the first, when the clocks went back shortly before.
+	_, now := slot.Zone()
+	if _, before := slot.Add(-3 * time.Hour).Zone(); before > now {
+		if first := slot.Add(-time.Duration(before-now) * time.Second); first.Hour() == slot.Hour() && first.Minute() == slot.Minute() {
+			slot = first
+		}
+	}
+	return slot.UTC(), nil
+}
+
 // Event is one delivery of a scheduled-job message.
 type Event struct {
 	Source string // CloudEvent source, e.g. //pubsub.googleapis.com/projects/p/topics/scheduled-jobs
 	ID     string // CloudEvent id: the Pub/Sub message id
-	Data   []byte // the message data: {"job": "rollupCounters"}
+	// PublishTime is the message's publish time (Pub/Sub's clock): it
+	// places a scheduled message in its slot.
+	PublishTime time.Time
+	Data        []byte // the message data: Message as JSON
 }
 
-// Job parses and checks the message data.
-func (r *Runner) Job(data []byte) (string, error) {
-	var p struct {
-		Job string `json:"job"`
-	}
+// Message is the data of a scheduled-job message (CONTRACT §4).
+type Message struct {
+	Job      string `json:"job"`
+	Schedule string `json:"schedule,omitempty"`
+	TimeZone string `json:"timeZone,omitempty"`
+}
+
+// Parse parses and checks the message data (ErrBadPayload).
+func (r *Runner) Parse(data []byte) (Message, error) {
+	var m Message
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
-	if err := dec.Decode(&p); err != nil {
-		return "", fmt.Errorf("%w: %v", ErrBadPayload, err)
+	if err := dec.Decode(&m); err != nil {
+		return m, fmt.Errorf("%w: %v", ErrBadPayload, err)
 	}
-	if _, ok := r.jobs[p.Job]; !ok {
+	if _, ok := r.jobs[m.Job]; !ok {
 		known := make([]string, 0, len(r.jobs))
 		for k := range r.jobs {
 			known = append(known, k)
 		}
 		slices.Sort(known)
-		return "", fmt.Errorf("%w: unknown job %q (known: %s)", ErrBadPayload, p.Job, strings.Join(known, ", "))
+		return m, fmt.Errorf("%w: unknown job %q (known: %s)", ErrBadPayload, m.Job, strings.Join(known, ", "))
 	}
-	return p.Job, nil
+	if m.Schedule == "" && m.TimeZone != "" {
+		return m, fmt.Errorf("%w: timeZone without schedule", ErrBadPayload)
+	}
+	return m, nil
+}
+
+// eventOf is the key and the lease fields of ev's event.
+func (r *Runner) eventOf(ev Event) (string, map[string]any, error) {
+	if ev.Source == "" || ev.ID == "" {
+		return "", nil, fmt.Errorf("%w: event without source or id", ErrBadPayload)
+	}
+	m, err := r.Parse(ev.Data)
+	if err != nil {
+		return "", nil, err
+	}
+	fields := map[string]any{"state": StateRunning, "job": m.Job, "eventId": ev.ID}
+	if m.Schedule == "" {
+		return EventKey(ev.Source, ev.ID), fields, nil
+	}
+	slot, err := Slot(m.Schedule, m.TimeZone, ev.PublishTime)
+	if err != nil {
+		return "", nil, err
+	}
+	fields["slot"] = slot
+	return SlotKey(m.Job, slot), fields, nil
 }
 
 // Deliver handles one delivery as execution executionID. A nil error means
-// acknowledge (the event ran here, is done, or runs elsewhere); an error
-// means Pub/Sub should deliver again. ErrBadPayload writes nothing.
+// acknowledge: the event ran here, is done, or (with ErrBadPayload, nothing
+// written) can never succeed. Any other error means Pub/Sub should deliver
+// again: the run failed or could not be marked done (its lease is freed
+// where that is safe), or it is in progress elsewhere (ErrInProgress).
 func (r *Runner) Deliver(ctx context.Context, executionID string, ev Event) (Outcome, error) {
-	if ev.Source == "" || ev.ID == "" {
-		return "", fmt.Errorf("%w: event without source or id", ErrBadPayload)
-	}
-	job, err := r.Job(ev.Data)
+	key, fields, err := r.eventOf(ev)
 	if err != nil {
 		return "", err
 	}
-	key := EventKey(ev.Source, ev.ID)
+	job := fields["job"].(string)
 	run := r.client.Collection(Collection).Doc(key)
-	locker, err := lock.New(r.client, Collection, lock.WithOwner(executionID), lock.WithLeaseDuration(r.lease))
+	locker, err := lock.New(r.client, Collection, append([]lock.Option{lock.WithOwner(executionID), lock.WithLeaseDuration(r.lease)}, r.lockOpts...)...)
 	if err != nil {
 		return "", err
 	}
-	lease, err := locker.TryAcquire(ctx, key,
-		lock.WithFields(map[string]any{"state": StateRunning, "job": job, "eventId": ev.ID}),
-		lock.WithCheck(func(s *firestore.DocumentSnapshot) error {
-			if s.Data()["state"] == StateDone {
-				return errDone
-			}
-			return nil
-		}))
+	lease, err := r.take(ctx, locker, run, lock.WithFields(fields), lock.WithCheck(func(s *firestore.DocumentSnapshot) error {
+		if s.Data()["state"] == StateDone {
+			return errDone
+		}
+		return nil
+	}))
 	switch {
 	case errors.Is(err, errDone):
 		return AlreadyDone, r.record(ctx, run, executionID, job, AlreadyDone, nil)
 	case errors.Is(err, lock.ErrHeld):
-		return InProgress, r.record(ctx, run, executionID, job, InProgress, nil)
+		err = fmt.Errorf("%w: %v", ErrInProgress, err)
+		return InProgress, errors.Join(err, r.record(ctx, run, executionID, job, InProgress, nil))
 	case err != nil:
-		return "", err
+		return Failed, errors.Join(err, r.record(ctx, run, executionID, job, Failed, err))
 	}
 
 	kctx, stop := lease.KeepAlive(ctx)
-	runErr := r.jobs[job](kctx)
+	runErr := r.jobs[job](kctx, lease)
 	lost := context.Cause(kctx)
 	stop()
 	if runErr == nil && errors.Is(lost, lock.ErrNotHeld) {
 		runErr = fmt.Errorf("jobs: the run's lease was lost while it ran: %w", lost)
 	}
 	if runErr != nil {
-		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-		defer cancel()
-		rerr := r.record(cctx, run, executionID, job, Failed, runErr)
-		lease.Release(cctx) // let the retry take it at once; a lost lease is already free
-		return Failed, errors.Join(runErr, rerr)
+		return Failed, r.fail(ctx, run, lease, executionID, job, runErr, true)
 	}
 	err = r.client.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
 		if err := lease.Guard(tx); err != nil {
@@ -204,10 +330,86 @@ func (r *Runner) Deliver(ctx context.Context, executionID string, ev Event) (Out
 		}
 		return tx.Create(run.Collection("deliveries").Doc(executionID), delivery(job, Ran, nil))
 	})
-	if err != nil {
-		return Failed, fmt.Errorf("jobs: %s ran but could not be marked done: %w", job, err)
+	if err == nil {
+		return Ran, nil
 	}
-	return Ran, nil
+	// The commit may have landed unheard: a done run must not be released
+	// (that would delete it and run the job again), so read it back first.
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.settle())
+	defer cancel()
+	s, rerr := run.Get(cctx)
+	if rerr == nil && s.Data()["state"] == StateDone {
+		return Ran, nil
+	}
+	err = fmt.Errorf("jobs: %s ran but could not be marked done: %w", job, err)
+	return Failed, r.fail(ctx, run, lease, executionID, job, err, rerr == nil)
+}
+
+// take acquires the event's lease; while another delivery holds it live,
+// it waits (woken by a snapshot listener on the run, or when the holder's
+// lease would end) within r.wait and ctx, then answers ErrHeld.
+func (r *Runner) take(ctx context.Context, locker *lock.Locker, run *firestore.DocumentRef, opts ...lock.AcquireOption) (*lock.Lease, error) {
+	wctx, cancel := context.WithTimeout(ctx, r.wait)
+	var listener sync.WaitGroup
+	defer listener.Wait()
+	defer cancel()
+	changed := make(chan struct{}, 1)
+	listening := false
+	for {
+		lease, err := locker.TryAcquire(ctx, run.ID, opts...)
+		if !errors.Is(err, lock.ErrHeld) {
+			return lease, err
+		}
+		if !listening {
+			listening = true
+			listener.Go(func() {
+				it := run.Snapshots(wctx)
+				defer it.Stop()
+				for {
+					if _, err := it.Next(); err != nil {
+						return
+					}
+					select {
+					case changed <- struct{}{}:
+					default:
+					}
+				}
+			})
+		}
+		wait := 250 * time.Millisecond // churn without a named holder
+		var held *lock.HeldError
+		if errors.As(err, &held) {
+			wait = held.Holders[0].Remaining + 50*time.Millisecond
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-wctx.Done():
+			t.Stop()
+			return nil, err
+		case <-changed:
+			t.Stop()
+		case <-t.C:
+		}
+	}
+}
+
+// settle bounds the calls a delivery makes after its context ended (read
+// back, record, release): past one lease they matter no more, since the
+// lease ends by itself.
+func (r *Runner) settle() time.Duration { return min(10*time.Second, r.lease) }
+
+// fail records a failed delivery and, if release, frees the lease so a
+// retry can take the event at once (a lease not freed ends by itself).
+func (r *Runner) fail(ctx context.Context, run *firestore.DocumentRef, lease *lock.Lease, executionID, job string, cause error, release bool) error {
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.settle())
+	defer cancel()
+	errs := []error{cause, r.record(ctx, run, executionID, job, Failed, cause)}
+	if release {
+		if err := lease.Release(cctx); err != nil && !errors.Is(err, lock.ErrNotHeld) {
+			errs = append(errs, fmt.Errorf("jobs: free the failed run's lease (it ends by itself within %v): %w", lease.Duration(), err))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 func delivery(job string, o Outcome, err error) map[string]any {
@@ -218,8 +420,12 @@ func delivery(job string, o Outcome, err error) map[string]any {
 	return d
 }
 
+// record writes this delivery's record, also after ctx ended (a delivery
+// that ran out of time still says so).
 func (r *Runner) record(ctx context.Context, run *firestore.DocumentRef, executionID, job string, o Outcome, runErr error) error {
-	if _, err := run.Collection("deliveries").Doc(executionID).Create(ctx, delivery(job, o, runErr)); err != nil {
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.settle())
+	defer cancel()
+	if _, err := run.Collection("deliveries").Doc(executionID).Create(cctx, delivery(job, o, runErr)); err != nil {
 		return fmt.Errorf("jobs: record delivery %s: %w", executionID, err)
 	}
 	return nil

@@ -58,11 +58,11 @@ func execID(t *testing.T) string {
 func TestConcurrentDeliveriesRunOnce(t *testing.T) {
 	c := emulators.NewFirestore(t)
 	var runs atomic.Int32
-	r := jobs.New(c, map[string]jobs.Func{"work": func(ctx context.Context) error {
+	r := jobs.New(c, map[string]jobs.Func{"work": func(context.Context, *lock.Lease) error {
 		runs.Add(1)
 		time.Sleep(200 * time.Millisecond) // overlap with the other deliveries
 		return nil
-	}}, 0)
+	}})
 	ev := event("42", "work")
 	var wg sync.WaitGroup
 	for range 20 {
@@ -90,31 +90,47 @@ func TestConcurrentDeliveriesRunOnce(t *testing.T) {
 	}
 }
 
-func TestCrashedRunIsTakenOverOnlyAfterItsLeaseEnds(t *testing.T) {
-	c := emulators.NewFirestore(t)
-	ctx := context.Background()
-	ev := event("7", "work")
-	// A delivery that took the event and crashed: a running lease nobody renews.
-	crashed, err := lock.New(c, jobs.Collection, lock.WithLeaseDuration(time.Second))
+// plantCrashedRun takes ev's event as a delivery that then crashed: a
+// running lease of lease that nobody renews.
+func plantCrashedRun(t *testing.T, c *firestore.Client, key string, lease time.Duration) {
+	t.Helper()
+	crashed, err := lock.New(c, jobs.Collection, lock.WithLeaseDuration(lease))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := crashed.TryAcquire(ctx, jobs.EventKey(ev.Source, ev.ID), lock.WithFields(map[string]any{"state": "running", "job": "work", "eventId": "7"})); err != nil {
+	if _, err := crashed.TryAcquire(context.Background(), key, lock.WithFields(map[string]any{"state": "running", "job": "work", "eventId": "7"})); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// No event is lost to a crashed run: a delivery that meets its live lease
+// is not acknowledged (it waits within its own deadline, then returns an
+// error so Pub/Sub delivers again), and once the lease ends a delivery
+// takes the run over and runs it, exactly once.
+func TestCrashedRunIsNotAcknowledgedAndIsTakenOver(t *testing.T) {
+	c := emulators.NewFirestore(t)
+	ev := event("7", "work")
+	plantCrashedRun(t, c, jobs.EventKey(ev.Source, ev.ID), 3*time.Second)
 	var runs atomic.Int32
-	r := jobs.New(c, map[string]jobs.Func{"work": func(context.Context) error { runs.Add(1); return nil }}, time.Second)
-	if o, err := r.Deliver(ctx, execID(t), ev); err != nil || o != jobs.InProgress || runs.Load() != 0 {
-		t.Fatalf("redelivery during the lease: %s %v, ran %d times", o, err, runs.Load())
+	r := jobs.New(c, map[string]jobs.Func{"work": func(context.Context, *lock.Lease) error { runs.Add(1); return nil }}, jobs.WithLease(3*time.Second))
+
+	short, cancel := context.WithTimeout(context.Background(), time.Second)
+	o, err := r.Deliver(short, execID(t), ev)
+	cancel()
+	if err == nil || o != jobs.InProgress || runs.Load() != 0 {
+		t.Fatalf("delivery during the crashed run's lease: %s %v (ran %d times); want in_progress and an error, so Pub/Sub delivers again", o, err, runs.Load())
 	}
-	time.Sleep(1300 * time.Millisecond)
-	if o, err := r.Deliver(ctx, execID(t), ev); err != nil || o != jobs.Ran || runs.Load() != 1 {
-		t.Fatalf("redelivery after the lease: %s %v, ran %d times", o, err, runs.Load())
+	// The next delivery waits for the lease to end, takes the run over and runs it.
+	if o, err := r.Deliver(context.Background(), execID(t), ev); err != nil || o != jobs.Ran || runs.Load() != 1 {
+		t.Fatalf("redelivery: %s %v, ran %d times", o, err, runs.Load())
 	}
 	if runDoc(t, c, ev)["state"] != "done" {
 		t.Fatal("the taken-over run is not done")
 	}
-	if d := deliveries(t, c, ev); d["in_progress"] != 1 || d["ran"] != 1 {
+	if o, err := r.Deliver(context.Background(), execID(t), ev); err != nil || o != jobs.AlreadyDone || runs.Load() != 1 {
+		t.Fatalf("late duplicate: %s %v, ran %d times", o, err, runs.Load())
+	}
+	if d := deliveries(t, c, ev); d["in_progress"] != 1 || d["ran"] != 1 || d["already_done"] != 1 {
 		t.Fatalf("deliveries %v", d)
 	}
 }
@@ -124,12 +140,12 @@ func TestFailedRunReturnsErrorAndRetryCompletes(t *testing.T) {
 	ctx := context.Background()
 	var calls atomic.Int32
 	boom := errors.New("downstream unavailable")
-	r := jobs.New(c, map[string]jobs.Func{"flaky": func(context.Context) error {
+	r := jobs.New(c, map[string]jobs.Func{"flaky": func(context.Context, *lock.Lease) error {
 		if calls.Add(1) == 1 {
 			return boom
 		}
 		return nil
-	}}, 0)
+	}})
 	ev := event("9", "flaky")
 	if o, err := r.Deliver(ctx, execID(t), ev); !errors.Is(err, boom) || o != jobs.Failed {
 		t.Fatalf("first delivery: %s %v, want failed with the job's error", o, err)
@@ -147,7 +163,7 @@ func TestFailedRunReturnsErrorAndRetryCompletes(t *testing.T) {
 
 func TestBadPayloadIsAcknowledgedAndWritesNothing(t *testing.T) {
 	c := emulators.NewFirestore(t)
-	r := jobs.New(c, jobs.Standard(c), 0)
+	r := jobs.New(c, jobs.Standard(c))
 	for name, data := range map[string]string{
 		"unknown job":   `{"job": "dropTables"}`,
 		"not JSON":      `job=rollupCounters`,
@@ -187,7 +203,7 @@ func TestRollupCountersJob(t *testing.T) {
 	if err := ctr.Increment(ctx, 5); err != nil {
 		t.Fatal(err)
 	}
-	r := jobs.New(c, jobs.Standard(c), 0)
+	r := jobs.New(c, jobs.Standard(c))
 	if o, err := r.Deliver(ctx, execID(t), event("100", "rollupCounters")); err != nil || o != jobs.Ran {
 		t.Fatalf("%s %v", o, err)
 	}
@@ -223,7 +239,7 @@ func TestSweepExpiredDeletesOnlyLongEndedLeases(t *testing.T) {
 	if _, err := c.Doc("jobRuns/old/deliveries/e1").Set(ctx, map[string]any{"outcome": "ran"}); err != nil {
 		t.Fatal(err)
 	}
-	r := jobs.New(c, jobs.Standard(c), 0)
+	r := jobs.New(c, jobs.Standard(c))
 	if o, err := r.Deliver(ctx, execID(t), event("200", "sweepExpired")); err != nil || o != jobs.Ran {
 		t.Fatalf("%s %v", o, err)
 	}
