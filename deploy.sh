@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Deploys firelock to Google Cloud: the HTTP functions BookSeats and
-# CancelBooking, the Pub/Sub-triggered RunScheduledJob (with retries), the
+# CancelBooking (CORS for --allowed-origins), the Pub/Sub-triggered RunScheduledJob (with retries), the
 # Cloud Scheduler jobs that publish to scheduled-jobs, firestore.rules, and
 # the TTL policy on the lease documents' expireAt.
 set -euo pipefail
@@ -15,6 +15,9 @@ usage: ./deploy.sh --project PROJECT --region REGION [options]
   --schedule CRON       when rollupCounters runs (default "0 * * * *": hourly)
   --sweep-schedule CRON when sweepExpired runs (default "30 3 * * *": daily)
   --time-zone TZ        time zone of the schedules (default Etc/UTC)
+  --allowed-origins LIST  browser origins allowed to call the HTTP functions (CORS),
+                        comma-separated, e.g. https://tickets.example.com (or FIRELOCK_ALLOWED_ORIGINS;
+                        default none: browsers are refused, servers and apps still call)
   --dry-run             print every command that would change something, run none
   -h, --help            this text
 
@@ -29,16 +32,18 @@ RUNTIME="${FIRELOCK_RUNTIME:-go126}"
 SCHEDULE="${FIRELOCK_SCHEDULE:-0 * * * *}"
 SWEEP_SCHEDULE="${FIRELOCK_SWEEP_SCHEDULE:-30 3 * * *}"
 TIME_ZONE="${FIRELOCK_TIME_ZONE:-Etc/UTC}"
+ALLOWED_ORIGINS="${FIRELOCK_ALLOWED_ORIGINS:-}"
 DRY_RUN=0
 
 need_value() { [ $# -ge 2 ] && [ -n "$2" ] || { echo "deploy.sh: $1 needs a value" >&2; usage >&2; exit 2; }; }
 while [ $# -gt 0 ]; do
   case "$1" in
-    --project|--region|--runtime|--schedule|--sweep-schedule|--time-zone)
+    --project|--region|--runtime|--schedule|--sweep-schedule|--time-zone|--allowed-origins)
       need_value "$@"
       case "$1" in
         --project) PROJECT=$2 ;; --region) REGION=$2 ;; --runtime) RUNTIME=$2 ;;
         --schedule) SCHEDULE=$2 ;; --sweep-schedule) SWEEP_SCHEDULE=$2 ;; --time-zone) TIME_ZONE=$2 ;;
+        --allowed-origins) ALLOWED_ORIGINS=$2 ;;
       esac
       shift 2 ;;
     --project=*) PROJECT=${1#*=}; shift ;;
@@ -47,6 +52,7 @@ while [ $# -gt 0 ]; do
     --schedule=*) SCHEDULE=${1#*=}; shift ;;
     --sweep-schedule=*) SWEEP_SCHEDULE=${1#*=}; shift ;;
     --time-zone=*) TIME_ZONE=${1#*=}; shift ;;
+    --allowed-origins=*) ALLOWED_ORIGINS=${1#*=}; shift ;;
     --dry-run) DRY_RUN=1; shift ;;
     -h|--help) usage; exit 0 ;;
     *) echo "deploy.sh: unknown argument: $1" >&2; usage >&2; exit 2 ;;
@@ -61,6 +67,16 @@ if [ ${#missing[@]} -gt 0 ]; then
   usage >&2
   exit 2
 fi
+# An origin is scheme://host[:port], nothing more: a path or a * would never match.
+IFS=',' read -ra origins <<<"$ALLOWED_ORIGINS"
+for o in "${origins[@]}"; do
+  o="${o// /}"
+  if [ -n "$o" ] && ! [[ "$o" =~ ^https?://[A-Za-z0-9.-]+(:[0-9]+)?$ ]]; then
+    echo "deploy.sh: allowed origin \"$o\" is not scheme://host[:port] (e.g. https://tickets.example.com)" >&2
+    exit 2
+  fi
+done
+
 # The function reads the schedule from each message to find its tick: a
 # schedule it cannot parse would make every message a dropped bad payload.
 for s in "$SCHEDULE" "$SWEEP_SCHEDULE"; do
@@ -102,8 +118,10 @@ fi
 common=(--gen2 "--runtime=$RUNTIME" "--region=$REGION" "--project=$PROJECT" --source=.)
 
 # HTTP functions: they verify Firebase ID tokens themselves, so IAM lets every caller in.
+# The origins go in with gcloud's alternate delimiter (^;^), as they hold commas.
 for fn in BookSeats CancelBooking; do
-  run gcloud functions deploy "$fn" "${common[@]}" "--entry-point=$fn" --trigger-http --allow-unauthenticated
+  run gcloud functions deploy "$fn" "${common[@]}" "--entry-point=$fn" --trigger-http --allow-unauthenticated \
+    "--set-env-vars=^;^FIRELOCK_ALLOWED_ORIGINS=$ALLOWED_ORIGINS"
 done
 
 if ! gcloud pubsub topics describe scheduled-jobs --project="$PROJECT" >/dev/null 2>&1; then

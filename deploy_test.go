@@ -62,8 +62,8 @@ func TestDeployDryRunPrintsEveryCommand(t *testing.T) {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
 	want := []string{
-		`+ gcloud functions deploy BookSeats --gen2 --runtime=go126 --region=europe-west1 --project=demo-p --source=. --entry-point=BookSeats --trigger-http --allow-unauthenticated`,
-		`+ gcloud functions deploy CancelBooking --gen2 --runtime=go126 --region=europe-west1 --project=demo-p --source=. --entry-point=CancelBooking --trigger-http --allow-unauthenticated`,
+		`+ gcloud functions deploy BookSeats --gen2 --runtime=go126 --region=europe-west1 --project=demo-p --source=. --entry-point=BookSeats --trigger-http --allow-unauthenticated --set-env-vars=\^\;\^FIRELOCK_ALLOWED_ORIGINS=`,
+		`+ gcloud functions deploy CancelBooking --gen2 --runtime=go126 --region=europe-west1 --project=demo-p --source=. --entry-point=CancelBooking --trigger-http --allow-unauthenticated --set-env-vars=\^\;\^FIRELOCK_ALLOWED_ORIGINS=`,
 		`+ gcloud pubsub topics create scheduled-jobs --project=demo-p`,
 		`+ gcloud functions deploy RunScheduledJob --gen2 --runtime=go126 --region=europe-west1 --project=demo-p --source=. --entry-point=RunScheduledJob --trigger-topic=scheduled-jobs --retry --timeout=540s`,
 		`+ gcloud pubsub subscriptions update SUBSCRIPTION-OF-RunScheduledJob --project=demo-p --ack-deadline=600 --min-retry-delay=10s --max-retry-delay=600s`,
@@ -95,13 +95,15 @@ func TestDeployRunsCommandsAndUpdatesExistingSchedulerJobs(t *testing.T) {
 	os.WriteFile(gcloud, bytes.Replace(b, []byte("*describe*) exit 1"), []byte(`*"functions describe"*) echo projects/demo-p/locations/us-central1/triggers/runscheduledjob-1 ;;
   *"eventarc triggers describe runscheduledjob-1"*) echo projects/demo-p/subscriptions/eventarc-us-central1-runscheduledjob-1-sub-9 ;;
   *describe*) exit 0`), 1), 0o755)
-	_, errOut, code := runDeploy(t, pathEnv, "--project=demo-p", "--region=us-central1", "--schedule", "*/15 * * * *")
+	_, errOut, code := runDeploy(t, pathEnv, "--project=demo-p", "--region=us-central1", "--schedule", "*/15 * * * *",
+		"--allowed-origins", "https://tickets.example.com,http://localhost:5173")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
 	log := calls(t, logFile)
 	for _, want := range []string{
 		"gcloud functions deploy BookSeats --gen2 --runtime=go126 --region=us-central1",
+		"--set-env-vars=^;^FIRELOCK_ALLOWED_ORIGINS=https://tickets.example.com,http://localhost:5173",
 		"gcloud functions deploy RunScheduledJob",
 		"gcloud scheduler jobs update pubsub firelock-rollup-counters --location=us-central1 --project=demo-p --schedule=*/15 * * * *",
 		`--message-body={"job": "rollupCounters", "schedule": "*/15 * * * *", "timeZone": "Etc/UTC"}`,
@@ -130,6 +132,8 @@ func TestDeployChecksSettingsUpFront(t *testing.T) {
 		{"flag without value", []string{"--project"}, 2, "--project needs a value"},
 		{"unknown flag", []string{"--project=p", "--region=r", "--force"}, 2, "unknown argument: --force"},
 		{"unknown runtime", []string{"--project=p", "--region=r", "--runtime=go999", "--dry-run"}, 1, "runtime go999 is not offered in r; offered: go125 go126"},
+		{"origin with a path", []string{"--project=p", "--region=r", "--allowed-origins=https://a.example/app", "--dry-run"}, 2, "is not scheme://host[:port]"},
+		{"wildcard origin", []string{"--project=p", "--region=r", "--allowed-origins=*", "--dry-run"}, 2, "is not scheme://host[:port]"},
 		{"schedule not 5-field cron", []string{"--project=p", "--region=r", "--schedule", "0 0 * * * *", "--dry-run"}, 2, "is not a 5-field cron expression"},
 	}
 	for _, c := range cases {

@@ -31,6 +31,7 @@ func TestMain(m *testing.M) {
 type env struct {
 	t   *testing.T
 	fs  *firestore.Client
+	api *functions.API
 	srv *httptest.Server
 	log *bytes.Buffer
 }
@@ -50,7 +51,7 @@ func newEnv(t *testing.T) *env {
 	mux.HandleFunc("/CancelBooking", api.CancelBooking)
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
-	e := &env{t: t, fs: fs, srv: srv, log: buf}
+	e := &env{t: t, fs: fs, api: api, srv: srv, log: buf}
 	// A 10x20 screening: rows A..J, seats 1..20.
 	if _, err := fs.Doc("screenings/s1").Set(context.Background(), booking.Screening{
 		Title: "Metropolis", StartsAt: time.Now().Add(24 * time.Hour),

@@ -15,10 +15,10 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"time"
 
 	"cloud.google.com/go/firestore"
 	firebase "firebase.google.com/go/v4"
-	"firebase.google.com/go/v4/auth"
 	"github.com/GoogleCloudPlatform/functions-framework-go/functions"
 	"github.com/firelock/firelock/booking"
 	"github.com/firelock/firelock/internal/jobs"
@@ -35,44 +35,61 @@ func init() {
 // MaxBody bounds request bodies.
 const MaxBody = 16 << 10
 
-// TokenVerifier checks Firebase ID tokens (*auth.Client does).
-type TokenVerifier interface {
-	VerifyIDToken(ctx context.Context, idToken string) (*auth.Token, error)
-}
-
 // API serves the functions of CONTRACT §3 and §4.
 type API struct {
 	Bookings *booking.Service
 	Jobs     *jobs.Runner
-	Auth     TokenVerifier
+	Auth     Users
 	Log      *slog.Logger
-	initErr  error // a deployed function that could not start its clients answers 500
+	CORS     *CORS  // browser origins allowed to call (NewAPI: FIRELOCK_ALLOWED_ORIGINS)
+	Project  string // qualifies trace IDs in logs
+	// UserCacheTTL overrides DefaultUserCacheTTL; negative: no cache.
+	UserCacheTTL time.Duration
+
+	users   userStates
+	initErr error // the clients could not be built: 503, and the next request tries again
 }
 
-var (
-	apiOnce sync.Once
-	api     *API
-	apiErr  error
-)
+// lazyAPI builds an API on first use; a failed build is tried again by the
+// next request (after a cold start hit a passing fault, the instance must
+// not answer errors for the rest of its life).
+type lazyAPI struct {
+	build func() (*API, error)
+	mu    sync.Mutex
+	api   *API
+}
 
-// defaultAPI builds the API of a deployed function once per instance, from
-// the environment (GOOGLE_CLOUD_PROJECT; the emulator variables locally).
-func defaultAPI() *API {
-	apiOnce.Do(func() {
-		ctx := context.Background()
-		project := ProjectID()
-		fs, err := firestore.NewClient(ctx, project)
-		if err != nil {
-			apiErr = err
-			return
-		}
-		api, apiErr = NewAPI(ctx, fs, project)
-	})
-	if apiErr != nil {
-		return &API{Log: NewLogger(os.Stdout), initErr: apiErr}
+func (l *lazyAPI) get() *API {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.api != nil {
+		return l.api
 	}
+	api, err := l.build()
+	if err != nil {
+		return &API{Log: NewLogger(os.Stdout), CORS: CORSFromEnv(), initErr: err}
+	}
+	l.api = api
 	return api
 }
+
+// deployed is the API of a deployed function (or of the local run), built
+// from the environment: GOOGLE_CLOUD_PROJECT, the emulator variables.
+var deployed = &lazyAPI{build: func() (*API, error) {
+	ctx := context.Background()
+	project := ProjectID()
+	fs, err := firestore.NewClient(ctx, project)
+	if err != nil {
+		return nil, err
+	}
+	api, err := NewAPI(ctx, fs, project)
+	if err != nil {
+		fs.Close()
+	}
+	return api, err
+}}
+
+func defaultAPI() *API { return deployed.get() }
 
 // ProjectID is the project of a deployed function, or of the local run.
 func ProjectID() string {
@@ -95,7 +112,8 @@ func NewAPI(ctx context.Context, fs *firestore.Client, authProject string) (*API
 	if err != nil {
 		return nil, fmt.Errorf("functions: firebase auth: %w", err)
 	}
-	return &API{Bookings: booking.New(fs), Jobs: jobs.New(fs, jobs.Standard(fs)), Auth: ac, Log: NewLogger(os.Stdout)}, nil
+	return &API{Bookings: booking.New(fs), Jobs: jobs.New(fs, jobs.Standard(fs)), Auth: ac, Log: NewLogger(os.Stdout),
+		CORS: CORSFromEnv(), Project: authProject}, nil
 }
 
 // apiError is the one error shape of CONTRACT §3.
@@ -133,6 +151,10 @@ func toAPIError(err error) *apiError {
 		return errorf(http.StatusForbidden, "permission_denied", "this booking belongs to another user")
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
 		return errorf(http.StatusServiceUnavailable, "unavailable", "the request timed out; try again")
+	case errors.Is(err, errAuthUnavailable):
+		return errorf(http.StatusServiceUnavailable, "unavailable", "the sign-in service cannot be reached; try again")
+	case errors.Is(err, errNotReady):
+		return errorf(http.StatusServiceUnavailable, "unavailable", "the service is starting; try again")
 	}
 	switch status.Code(err) {
 	case codes.Unavailable, codes.Aborted, codes.DeadlineExceeded, codes.ResourceExhausted:
@@ -148,7 +170,7 @@ func (a *API) writeError(w http.ResponseWriter, r *http.Request, execID string, 
 		w.Header().Set("Retry-After", "1")
 	}
 	if ae.status == http.StatusMethodNotAllowed {
-		w.Header().Set("Allow", http.MethodPost)
+		w.Header().Set("Allow", "POST, OPTIONS")
 	}
 	level := slog.LevelInfo
 	if ae.status >= 500 {
@@ -193,37 +215,27 @@ func (a *API) decode(w http.ResponseWriter, r *http.Request, v any) (string, err
 	return uid, nil
 }
 
-func (a *API) authenticate(r *http.Request) (string, error) {
-	h := r.Header.Get("Authorization")
-	token, ok := strings.CutPrefix(h, "Bearer ")
-	if !ok || strings.TrimSpace(token) == "" {
-		return "", errorf(http.StatusUnauthorized, "unauthenticated", "send Authorization: Bearer <Firebase ID token>")
-	}
-	t, err := a.Auth.VerifyIDToken(r.Context(), strings.TrimSpace(token))
-	if err != nil {
-		if auth.IsIDTokenExpired(err) {
-			return "", errorf(http.StatusUnauthorized, "unauthenticated", "the ID token has expired")
-		}
-		if auth.IsIDTokenInvalid(err) || auth.IsUserNotFound(err) || auth.IsUserDisabled(err) || auth.IsIDTokenRevoked(err) {
-			return "", errorf(http.StatusUnauthorized, "unauthenticated", "the ID token is not valid")
-		}
-		return "", err // the token service is down: 503 or 500, not the caller's fault
-	}
-	return t.UID, nil
-}
-
 type bookRequest struct {
 	ScreeningID string   `json:"screeningId"`
 	Seats       []string `json:"seats"`
 	RequestID   string   `json:"requestId"`
 }
 
-// serve is what every function shares: an execution ID, the checks and
-// decoding of decode into req, then handle's answer or its error.
-func (a *API) serve(w http.ResponseWriter, r *http.Request, req any, handle func(execID, uid string) (int, any, error)) {
+// errNotReady: the function's clients could not be built (503; the next
+// request builds them again).
+var errNotReady = errors.New("functions: not ready")
+
+// serve is what every function shares: CORS (a preflight ends here), the
+// request's trace in its context, an execution ID, the checks and decoding
+// of decode into req, then handle's answer or its error.
+func (a *API) serve(w http.ResponseWriter, r *http.Request, req any, handle func(ctx context.Context, execID, uid string) (int, any, error)) {
+	if a.CORS.apply(w, r) {
+		return
+	}
+	r = withTrace(r, a.Project)
 	execID, _ := lock.NewExecutionID()
 	if a.initErr != nil {
-		a.writeError(w, r, execID, fmt.Errorf("functions: not configured: %w", a.initErr))
+		a.writeError(w, r, execID, fmt.Errorf("%w: %v", errNotReady, a.initErr))
 		return
 	}
 	uid, err := a.decode(w, r, req)
@@ -231,7 +243,7 @@ func (a *API) serve(w http.ResponseWriter, r *http.Request, req any, handle func
 		a.writeError(w, r, execID, err)
 		return
 	}
-	code, body, err := handle(execID, uid)
+	code, body, err := handle(r.Context(), execID, uid)
 	if err != nil {
 		a.writeError(w, r, execID, err)
 		return
@@ -242,12 +254,12 @@ func (a *API) serve(w http.ResponseWriter, r *http.Request, req any, handle func
 // BookSeats is the HTTP function of CONTRACT §3.
 func (a *API) BookSeats(w http.ResponseWriter, r *http.Request) {
 	var req bookRequest
-	a.serve(w, r, &req, func(execID, uid string) (int, any, error) {
-		b, created, err := a.Bookings.Book(r.Context(), execID, booking.Request{UID: uid, ScreeningID: req.ScreeningID, Seats: req.Seats, RequestID: req.RequestID})
+	a.serve(w, r, &req, func(ctx context.Context, execID, uid string) (int, any, error) {
+		b, created, err := a.Bookings.Book(ctx, execID, booking.Request{UID: uid, ScreeningID: req.ScreeningID, Seats: req.Seats, RequestID: req.RequestID})
 		if err != nil {
 			return 0, nil, err
 		}
-		a.Log.Info("booked", "executionId", execID, "bookingId", b.ID, "uid", uid, "screeningId", b.ScreeningID, "seats", b.Seats, "created", created)
+		a.Log.InfoContext(ctx, "booked", "executionId", execID, "bookingId", b.ID, "uid", uid, "screeningId", b.ScreeningID, "seats", b.Seats, "created", created)
 		if created {
 			return http.StatusCreated, b, nil
 		}
@@ -262,23 +274,24 @@ type cancelRequest struct {
 // CancelBooking is the HTTP function of CONTRACT §3.
 func (a *API) CancelBooking(w http.ResponseWriter, r *http.Request) {
 	var req cancelRequest
-	a.serve(w, r, &req, func(execID, uid string) (int, any, error) {
+	a.serve(w, r, &req, func(ctx context.Context, execID, uid string) (int, any, error) {
 		if req.BookingID == "" {
 			return 0, nil, errorf(http.StatusBadRequest, "invalid_argument", "bookingId is required")
 		}
-		b, err := a.Bookings.Cancel(r.Context(), uid, req.BookingID)
+		b, err := a.Bookings.Cancel(ctx, uid, req.BookingID)
 		if err != nil {
 			return 0, nil, err
 		}
-		a.Log.Info("cancelled", "executionId", execID, "bookingId", b.ID, "uid", uid)
+		a.Log.InfoContext(ctx, "cancelled", "executionId", execID, "bookingId", b.ID, "uid", uid)
 		return http.StatusOK, b, nil
 	})
 }
 
 // NewLogger logs JSON lines in the Cloud Logging format: severity and
-// message are the fields Cloud Logging reads.
+// message are the fields Cloud Logging reads, and a line logged with a
+// request's context carries its trace (logging.googleapis.com/trace).
 func NewLogger(w io.Writer) *slog.Logger {
-	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{
+	return slog.New(traceHandler{slog.NewJSONHandler(w, &slog.HandlerOptions{
 		ReplaceAttr: func(groups []string, a slog.Attr) slog.Attr {
 			switch a.Key {
 			case slog.MessageKey:
@@ -293,5 +306,5 @@ func NewLogger(w io.Writer) *slog.Logger {
 			}
 			return a
 		},
-	}))
+	})})
 }

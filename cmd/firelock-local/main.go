@@ -26,6 +26,7 @@ import (
 	"cloud.google.com/go/pubsub/v2"
 	"github.com/adhocore/gronx"
 	"github.com/firelock/firelock/booking"
+	"github.com/firelock/firelock/functions"
 	"github.com/firelock/firelock/internal/emulators"
 	"github.com/firelock/firelock/internal/jobs"
 	"github.com/firelock/firelock/internal/localrun"
@@ -37,7 +38,9 @@ func main() {
 	schedule := flag.String("schedule", "* * * * *", "cron schedule (5 fields) on which the Cloud Scheduler stand-in publishes each job (empty: never)")
 	zone := flag.String("tz", "UTC", "IANA time zone of the schedule")
 	jobsFlag := flag.String("jobs", "rollupCounters,sweepExpired", "jobs the stand-in publishes, comma-separated")
+	origins := flag.String("allow-origins", "http://localhost:5173,http://127.0.0.1:5173", "browser origins the functions allow (CORS): the web app's dev server by default")
 	flag.Parse()
+	os.Setenv(functions.AllowedOriginsEnv, *origins)
 	if *schedule != "" {
 		if _, err := jobs.Slot(*schedule, *zone, time.Now()); err != nil {
 			fmt.Fprintln(os.Stderr, "firelock-local: -schedule/-tz:", err)

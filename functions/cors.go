@@ -1,0 +1,56 @@
+package functions
+
+import (
+	"net/http"
+	"os"
+	"strings"
+)
+
+// AllowedOriginsEnv names the browser origins allowed to call the HTTP
+// functions: comma-separated, e.g. "https://tickets.example.com,
+// http://localhost:5173". deploy.sh sets it from --allowed-origins.
+const AllowedOriginsEnv = "FIRELOCK_ALLOWED_ORIGINS"
+
+// CORS answers browsers (CONTRACT §3): the preflight (OPTIONS) gets 204,
+// and an allowed origin gets Access-Control-Allow-Origin naming it (never
+// "*"), on every answer, errors included. Other origins get no CORS
+// headers, so the browser refuses them the answer.
+type CORS struct {
+	allowed map[string]bool
+}
+
+// NewCORS allows the given origins (scheme://host[:port], no path).
+func NewCORS(origins ...string) *CORS {
+	c := &CORS{allowed: map[string]bool{}}
+	for _, o := range origins {
+		if o = strings.TrimRight(strings.TrimSpace(o), "/"); o != "" {
+			c.allowed[o] = true
+		}
+	}
+	return c
+}
+
+// CORSFromEnv allows the origins of FIRELOCK_ALLOWED_ORIGINS.
+func CORSFromEnv() *CORS { return NewCORS(strings.Split(os.Getenv(AllowedOriginsEnv), ",")...) }
+
+// apply sets the CORS headers of r's answer and reports whether r was a
+// preflight, which it has answered.
+func (c *CORS) apply(w http.ResponseWriter, r *http.Request) (answered bool) {
+	h := w.Header()
+	h.Add("Vary", "Origin") // the answer differs by origin: caches must keep them apart
+	origin := r.Header.Get("Origin")
+	allowed := c != nil && origin != "" && c.allowed[origin]
+	if allowed {
+		h.Set("Access-Control-Allow-Origin", origin)
+	}
+	if r.Method != http.MethodOptions {
+		return false
+	}
+	if allowed {
+		h.Set("Access-Control-Allow-Methods", "POST, OPTIONS")
+		h.Set("Access-Control-Allow-Headers", "Authorization, Content-Type")
+		h.Set("Access-Control-Max-Age", "3600")
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return true
+}
