@@ -103,8 +103,13 @@ func (l *Locker) verifyCommitClient(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// The probe is shaped as a lease that ended long ago: should its
+	// delete fail (a network fault), SweepEnded and the TTL policy remove
+	// it like any dead lease, and no holder ever waits for it.
 	probe := l.coll.Doc("firelock-probe-" + id)
-	fields, err := encodeFields(map[string]any{FieldExpireAt: time.Now().Add(time.Hour)})
+	long := time.Unix(0, 0)
+	fields, err := encodeFields(map[string]any{FieldOwner: "firelock-probe", FieldAcquiredAt: long, FieldRenewedAt: long,
+		FieldLeaseSeconds: int64(1), FieldExpireAt: time.Now().Add(time.Hour)})
 	if err != nil {
 		return err
 	}
@@ -116,12 +121,16 @@ func (l *Locker) verifyCommitClient(ctx context.Context) error {
 		return fmt.Errorf("lock: commit client: %w", err)
 	}
 	if _, err := probe.Delete(ctx, firestore.Exists); err != nil {
+		// Not found through the caller's client: written elsewhere.
+		// Either way, remove it through the commit client, best effort.
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		l.raw.Commit(cctx, &pb.CommitRequest{Database: db, Writes: []*pb.Write{{
+			Operation: &pb.Write_Delete{Delete: probe.Path},
+		}}})
+		cancel()
 		if status.Code(err) != codes.NotFound {
 			return fmt.Errorf("lock: verify commit client: %w", err)
 		}
-		l.raw.Commit(ctx, &pb.CommitRequest{Database: db, Writes: []*pb.Write{{
-			Operation: &pb.Write_Delete{Delete: probe.Path},
-		}}})
 		return fmt.Errorf("%w: grants would go to a different Firestore than %s; "+
 			"make the Locker with lock.WithClientOptions and the options the client was made with", ErrClientMismatch, db)
 	}

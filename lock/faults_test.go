@@ -204,7 +204,13 @@ func TestLockUnderFaults(t *testing.T) {
 		}
 	}
 	for _, s := range snaps {
-		end := s.Data()[lock.FieldRenewedAt].(time.Time).Add(time.Duration(s.Data()[lock.FieldLeaseSeconds].(int64)) * time.Second)
+		renewed, ok1 := s.Data()[lock.FieldRenewedAt].(time.Time)
+		secs, ok2 := s.Data()[lock.FieldLeaseSeconds].(int64)
+		if !ok1 || !ok2 {
+			t.Errorf("document %s left in the lock collection is not a lease: %v", s.Ref.ID, s.Data())
+			continue
+		}
+		end := renewed.Add(time.Duration(secs) * time.Second)
 		if end.Sub(s.ReadTime) > lease {
 			t.Errorf("lease %s left behind ends %v after the run, more than one lease", s.Ref.ID, end.Sub(s.ReadTime))
 		}
