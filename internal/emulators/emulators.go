@@ -161,7 +161,17 @@ func (r *Running) launch(ctx context.Context, k Kind) (string, error) {
 
 	wctx, cancel := context.WithTimeout(ctx, 90*time.Second)
 	defer cancel()
-	if err := waitHealthy(wctx, k, host, p.done); err != nil {
+	err = waitHealthy(wctx, k, host, p.done)
+	if err == nil {
+		// Whatever answered must be ours: an emulator that lost its port
+		// to another process exits, while that process answers for it.
+		select {
+		case <-p.done:
+			err = fmt.Errorf("the %s emulator exited after %s answered (the port was taken)", k, host)
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+	if err != nil {
 		p.stop()
 		return "", fmt.Errorf("emulators: %s emulator did not come up on %s: %w\n%s", k, host, err, p.output())
 	}
@@ -304,14 +314,30 @@ func ProjectRoot() (string, error) {
 	}
 }
 
-// FreePort returns a free loopback TCP port.
+var (
+	portsMu sync.Mutex
+	given   = map[int]bool{} // ports FreePort handed out in this process
+)
+
+// FreePort returns a free loopback TCP port, never one it returned before
+// in this process: the kernel may hand a just-closed port to the next
+// caller, and two emulators started side by side must not share one.
 func FreePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("emulators: find a free port: %w", err)
+	portsMu.Lock()
+	defer portsMu.Unlock()
+	for range 100 {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return 0, fmt.Errorf("emulators: find a free port: %w", err)
+		}
+		port := l.Addr().(*net.TCPAddr).Port
+		l.Close()
+		if !given[port] {
+			given[port] = true
+			return port, nil
+		}
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
+	return 0, errors.New("emulators: no fresh free port after 100 tries")
 }
 
 // waitHealthy polls the emulator's HTTP root until it answers 200, the
