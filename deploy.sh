@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Deploys firelock to Google Cloud: the HTTP functions BookSeats and
-# CancelBooking (CORS for --allowed-origins), the Pub/Sub-triggered RunScheduledJob (with retries), the
+# Deploys firelock to Google Cloud: the HTTP functions BookSeats,
+# CancelBooking, HoldSeats, ExtendHold, ConfirmHold and ReleaseHold (CORS for
+# --allowed-origins), the Pub/Sub-triggered RunScheduledJob (with retries), the
 # Cloud Scheduler jobs that publish to scheduled-jobs, firestore.rules, and
 # the TTL policy on the lease documents' expireAt.
 set -euo pipefail
@@ -119,7 +120,7 @@ common=(--gen2 "--runtime=$RUNTIME" "--region=$REGION" "--project=$PROJECT" --so
 
 # HTTP functions: they verify Firebase ID tokens themselves, so IAM lets every caller in.
 # The origins go in with gcloud's alternate delimiter (^;^), as they hold commas.
-for fn in BookSeats CancelBooking; do
+for fn in BookSeats CancelBooking HoldSeats ExtendHold ConfirmHold ReleaseHold; do
   run gcloud functions deploy "$fn" "${common[@]}" "--entry-point=$fn" --trigger-http --allow-unauthenticated \
     "--set-env-vars=^;^FIRELOCK_ALLOWED_ORIGINS=$ALLOWED_ORIGINS"
 done

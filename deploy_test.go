@@ -64,6 +64,10 @@ func TestDeployDryRunPrintsEveryCommand(t *testing.T) {
 	want := []string{
 		`+ gcloud functions deploy BookSeats --gen2 --runtime=go126 --region=europe-west1 --project=demo-p --source=. --entry-point=BookSeats --trigger-http --allow-unauthenticated --set-env-vars=\^\;\^FIRELOCK_ALLOWED_ORIGINS=`,
 		`+ gcloud functions deploy CancelBooking --gen2 --runtime=go126 --region=europe-west1 --project=demo-p --source=. --entry-point=CancelBooking --trigger-http --allow-unauthenticated --set-env-vars=\^\;\^FIRELOCK_ALLOWED_ORIGINS=`,
+		`+ gcloud functions deploy HoldSeats --gen2 --runtime=go126 --region=europe-west1 --project=demo-p --source=. --entry-point=HoldSeats --trigger-http --allow-unauthenticated --set-env-vars=\^\;\^FIRELOCK_ALLOWED_ORIGINS=`,
+		`+ gcloud functions deploy ExtendHold --gen2 --runtime=go126 --region=europe-west1 --project=demo-p --source=. --entry-point=ExtendHold --trigger-http --allow-unauthenticated --set-env-vars=\^\;\^FIRELOCK_ALLOWED_ORIGINS=`,
+		`+ gcloud functions deploy ConfirmHold --gen2 --runtime=go126 --region=europe-west1 --project=demo-p --source=. --entry-point=ConfirmHold --trigger-http --allow-unauthenticated --set-env-vars=\^\;\^FIRELOCK_ALLOWED_ORIGINS=`,
+		`+ gcloud functions deploy ReleaseHold --gen2 --runtime=go126 --region=europe-west1 --project=demo-p --source=. --entry-point=ReleaseHold --trigger-http --allow-unauthenticated --set-env-vars=\^\;\^FIRELOCK_ALLOWED_ORIGINS=`,
 		`+ gcloud pubsub topics create scheduled-jobs --project=demo-p`,
 		`+ gcloud functions deploy RunScheduledJob --gen2 --runtime=go126 --region=europe-west1 --project=demo-p --source=. --entry-point=RunScheduledJob --trigger-topic=scheduled-jobs --retry --timeout=540s`,
 		`+ gcloud pubsub subscriptions update SUBSCRIPTION-OF-RunScheduledJob --project=demo-p --ack-deadline=600 --min-retry-delay=10s --max-retry-delay=600s`,

@@ -95,6 +95,17 @@ func (u user) commit(writes ...map[string]any) error {
 
 func (u user) get(path string) error { return u.do("GET", u.docName(path), nil) }
 
+// query runs a structured query on collection, filtered by uid == uid when
+// uid is not empty, as a client's query by uid does.
+func (u user) query(collection, uid string) error {
+	q := map[string]any{"from": []map[string]any{{"collectionId": collection}}}
+	if uid != "" {
+		q["where"] = map[string]any{"fieldFilter": map[string]any{
+			"field": map[string]any{"fieldPath": "uid"}, "op": "EQUAL", "value": value(uid)}}
+	}
+	return u.do("POST", fmt.Sprintf("projects/%s/databases/(default)/documents:runQuery", u.project), map[string]any{"structuredQuery": q})
+}
+
 // value encodes a Go value the REST way.
 func value(v any) map[string]any {
 	switch x := v.(type) {
@@ -397,7 +408,7 @@ func rulesMatrix() []rulesCase {
 			return e.nobody.get("screenings/s1")
 		}},
 		{"read the seat map", true, func(t *testing.T, e rulesEnv) error {
-			_, err := e.admin.Doc("screenings/s1/seats/A1").Set(context.Background(), map[string]any{"status": "booked", "uid": "bob"})
+			_, err := e.admin.Doc("screenings/s1/seats/A1").Set(context.Background(), map[string]any{"status": "booked", "bookingId": "b1"})
 			must(t, err)
 			return e.alice.get("screenings/s1/seats/A1")
 		}},
@@ -418,6 +429,33 @@ func rulesMatrix() []rulesCase {
 			_, err := e.admin.Doc(b).Set(context.Background(), map[string]any{"uid": "alice"})
 			must(t, err)
 			return e.nobody.get(b)
+		}},
+		{"query own bookings by uid", true, func(t *testing.T, e rulesEnv) error {
+			return e.alice.query("bookings", "alice")
+		}},
+		{"query everybody's bookings", false, func(t *testing.T, e rulesEnv) error {
+			return e.alice.query("bookings", "")
+		}},
+		{"query another user's bookings by uid", false, func(t *testing.T, e rulesEnv) error {
+			return e.alice.query("bookings", "bob")
+		}},
+		{"read own hold", true, func(t *testing.T, e rulesEnv) error {
+			h := uniq("holds/h")
+			_, err := e.admin.Doc(h).Set(context.Background(), map[string]any{"uid": "alice", "status": "held"})
+			must(t, err)
+			return e.alice.get(h)
+		}},
+		{"read another user's hold", false, func(t *testing.T, e rulesEnv) error {
+			h := uniq("holds/h")
+			_, err := e.admin.Doc(h).Set(context.Background(), map[string]any{"uid": "alice", "status": "held"})
+			must(t, err)
+			return e.bob.get(h)
+		}},
+		{"query own holds by uid", true, func(t *testing.T, e rulesEnv) error {
+			return e.alice.query("holds", "alice")
+		}},
+		{"query everybody's holds", false, func(t *testing.T, e rulesEnv) error {
+			return e.bob.query("holds", "")
 		}},
 		{"read a counter total", true, func(t *testing.T, e rulesEnv) error {
 			_, err := e.admin.Doc("counters/c1").Set(context.Background(), map[string]any{"numShards": 3, "total": 5})
@@ -451,7 +489,7 @@ func rulesMatrix() []rulesCase {
 // Server-only collections: no client write, whatever it claims.
 func serverOnlyCases() []rulesCase {
 	paths := []string{
-		"screenings/s1", "screenings/s1/seats/A1", "bookings/b1", "counters/c1",
+		"screenings/s1", "screenings/s1/seats/A1", "bookings/b1", "holds/h1", "counters/c1",
 		"counters/c1/shards/0", "jobRuns/e1", "jobRuns/e1/deliveries/x1", "locks/k1",
 		"seatLocks/s1_A1", "somethingElse/x",
 	}

@@ -37,7 +37,8 @@ const (
 	MaxRequestID   = 128 // bytes
 	SeatLease      = 10 * time.Second
 	CounterShards  = 10
-	StatusBooked   = "booked"
+	StatusBooked   = "booked" // a seat document's status
+	StatusHeld     = "held"   // a seat's or a hold's status
 	StatusOK       = "confirmed"
 	StatusCanceled = "cancelled"
 )
@@ -50,14 +51,20 @@ var (
 	ErrForbidden         = errors.New("booking: not the booking's user")
 	// ErrSeatTaken: a seat is booked already. The error is a *SeatsError.
 	ErrSeatTaken = errors.New("booking: seat taken")
-	// ErrSeatBusy: another booking holds a seat's lease right now; trying
+	// ErrSeatHeld: a seat is under a live hold (the caller's own too:
+	// confirm that hold instead). The error is a *SeatsError.
+	ErrSeatHeld = errors.New("booking: seat held")
+	// ErrSeatBusy: another request holds a seat's lease right now; trying
 	// again shortly may succeed. The error is a *SeatsError.
 	ErrSeatBusy = errors.New("booking: seat busy")
+	// ErrScreeningStarted: the screening has begun (by Firestore's clock);
+	// it takes no booking or hold.
+	ErrScreeningStarted = errors.New("booking: screening started")
 )
 
 // SeatsError names the seats that stopped a booking.
 type SeatsError struct {
-	Kind  error // ErrSeatTaken or ErrSeatBusy
+	Kind  error // ErrSeatTaken, ErrSeatHeld or ErrSeatBusy
 	Seats []string
 }
 
@@ -73,6 +80,7 @@ type Booking struct {
 	Status      string    `firestore:"status" json:"status"`
 	RequestID   string    `firestore:"requestId" json:"-"`
 	CreatedAt   time.Time `firestore:"createdAt,serverTimestamp" json:"-"`
+	HoldID      string    `firestore:"holdId,omitempty" json:"-"`
 }
 
 // Screening is a screening document, written by admins.
@@ -178,51 +186,109 @@ func (s *Service) seatDoc(screeningID, seat string) *firestore.DocumentRef {
 
 // Book books all requested seats or none. It returns the booking and
 // whether this call created it (false: a retry of the same user and
-// requestId got the existing booking back). executionID names the seat
-// leases' owner.
+// requestId got the existing booking back, also while the first attempt
+// is still in flight: the retry joins it). executionID names the call in
+// logs; the seat leases belong to the request.
 //
-// Errors: ErrInvalidArgument, ErrScreeningNotFound, ErrSeatTaken and
-// ErrSeatBusy (both *SeatsError), or a Firestore error. Nothing is written
-// on any error.
+// Errors: ErrInvalidArgument, ErrScreeningNotFound, ErrScreeningStarted,
+// ErrSeatTaken, ErrSeatHeld and ErrSeatBusy (all three *SeatsError), or a
+// Firestore error. Nothing is written on any error.
 func (s *Service) Book(ctx context.Context, executionID string, r Request) (Booking, bool, error) {
-	if err := r.validate(); err != nil {
-		return Booking{}, false, err
-	}
-	seats := slices.Clone(r.Seats)
-	slices.Sort(seats) // one order for everybody
 	id := bookingID(r.UID, r.RequestID)
 	bref := s.client.Collection(Bookings).Doc(id)
+	seats := sortedSeats(r.Seats)
+	b := Booking{ID: id, UID: r.UID, ScreeningID: r.ScreeningID, Seats: seats, Status: StatusOK, RequestID: r.RequestID}
+	prev, err := s.claim(ctx, r, bref, func(tx *firestore.Transaction, _ time.Time) error {
+		ctr, err := s.counter(ctx, r.ScreeningID)
+		if err != nil {
+			return err
+		}
+		for _, seat := range seats {
+			if err := tx.Set(s.seatDoc(r.ScreeningID, seat), map[string]any{
+				"status": StatusBooked, "bookingId": id, "bookedAt": firestore.ServerTimestamp,
+			}); err != nil {
+				return err
+			}
+		}
+		if err := tx.Create(bref, b); err != nil {
+			return err
+		}
+		shard, ups := ctr.IncrementWrite(int64(len(seats)))
+		return tx.Update(shard, ups)
+	})
+	if err != nil {
+		return Booking{}, false, err
+	}
+	if prev == nil {
+		return b, true, nil
+	}
+	if err := prev.DataTo(&b); err != nil {
+		return Booking{}, false, err
+	}
+	b.ID = id
+	if !sameRequest(b.UID, b.ScreeningID, b.Seats, r) {
+		return Booking{}, false, fmt.Errorf("%w: requestId %q was already used for other seats", ErrInvalidArgument, r.RequestID)
+	}
+	return b, false, nil
+}
 
+// claim takes r's seats for the document at ref (a booking or a hold),
+// all or none. It returns ref's snapshot if the request made it already (a
+// retry), else nil once write, called in the deciding transaction with the
+// snapshot's read time (Firestore's clock), has committed.
+//
+// A seat is free when it has no document, or its hold ended by that read
+// time. The steps: one batched read that answers retries and losers
+// without locking; the seat leases, all or nothing, owned by the request
+// (so a retry of a request still in flight joins it instead of answering
+// seat_busy); one transaction, guarded by the leases, that reads the seats
+// again and writes, releasing the leases in the same commit.
+func (s *Service) claim(ctx context.Context, r Request, ref *firestore.DocumentRef, write func(tx *firestore.Transaction, now time.Time) error) (*firestore.DocumentSnapshot, error) {
+	if err := r.validate(); err != nil {
+		return nil, err
+	}
+	seats := sortedSeats(r.Seats) // one order for everybody
 	sc, err := s.screening(ctx, r.ScreeningID)
 	if err != nil {
-		return Booking{}, false, err
+		return nil, err
 	}
 	if err := sc.checkSeats(seats); err != nil {
-		return Booking{}, false, err
+		return nil, err
 	}
-	// One batched read before any lease: a retry of a booking that went
-	// through gets it back, and a seat booked already answers at once.
-	if b, done, err := s.precheck(ctx, bref, r, seats); done || err != nil {
-		return b, false, err
+	refs := make([]*firestore.DocumentRef, len(seats))
+	for i, seat := range seats {
+		refs[i] = s.seatDoc(r.ScreeningID, seat)
 	}
-	locker, err := lock.New(s.client, SeatLocks, lock.WithOwner(executionID), lock.WithLeaseDuration(s.seatLease))
+	// Retries and losers are answered by one read, before any lease.
+	snaps, err := s.client.GetAll(ctx, append([]*firestore.DocumentRef{ref}, refs...))
 	if err != nil {
-		return Booking{}, false, err
+		return nil, err
+	}
+	if snaps[0].Exists() {
+		return snaps[0], nil
+	}
+	if err := sc.decide(seats, snaps[1:], snaps[0].ReadTime); err != nil {
+		return nil, err
+	}
+
+	locker, err := lock.New(s.client, SeatLocks, lock.WithOwner("request-"+ref.ID), lock.WithLeaseDuration(s.seatLease))
+	if err != nil {
+		return nil, err
 	}
 	keys := make([]string, len(seats))
 	for i, seat := range seats {
 		keys[i] = seatKey(r.ScreeningID, seat)
 	}
-	leases, err := locker.TryAcquireAll(ctx, keys)
+	leases, err := locker.TryAcquireAll(ctx, keys, lock.Reentrant())
 	var held *lock.HeldError
 	if errors.As(err, &held) {
-		return Booking{}, false, &SeatsError{Kind: ErrSeatBusy, Seats: seatsOf(r.ScreeningID, held.Keys())}
+		return nil, &SeatsError{Kind: ErrSeatBusy, Seats: seatsOf(r.ScreeningID, held.Keys())}
 	}
 	if errors.Is(err, lock.ErrHeld) {
-		return Booking{}, false, &SeatsError{Kind: ErrSeatBusy, Seats: seats}
+		return nil, &SeatsError{Kind: ErrSeatBusy, Seats: seats}
 	}
 	if err != nil {
-		return Booking{}, false, err
+		return nil, err
 	}
 	committed := false // the transaction released the leases with its writes
 	defer func() {
@@ -236,109 +302,93 @@ func (s *Service) Book(ctx context.Context, executionID string, r Request) (Book
 	if s.afterLeases != nil {
 		s.afterLeases()
 	}
-	// Only a booking that got its leases needs the counter (created on a
-	// screening's first booking, then cached).
-	ctr, err := s.counter(ctx, r.ScreeningID)
-	if err != nil {
-		return Booking{}, false, err
-	}
 
-	b := Booking{ID: id, UID: r.UID, ScreeningID: r.ScreeningID, Seats: seats, Status: StatusOK, RequestID: r.RequestID}
-	created := true
+	var prev *firestore.DocumentSnapshot
 	err = s.client.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
-		created = true
-		refs := make([]*firestore.DocumentRef, 0, len(seats)+1)
-		for _, seat := range seats {
-			refs = append(refs, s.seatDoc(r.ScreeningID, seat))
-		}
-		// One read for the leases (fencing), the seats and the booking.
-		snaps, err := leases.GuardWith(tx, append(refs, bref)...)
+		prev = nil
+		// One read for the leases (fencing), the seats and the document.
+		snaps, err := leases.GuardWith(tx, append(refs, ref)...)
 		if errors.Is(err, lock.ErrNotHeld) {
 			return &SeatsError{Kind: ErrSeatBusy, Seats: seats}
 		}
 		if err != nil {
 			return err
 		}
-		if prev := snaps[len(seats)]; prev.Exists() { // the same request won a race with itself
-			created = false
-			return prev.DataTo(&b)
+		if doc := snaps[len(seats)]; doc.Exists() { // the same request won a race with itself
+			prev = doc
+			return nil
 		}
-		var taken []string
-		for i, snap := range snaps[:len(seats)] {
-			if snap.Exists() {
-				taken = append(taken, seats[i])
-			}
-		}
-		if len(taken) > 0 {
-			return &SeatsError{Kind: ErrSeatTaken, Seats: taken}
-		}
-		for _, ref := range refs {
-			if err := tx.Create(ref, map[string]any{
-				"status": StatusBooked, "bookingId": id, "uid": r.UID, "bookedAt": firestore.ServerTimestamp,
-			}); err != nil {
-				return err
-			}
-		}
-		if err := tx.Create(bref, b); err != nil {
+		now := snaps[0].ReadTime
+		if err := sc.decide(seats, snaps[:len(seats)], now); err != nil {
 			return err
 		}
-		shard, ups := ctr.IncrementWrite(int64(len(seats)))
-		if err := tx.Update(shard, ups); err != nil {
+		if err := write(tx, now); err != nil {
 			return err
 		}
 		return leases.ReleaseIn(tx)
 	}, firestore.MaxAttempts(3))
 	if err != nil {
-		return Booking{}, false, err
+		return nil, err
 	}
-	committed = created
-	b.ID = id
-	if !created && !sameRequest(b, r) {
-		return Booking{}, false, fmt.Errorf("%w: requestId %q was already used for another booking", ErrInvalidArgument, r.RequestID)
-	}
-	return b, created, nil
+	committed = prev == nil
+	return prev, nil
 }
 
-// precheck reads the booking r would make and the requested seats in one
-// RPC: done with the booking if a previous attempt made it, or with a
-// *SeatsError if a seat is booked. The transaction checks again under the
-// leases; this read only spares a loser the locking.
-func (s *Service) precheck(ctx context.Context, bref *firestore.DocumentRef, r Request, seats []string) (Booking, bool, error) {
-	refs := []*firestore.DocumentRef{bref}
-	for _, seat := range seats {
-		refs = append(refs, s.seatDoc(r.ScreeningID, seat))
+// decide answers whether seats (their snapshots, read at now) can be taken:
+// ErrScreeningStarted once the screening has begun (a screening without
+// startsAt has no cutoff), else ErrSeatTaken
+// naming the booked seats, else ErrSeatHeld naming those under a live
+// hold, else nil.
+func (sc Screening) decide(seats []string, snaps []*firestore.DocumentSnapshot, now time.Time) error {
+	if !sc.StartsAt.IsZero() && !now.Before(sc.StartsAt) { // no startsAt: no cutoff
+		return ErrScreeningStarted
 	}
-	snaps, err := s.client.GetAll(ctx, refs)
-	if err != nil {
-		return Booking{}, false, err
-	}
-	if snaps[0].Exists() {
-		var b Booking
-		if err := snaps[0].DataTo(&b); err != nil {
-			return Booking{}, false, err
-		}
-		b.ID = bref.ID
-		if !sameRequest(b, r) {
-			return Booking{}, false, fmt.Errorf("%w: requestId %q was already used for another booking", ErrInvalidArgument, r.RequestID)
-		}
-		return b, true, nil
-	}
-	var taken []string
-	for i, snap := range snaps[1:] {
-		if snap.Exists() {
+	var taken, held []string
+	for i, snap := range snaps {
+		switch seatState(snap, now) {
+		case StatusBooked:
 			taken = append(taken, seats[i])
+		case StatusHeld:
+			held = append(held, seats[i])
 		}
 	}
-	if len(taken) > 0 {
-		return Booking{}, false, &SeatsError{Kind: ErrSeatTaken, Seats: taken}
+	switch {
+	case len(taken) > 0:
+		return &SeatsError{Kind: ErrSeatTaken, Seats: taken}
+	case len(held) > 0:
+		return &SeatsError{Kind: ErrSeatHeld, Seats: held}
 	}
-	return Booking{}, false, nil
+	return nil
 }
 
-func sameRequest(b Booking, r Request) bool {
-	seats := slices.Clone(r.Seats)
-	slices.Sort(seats)
-	return b.UID == r.UID && b.ScreeningID == r.ScreeningID && slices.Equal(b.Seats, seats)
+// seatState is a seat's state at server time now: StatusBooked, StatusHeld
+// (a hold that has not ended), or "" (free; a lapsed hold is free whether
+// or not its document is gone yet).
+func seatState(snap *firestore.DocumentSnapshot, now time.Time) string {
+	if snap == nil || !snap.Exists() {
+		return ""
+	}
+	d := snap.Data()
+	switch d["status"] {
+	case StatusBooked:
+		return StatusBooked
+	case StatusHeld:
+		if until, ok := d["heldUntil"].(time.Time); ok && now.Before(until) {
+			return StatusHeld
+		}
+	}
+	return ""
+}
+
+func sortedSeats(seats []string) []string {
+	out := slices.Clone(seats)
+	slices.Sort(out)
+	return out
+}
+
+// sameRequest: a stored document (uid, screening, seats) is what r asks for.
+func sameRequest(uid, screeningID string, seats []string, r Request) bool {
+	return uid == r.UID && screeningID == r.ScreeningID && slices.Equal(seats, sortedSeats(r.Seats))
 }
 
 func seatsOf(screeningID string, keys []string) []string {

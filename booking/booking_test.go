@@ -19,7 +19,7 @@ func TestMain(m *testing.M) { os.Exit(emulators.RunTests(m, emulators.Firestore)
 func TestStalledBookingWhoseLeaseWasTakenOverDoesNotCommit(t *testing.T) {
 	fs := emulators.NewFirestore(t)
 	ctx := context.Background()
-	if _, err := fs.Doc("screenings/s1").Set(ctx, Screening{Title: "x", Rows: []string{"A"}, SeatsPerRow: 5}); err != nil {
+	if _, err := fs.Doc("screenings/s1").Set(ctx, Screening{Title: "x", StartsAt: time.Now().Add(time.Hour), Rows: []string{"A"}, SeatsPerRow: 5}); err != nil {
 		t.Fatal(err)
 	}
 	svc := New(fs)

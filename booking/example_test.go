@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log"
+	"time"
 
 	"cloud.google.com/go/firestore"
 	"github.com/firelock/firelock/booking"
@@ -19,7 +20,7 @@ func Example() {
 		log.Fatal(err)
 	}
 	defer client.Close()
-	if _, err := client.Doc("screenings/s1").Set(ctx, booking.Screening{Title: "Metropolis", Rows: []string{"F"}, SeatsPerRow: 20}); err != nil {
+	if _, err := client.Doc("screenings/s1").Set(ctx, booking.Screening{Title: "Metropolis", StartsAt: time.Now().Add(24 * time.Hour), Rows: []string{"F"}, SeatsPerRow: 20}); err != nil {
 		log.Fatal(err)
 	}
 	svc := booking.New(client)

@@ -38,7 +38,20 @@ type env struct {
 
 func newEnv(t *testing.T) *env {
 	t.Helper()
-	fs := emulators.NewFirestore(t)
+	e := newEnvOn(t, emulators.NewFirestore(t))
+	// A 10x20 screening: rows A..J, seats 1..20.
+	if _, err := e.fs.Doc("screenings/s1").Set(context.Background(), booking.Screening{
+		Title: "Metropolis", StartsAt: time.Now().Add(24 * time.Hour),
+		Rows: []string{"A", "B", "C", "D", "E", "F", "G", "H", "I", "J"}, SeatsPerRow: 20,
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+// newEnvOn is a functions server (a fresh instance) on fs as it is.
+func newEnvOn(t *testing.T, fs *firestore.Client) *env {
+	t.Helper()
 	api, err := functions.NewAPI(context.Background(), fs, emulators.AuthProject)
 	if err != nil {
 		t.Fatal(err)
@@ -49,17 +62,13 @@ func newEnv(t *testing.T) *env {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/BookSeats", api.BookSeats)
 	mux.HandleFunc("/CancelBooking", api.CancelBooking)
+	mux.HandleFunc("/HoldSeats", api.HoldSeats)
+	mux.HandleFunc("/ExtendHold", api.ExtendHold)
+	mux.HandleFunc("/ConfirmHold", api.ConfirmHold)
+	mux.HandleFunc("/ReleaseHold", api.ReleaseHold)
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
-	e := &env{t: t, fs: fs, api: api, srv: srv, log: buf}
-	// A 10x20 screening: rows A..J, seats 1..20.
-	if _, err := fs.Doc("screenings/s1").Set(context.Background(), booking.Screening{
-		Title: "Metropolis", StartsAt: time.Now().Add(24 * time.Hour),
-		Rows: []string{"A", "B", "C", "D", "E", "F", "G", "H", "I", "J"}, SeatsPerRow: 20,
-	}); err != nil {
-		t.Fatal(err)
-	}
-	return e
+	return &env{t: t, fs: fs, api: api, srv: srv, log: buf}
 }
 
 type writerFunc func([]byte) (int, error)
@@ -68,24 +77,29 @@ func (f writerFunc) Write(b []byte) (int, error) { return f(b) }
 
 var (
 	usersMu sync.Mutex
-	users   = map[string]string{} // name -> ID token
+	users   = map[string][2]string{} // name -> ID token, uid
 )
 
-// token signs up a user in the Auth emulator (once) and returns its ID token.
-func token(t *testing.T, name string) string {
+// signIn signs up a user in the Auth emulator (once) and returns its ID
+// token and uid.
+func signIn(t *testing.T, name string) (string, string) {
 	t.Helper()
 	usersMu.Lock()
 	defer usersMu.Unlock()
-	if tok, ok := users[name]; ok {
-		return tok
+	if u, ok := users[name]; ok {
+		return u[0], u[1]
 	}
-	tok, _, err := emulators.SignIn(name+"@example.com", "secret-"+name)
+	tok, uid, err := emulators.SignIn(name+"@example.com", "secret-"+name)
 	if err != nil {
 		t.Fatal(err)
 	}
-	users[name] = tok
-	return tok
+	users[name] = [2]string{tok, uid}
+	return tok, uid
 }
+
+func token(t *testing.T, name string) string { tok, _ := signIn(t, name); return tok }
+
+func userID(t *testing.T, name string) string { _, uid := signIn(t, name); return uid }
 
 type response struct {
 	Status int

@@ -30,7 +30,15 @@ import (
 func init() {
 	functions.HTTP("BookSeats", func(w http.ResponseWriter, r *http.Request) { defaultAPI().BookSeats(w, r) })
 	functions.HTTP("CancelBooking", func(w http.ResponseWriter, r *http.Request) { defaultAPI().CancelBooking(w, r) })
+	functions.HTTP("HoldSeats", func(w http.ResponseWriter, r *http.Request) { defaultAPI().HoldSeats(w, r) })
+	functions.HTTP("ExtendHold", func(w http.ResponseWriter, r *http.Request) { defaultAPI().ExtendHold(w, r) })
+	functions.HTTP("ConfirmHold", func(w http.ResponseWriter, r *http.Request) { defaultAPI().ConfirmHold(w, r) })
+	functions.HTTP("ReleaseHold", func(w http.ResponseWriter, r *http.Request) { defaultAPI().ReleaseHold(w, r) })
 }
+
+// HTTPFunctions names every HTTP function (CONTRACT §3), for deploy.sh and
+// the local run.
+var HTTPFunctions = []string{"BookSeats", "CancelBooking", "HoldSeats", "ExtendHold", "ConfirmHold", "ReleaseHold"}
 
 // MaxBody bounds request bodies.
 const MaxBody = 16 << 10
@@ -139,8 +147,16 @@ func toAPIError(err error) *apiError {
 		return ae
 	case errors.As(err, &se) && errors.Is(err, booking.ErrSeatTaken):
 		return &apiError{status: http.StatusConflict, Code: "seat_taken", Msg: "seats already booked", Seats: se.Seats}
+	case errors.As(err, &se) && errors.Is(err, booking.ErrSeatHeld):
+		return &apiError{status: http.StatusConflict, Code: "seat_held", Msg: "seats held for someone's checkout (yours too: confirm that hold instead)", Seats: se.Seats}
 	case errors.As(err, &se):
-		return &apiError{status: http.StatusConflict, Code: "seat_busy", Msg: "another booking is taking these seats right now; try again", Seats: se.Seats}
+		return &apiError{status: http.StatusConflict, Code: "seat_busy", Msg: "another request is taking these seats right now; try again", Seats: se.Seats}
+	case errors.Is(err, booking.ErrScreeningStarted):
+		return errorf(http.StatusConflict, "screening_started", "the screening has started; it takes no more bookings or holds")
+	case errors.Is(err, booking.ErrHoldNotFound):
+		return errorf(http.StatusNotFound, "hold_not_found", "no such hold")
+	case errors.Is(err, booking.ErrHoldExpired):
+		return errorf(http.StatusGone, "hold_expired", "the hold has ended; its seats may be taken: hold them again")
 	case errors.Is(err, booking.ErrInvalidArgument), errors.Is(err, lock.ErrInvalidKey):
 		return errorf(http.StatusBadRequest, "invalid_argument", "%s", strings.TrimPrefix(err.Error(), "booking: invalid argument: "))
 	case errors.Is(err, booking.ErrScreeningNotFound):
@@ -148,7 +164,7 @@ func toAPIError(err error) *apiError {
 	case errors.Is(err, booking.ErrBookingNotFound):
 		return errorf(http.StatusNotFound, "booking_not_found", "no such booking")
 	case errors.Is(err, booking.ErrForbidden):
-		return errorf(http.StatusForbidden, "permission_denied", "this booking belongs to another user")
+		return errorf(http.StatusForbidden, "permission_denied", "%s", strings.TrimPrefix(err.Error(), "booking: "))
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
 		return errorf(http.StatusServiceUnavailable, "unavailable", "the request timed out; try again")
 	case errors.Is(err, errAuthUnavailable):
@@ -284,6 +300,104 @@ func (a *API) CancelBooking(w http.ResponseWriter, r *http.Request) {
 		}
 		a.Log.InfoContext(ctx, "cancelled", "executionId", execID, "bookingId", b.ID, "uid", uid)
 		return http.StatusOK, b, nil
+	})
+}
+
+type holdRequest struct {
+	ScreeningID string   `json:"screeningId"`
+	Seats       []string `json:"seats"`
+	RequestID   string   `json:"requestId"`
+	HoldSeconds *int     `json:"holdSeconds"`
+}
+
+// HoldSeats is the HTTP function of CONTRACT §3.
+func (a *API) HoldSeats(w http.ResponseWriter, r *http.Request) {
+	var req holdRequest
+	a.serve(w, r, &req, func(ctx context.Context, execID, uid string) (int, any, error) {
+		d := time.Duration(0) // the default
+		if req.HoldSeconds != nil {
+			if *req.HoldSeconds == 0 {
+				return 0, nil, errorf(http.StatusBadRequest, "invalid_argument", "holdSeconds must be a whole number from 5 to 900")
+			}
+			d = time.Duration(*req.HoldSeconds) * time.Second
+		}
+		h, created, err := a.Bookings.Hold(ctx, execID, booking.Request{UID: uid, ScreeningID: req.ScreeningID, Seats: req.Seats, RequestID: req.RequestID}, d)
+		if err != nil {
+			return 0, nil, err
+		}
+		a.Log.InfoContext(ctx, "held", "executionId", execID, "holdId", h.ID, "uid", uid, "screeningId", h.ScreeningID, "seats", h.Seats, "heldUntil", h.HeldUntil, "created", created)
+		if created {
+			return http.StatusCreated, h, nil
+		}
+		return http.StatusOK, h, nil
+	})
+}
+
+type holdIDRequest struct {
+	HoldID      string `json:"holdId"`
+	HoldSeconds *int   `json:"holdSeconds"`
+}
+
+func (req holdIDRequest) check(withSeconds bool) error {
+	switch {
+	case req.HoldID == "":
+		return errorf(http.StatusBadRequest, "invalid_argument", "holdId is required")
+	case withSeconds && req.HoldSeconds == nil:
+		return errorf(http.StatusBadRequest, "invalid_argument", "holdSeconds is required")
+	case !withSeconds && req.HoldSeconds != nil:
+		return errorf(http.StatusBadRequest, "invalid_argument", "holdSeconds is not a field of this request")
+	}
+	return nil
+}
+
+// ExtendHold is the HTTP function of CONTRACT §3.
+func (a *API) ExtendHold(w http.ResponseWriter, r *http.Request) {
+	var req holdIDRequest
+	a.serve(w, r, &req, func(ctx context.Context, execID, uid string) (int, any, error) {
+		if err := req.check(true); err != nil {
+			return 0, nil, err
+		}
+		h, err := a.Bookings.ExtendHold(ctx, uid, req.HoldID, time.Duration(*req.HoldSeconds)*time.Second)
+		if err != nil {
+			return 0, nil, err
+		}
+		a.Log.InfoContext(ctx, "hold extended", "executionId", execID, "holdId", h.ID, "uid", uid, "heldUntil", h.HeldUntil)
+		return http.StatusOK, h, nil
+	})
+}
+
+// ConfirmHold is the HTTP function of CONTRACT §3.
+func (a *API) ConfirmHold(w http.ResponseWriter, r *http.Request) {
+	var req holdIDRequest
+	a.serve(w, r, &req, func(ctx context.Context, execID, uid string) (int, any, error) {
+		if err := req.check(false); err != nil {
+			return 0, nil, err
+		}
+		b, created, err := a.Bookings.ConfirmHold(ctx, uid, req.HoldID)
+		if err != nil {
+			return 0, nil, err
+		}
+		a.Log.InfoContext(ctx, "hold confirmed", "executionId", execID, "holdId", req.HoldID, "bookingId", b.ID, "uid", uid, "created", created)
+		if created {
+			return http.StatusCreated, b, nil
+		}
+		return http.StatusOK, b, nil
+	})
+}
+
+// ReleaseHold is the HTTP function of CONTRACT §3.
+func (a *API) ReleaseHold(w http.ResponseWriter, r *http.Request) {
+	var req holdIDRequest
+	a.serve(w, r, &req, func(ctx context.Context, execID, uid string) (int, any, error) {
+		if err := req.check(false); err != nil {
+			return 0, nil, err
+		}
+		h, err := a.Bookings.ReleaseHold(ctx, uid, req.HoldID)
+		if err != nil {
+			return 0, nil, err
+		}
+		a.Log.InfoContext(ctx, "hold released", "executionId", execID, "holdId", h.ID, "uid", uid, "status", h.Status)
+		return http.StatusOK, h, nil
 	})
 }
 

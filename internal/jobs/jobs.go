@@ -47,6 +47,7 @@ import (
 
 	"cloud.google.com/go/firestore"
 	"github.com/adhocore/gronx"
+	"github.com/firelock/firelock/booking"
 	"github.com/firelock/firelock/counter"
 	"github.com/firelock/firelock/lock"
 )
@@ -152,6 +153,11 @@ func Standard(client *firestore.Client) map[string]Func {
 		},
 		"sweepExpired": func(ctx context.Context, _ *lock.Lease) error {
 			var errs []error
+			// Ended holds turn expired and leave the seat map (their seats
+			// were free from the moment they ended).
+			if _, err := booking.New(client).ExpireHolds(ctx); err != nil {
+				errs = append(errs, err)
+			}
 			for _, s := range Sweep {
 				if _, err := lock.SweepEnded(ctx, client, s.Collection, s.After, s.Subcollections...); err != nil {
 					errs = append(errs, err)
