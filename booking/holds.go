@@ -71,16 +71,16 @@ func (s *Service) Hold(ctx context.Context, executionID string, r Request, d tim
 	href := s.client.Collection(Holds).Doc(id)
 	seats := sortedSeats(r.Seats)
 	h := Hold{ID: id, UID: r.UID, ScreeningID: r.ScreeningID, Seats: seats, Status: StatusHeld, RequestID: r.RequestID}
-	prev, err := s.claim(ctx, r, href, func(tx *firestore.Transaction, now time.Time) error {
+	prev, err := s.claim(ctx, r, href, func(w writes, prevSeats []*firestore.DocumentSnapshot, now time.Time) error {
 		h.HeldUntil, h.CreatedAt = now.Add(d), now
-		for _, seat := range seats {
-			if err := tx.Set(s.seatDoc(r.ScreeningID, seat), map[string]any{
+		for i, seat := range seats {
+			if err := w.seat(s.seatDoc(r.ScreeningID, seat), prevSeats[i], map[string]any{
 				"status": StatusHeld, "holdId": id, "heldUntil": h.HeldUntil,
 			}); err != nil {
 				return err
 			}
 		}
-		return tx.Create(href, h)
+		return w.create(href, h)
 	})
 	if err != nil {
 		return Hold{}, false, err

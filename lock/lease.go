@@ -411,6 +411,33 @@ func (ls Leases) ReleaseIn(tx *firestore.Transaction) error {
 	return nil
 }
 
+// ReleaseInBatch adds to b the release of every lease, each conditioned on
+// its document being exactly as this acquisition last wrote it: b then
+// commits only while every lease is still this acquisition's (a takeover
+// or any other change fails the commit), so the writes b carries are
+// fenced, and the leases go with them in one RPC. It is the one-commit
+// form of GuardWith + ReleaseIn, for writes whose own preconditions
+// replace a transaction's reads. It fails with ErrNotHeld, adding nothing,
+// if a lease has no more than the Guard margin left by its conservative
+// local clock. If b does not commit, the leases are still held.
+func (ls Leases) ReleaseInBatch(b *firestore.WriteBatch) error {
+	now := time.Now()
+	for _, l := range ls {
+		l.mu.Lock()
+		left := l.validUntil.Sub(now)
+		l.mu.Unlock()
+		if margin := min(time.Second, l.duration/10); left <= margin {
+			return fmt.Errorf("lock %q: %w: %v of the lease left by the local clock, no more than the %v margin", l.ref.ID, ErrNotHeld, left, margin)
+		}
+	}
+	for _, l := range ls {
+		l.mu.Lock()
+		releaseOp(b, l.ref, l.id, l.holds, l.updateTime)
+		l.mu.Unlock()
+	}
+	return nil
+}
+
 // Release releases every lease: one atomic commit of conditional deletes
 // when all are intact, else each on its own. It returns the errors of those
 // that were lost already (ErrNotHeld) joined.
