@@ -364,3 +364,61 @@ func dialAdmin(t *testing.T, host string) *grpc.ClientConn {
 }
 
 func isNotFound(err error) bool { return status.Code(err) == codes.NotFound }
+
+// ReleaseInBatch fences a batch: it commits, releasing the lease with the
+// writes, only while the lease document is exactly as this acquisition
+// left it; a lease with no time left is refused before anything is sent.
+func TestReleaseInBatchFencesTheBatch(t *testing.T) {
+	c := emulators.NewFirestore(t)
+	ctx := context.Background()
+	l := newLocker(t, c)
+	data := c.Collection("data").Doc("x")
+
+	lease, err := l.TryAcquire(ctx, "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := c.Batch()
+	if err := (lock.Leases{lease}).ReleaseInBatch(b); err != nil {
+		t.Fatal(err)
+	}
+	b.Set(data, map[string]any{"n": 1})
+	if _, err := b.Commit(ctx); err != nil {
+		t.Fatalf("intact lease: %v", err)
+	}
+	if n := countDocs(t, c, coll); n != 0 {
+		t.Fatalf("%d lease documents after the batch released the lease", n)
+	}
+
+	// The lease document changed since (here: another holder of the same
+	// owner joined): the batch fails and writes nothing.
+	stale, err := l.TryAcquire(ctx, "k", lock.Reentrant())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.TryAcquire(ctx, "k", lock.Reentrant()); err != nil {
+		t.Fatal(err)
+	}
+	b = c.Batch()
+	if err := (lock.Leases{stale}).ReleaseInBatch(b); err != nil {
+		t.Fatal(err)
+	}
+	b.Set(data, map[string]any{"n": 2})
+	if _, err := b.Commit(ctx); err == nil {
+		t.Fatal("a batch fenced by a lease whose document changed committed")
+	}
+	if s, _ := data.Get(ctx); s.Data()["n"] != int64(1) {
+		t.Fatalf("data %v: the failed batch wrote", s.Data())
+	}
+
+	// A lease with no time left is refused before anything is sent.
+	short := newLocker(t, c, lock.WithLeaseDuration(time.Second))
+	ended, err := short.TryAcquire(ctx, "short")
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitLeaseEnd(time.Second)
+	if err := (lock.Leases{ended}).ReleaseInBatch(c.Batch()); !errors.Is(err, lock.ErrNotHeld) {
+		t.Fatalf("ended lease: err = %v, want ErrNotHeld", err)
+	}
+}
