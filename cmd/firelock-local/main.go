@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -170,6 +171,15 @@ func seedScreening(ctx context.Context, fs *firestore.Client) error {
 	return nil
 }
 
+// functionURLs lists where every function answers on the local server.
+func functionURLs(base string) string {
+	var urls []string
+	for _, fn := range append(slices.Clone(functions.HTTPFunctions), "RunScheduledJob") {
+		urls = append(urls, base+"/"+fn)
+	}
+	return strings.Join(urls, "\n                      ")
+}
+
 func printBanner(emu *emulators.Running, base, project, token, uid string, sched scheduler, jobNames []string) {
 	started := func(k emulators.Kind) string {
 		if emu.Started(k) {
@@ -183,7 +193,7 @@ firelock is running on loopback (project %s)
   Firestore emulator  %s  (%s; rules: firestore.rules)
   Pub/Sub emulator    %s  (%s; topic %s, push to RunScheduledJob)
   Auth emulator       %s  (%s)
-  functions           %s/BookSeats  %s/CancelBooking  %s/RunScheduledJob
+  functions           %s
   scheduler stand-in  %s on %q (%s)
 
 Demo user demo@example.com (uid %s); its ID token (valid 1h):
@@ -206,7 +216,7 @@ Press Ctrl-C to stop everything.
 		emu.Host(emulators.Firestore), started(emulators.Firestore),
 		emu.Host(emulators.PubSub), started(emulators.PubSub), localrun.Topic,
 		emu.Host(emulators.Auth), started(emulators.Auth),
-		base, base, base,
+		functionURLs(base),
 		strings.Join(jobNames, ", "), sched.schedule, sched.zone,
 		uid, token, base, base)
 }
