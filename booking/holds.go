@@ -99,7 +99,8 @@ func (s *Service) Hold(ctx context.Context, executionID string, r Request, d tim
 }
 
 // onHold runs fn in a transaction on uid's hold holdID and its seat
-// documents, read together (one RPC) at Firestore's time now.
+// documents (two reads: the hold names its seats), judged at Firestore's
+// time now (the hold snapshot's read time).
 func (s *Service) onHold(ctx context.Context, uid, holdID string, fn func(tx *firestore.Transaction, h *Hold, seats []*firestore.DocumentSnapshot, now time.Time) error) (Hold, error) {
 	if uid == "" || lock.ValidateKey(holdID) != nil {
 		return Hold{}, fmt.Errorf("%w: holdId %q is not a valid id", ErrInvalidArgument, holdID)
