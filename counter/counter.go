@@ -173,7 +173,15 @@ func (c *Counter) Count(ctx context.Context) (int64, error) {
 }
 
 func (c *Counter) count(ctx context.Context) (int64, error) {
+	return c.countWith(ctx, nil)
+}
+
+// countWith sums the shards, inside tx if it is not nil.
+func (c *Counter) countWith(ctx context.Context, tx *firestore.Transaction) (int64, error) {
 	q := c.ref.Collection("shards").NewAggregationQuery().WithSum(FieldCount, "sum").WithCount("shards")
+	if tx != nil {
+		q = q.Transaction(tx)
+	}
 	resp, err := q.GetResponse(ctx)
 	if err != nil {
 		return 0, fmt.Errorf("counter: count %q: %w", c.ref.ID, err)
@@ -198,29 +206,28 @@ func intValue(v any) int64 {
 	return 0
 }
 
-// Rollup writes the exact count to the counter document's total, with
-// rolledUpAt set to the server's time, and returns it. It never locks the
-// shards (a transaction around the sum would block every writer): it reads
-// the counter document, sums the shards, and writes on the precondition
-// that the document is unchanged. A rollup that lost to a concurrent one
-// starts over, so a stored total is never older than one stored before it.
+// Rollup writes the exact count to the counter document's total and
+// returns it. rolledUpAt is the time the total is exact as of: the read
+// time of one read-only snapshot that reads both the counter document and
+// the sum of its shards. It never locks the shards (a read-write
+// transaction around the sum would block every writer).
+//
+// The write is conditioned on the counter document being unchanged since
+// that snapshot, so a stored total never replaces a newer one. A rollup
+// that loses to a concurrent rollup whose snapshot is as new as its own or
+// newer has nothing left to do: it returns that rollup's total. Only a
+// loss to an older snapshot (or to Grow) starts over; concurrent rollups
+// therefore coalesce instead of fighting over the document.
 func (c *Counter) Rollup(ctx context.Context) (int64, error) {
 	var lastErr error
 	for attempt := range maxRollupTries {
-		s, err := c.ref.Get(ctx)
-		if status.Code(err) == codes.NotFound {
-			return 0, fmt.Errorf("%w: %q", ErrNotFound, c.ref.ID)
-		}
-		if err != nil {
-			return 0, fmt.Errorf("counter: rollup %q: %w", c.ref.ID, err)
-		}
-		sum, err := c.count(ctx)
+		s, sum, err := c.snapshotCount(ctx)
 		if err != nil {
 			return 0, err
 		}
 		_, err = c.ref.Update(ctx, []firestore.Update{
 			{Path: FieldTotal, Value: sum},
-			{Path: FieldRolledUpAt, Value: firestore.ServerTimestamp},
+			{Path: FieldRolledUpAt, Value: s.ReadTime},
 		}, firestore.LastUpdateTime(s.UpdateTime))
 		if err == nil {
 			return sum, nil
@@ -229,9 +236,39 @@ func (c *Counter) Rollup(ctx context.Context) (int64, error) {
 			return 0, fmt.Errorf("counter: rollup %q: %w", c.ref.ID, err)
 		}
 		lastErr = err
+		cur, err := c.ref.Get(ctx)
+		if err != nil {
+			return 0, fmt.Errorf("counter: rollup %q: %w", c.ref.ID, err)
+		}
+		at, ok1 := cur.Data()[FieldRolledUpAt].(time.Time)
+		total, ok2 := cur.Data()[FieldTotal].(int64)
+		if ok1 && ok2 && !at.Before(s.ReadTime) {
+			return total, nil // a concurrent rollup counted as of our snapshot or later
+		}
 		sleep(ctx, time.Duration(rand.Int64N(int64(5*time.Millisecond)<<attempt)))
 	}
-	return 0, fmt.Errorf("counter: rollup %q lost %d times to concurrent rollups: %w", c.ref.ID, maxRollupTries, lastErr)
+	return 0, fmt.Errorf("counter: rollup %q lost %d times to concurrent writes: %w", c.ref.ID, maxRollupTries, lastErr)
+}
+
+// snapshotCount reads the counter document and the sum of its shards in
+// one read-only transaction: one snapshot, so the sum is exact as of the
+// document's read time.
+func (c *Counter) snapshotCount(ctx context.Context) (s *firestore.DocumentSnapshot, sum int64, err error) {
+	err = c.client.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
+		var err error
+		if s, err = tx.Get(c.ref); err != nil {
+			return err
+		}
+		sum, err = c.countWith(ctx, tx)
+		return err
+	}, firestore.ReadOnly)
+	if status.Code(err) == codes.NotFound {
+		return nil, 0, fmt.Errorf("%w: %q", ErrNotFound, c.ref.ID)
+	}
+	if err != nil && !errors.Is(err, ErrNotFound) {
+		err = fmt.Errorf("counter: rollup %q: %w", c.ref.ID, err)
+	}
+	return s, sum, err
 }
 
 const maxRollupTries = 8

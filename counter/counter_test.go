@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"cloud.google.com/go/firestore"
 	"github.com/firelock/firelock/counter"
@@ -291,5 +292,60 @@ func TestUnknownCounterIncrementWritesNothing(t *testing.T) {
 	}
 	if _, n := shardSum(t, c, "gone"); n != 0 {
 		t.Fatalf("increment recreated %d shards", n)
+	}
+}
+
+// rolledUpAt is the time the total is exact as of: the shards read at that
+// time sum to the total, also while increments keep landing.
+func TestRollupTotalIsExactAsOfRolledUpAt(t *testing.T) {
+	c := emulators.NewFirestore(t)
+	ctx := context.Background()
+	ctr, err := counter.Create(ctx, c, "c", 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				if err := ctr.Increment(ctx, 1); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	defer func() { close(stop); wg.Wait() }()
+	for range 5 {
+		time.Sleep(50 * time.Millisecond)
+		n, err := ctr.Rollup(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := c.Doc("counters/c").Get(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		at, _ := s.Data()["rolledUpAt"].(time.Time)
+		if s.Data()["total"] != n || at.IsZero() {
+			t.Fatalf("counter document %v after Rollup returned %d", s.Data(), n)
+		}
+		shards, err := c.Collection("counters/c/shards").WithReadOptions(firestore.ReadTime(at)).Documents(ctx).GetAll()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var sum int64
+		for _, sh := range shards {
+			sum += sh.Data()["count"].(int64)
+		}
+		if sum != n {
+			t.Fatalf("total %d, but the shards as of rolledUpAt %v sum to %d", n, at, sum)
+		}
 	}
 }
