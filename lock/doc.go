@@ -36,6 +36,15 @@
 // time: it strictly increases in the order grants of a key commit (unlike
 // acquiredAt, the request's start, which a slow grant can leave behind).
 //
+// Abandoned transactions: a guarded transaction whose client vanished
+// before it committed or rolled back (a crashed process, or a lost answer
+// to its first read, so the client never learned the transaction's ID)
+// keeps its read lock on the lease document until Firestore expires it,
+// after about a minute idle (the emulator does the same). A grant of that
+// key waits for the lock on each try and fails with ErrHeld, its message
+// naming the server's Aborted answer, until then. The lease itself still
+// ends on time: this delays the next holder, it never makes two.
+//
 // Ambiguous outcomes: when a grant, renewal or release cannot tell whether
 // its write landed (deadline, dropped connection), it reads the document
 // back, past the caller's context for a few seconds if need be. A grant
