@@ -5,11 +5,14 @@
 run: deps
 	go run ./cmd/firelock-local
 
-# Every test, against the real emulators (started by the tests themselves).
+# Every test, Go and web, against the real emulators (started by the Go
+# tests themselves; around the web tests by cmd/emulate).
 test: deps
 	gofmt -l . | (! grep .) || (echo "gofmt needed on the files above" >&2; exit 1)
 	go vet ./...
+	cd web && npm run --silent check
 	go test -race -count=1 -timeout 20m ./...
+	go run ./cmd/emulate -only firestore,auth -- npm --prefix web run --silent test
 
 deps:
 	@./scripts/deps.sh

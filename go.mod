@@ -2,6 +2,12 @@ module github.com/firelock/firelock
 
 go 1.26.0
 
+// npm packages can carry Go files (flatted does): keep ./... to this module's code.
+ignore (
+	./tools/node_modules
+	./web/node_modules
+)
+
 // The Go module proxy refuses the genproto pseudo-version that the newest
 // cloud.google.com/go modules require (20261012220534-4341edf3f941: 403 "not
 // available"). Pin all three genproto modules to the newest one it serves;

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Makes sure what the tests and the local run need is installed: Java and the
-# gcloud Firestore and Pub/Sub emulators (Debian packages), and the pinned
-# firebase-tools for the Auth emulator (npm, offline once installed).
+# gcloud Firestore and Pub/Sub emulators (Debian packages), the pinned
+# firebase-tools for the Auth emulator, and the web client's packages (npm
+# ci from the committed lock files; offline once installed).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -32,5 +33,14 @@ if [ -f tools/package.json ]; then
   if [ ! -x tools/node_modules/.bin/firebase ] || [ tools/package-lock.json -nt tools/node_modules/.package-lock.json ]; then
     echo "deps: npm ci (firebase-tools for the Auth emulator)" >&2
     (cd tools && npm ci --no-audit --no-fund --loglevel=error)
+  fi
+fi
+
+# web/: the Firebase JS SDK, TypeScript, ESLint and Vitest, from its lock file.
+if [ -f web/package.json ]; then
+  command -v npm >/dev/null || { echo "deps: npm not found; web/ needs Node.js 20.19+ (apt-get install nodejs npm)" >&2; exit 1; }
+  if [ ! -d web/node_modules ] || [ web/package-lock.json -nt web/node_modules/.package-lock.json ]; then
+    echo "deps: npm ci in web/" >&2
+    (cd web && npm ci --no-audit --no-fund --loglevel=error)
   fi
 fi

@@ -1,0 +1,229 @@
+// The mutex client against the real Firestore emulator with firestore.rules
+// loaded, and real users of the Auth emulator. Run through `make test`
+// (go run ./cmd/emulate starts both and sets the *_EMULATOR_HOST variables).
+import { randomUUID } from "node:crypto";
+import { afterAll, describe, expect, it } from "vitest";
+import { type FirebaseApp, deleteApp, initializeApp } from "firebase/app";
+import { connectAuthEmulator, createUserWithEmailAndPassword, getAuth } from "firebase/auth";
+import { Timestamp, connectFirestoreEmulator, doc, getDocFromServer, getFirestore, setDoc } from "firebase/firestore";
+import { Mutex, MutexHeldError, MutexNotHeldError, Mutexes } from "../src/mutex";
+
+function emulatorHost(name: string): { host: string; port: number } {
+  const v = process.env[name];
+  if (!v) throw new Error(`${name} is not set: run the tests with \`make test\` (go run ./cmd/emulate -- npm test)`);
+  const i = v.lastIndexOf(":");
+  return { host: v.slice(0, i), port: Number(v.slice(i + 1)) };
+}
+
+const firestoreAt = emulatorHost("FIRESTORE_EMULATOR_HOST");
+const authAt = emulatorHost("FIREBASE_AUTH_EMULATOR_HOST");
+const apps: FirebaseApp[] = [];
+
+afterAll(async () => {
+  await Promise.all(apps.map((a) => deleteApp(a)));
+});
+
+/** A project of its own per test: the emulator keeps projects' data apart. */
+function newProject(): string {
+  return `demo-web-${randomUUID().slice(0, 8)}`;
+}
+
+interface Client {
+  uid: string;
+  mutexes: Mutexes;
+  app: FirebaseApp;
+}
+
+/** One signed-in user in an app of their own (as a browser tab would be). */
+async function newClient(project: string, opts: { leaseSeconds?: number; email?: string; password?: string } = {}): Promise<Client> {
+  const app = initializeApp({ projectId: project, apiKey: "fake-api-key" }, randomUUID());
+  apps.push(app);
+  const auth = getAuth(app);
+  connectAuthEmulator(auth, `http://${authAt.host}:${String(authAt.port)}`, { disableWarnings: true });
+  const db = getFirestore(app);
+  connectFirestoreEmulator(db, firestoreAt.host, firestoreAt.port);
+  const email = opts.email ?? `u-${randomUUID()}@example.com`;
+  const password = opts.password ?? "secret-password";
+  let uid: string;
+  if (opts.email) {
+    const { signInWithEmailAndPassword } = await import("firebase/auth");
+    uid = (await signInWithEmailAndPassword(auth, email, password)).user.uid;
+  } else {
+    uid = (await createUserWithEmailAndPassword(auth, email, password)).user.uid;
+  }
+  return { uid, app, mutexes: new Mutexes(db, "critical_data", { leaseSeconds: opts.leaseSeconds ?? 30 }) };
+}
+
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+function leaseEnd(m: Mutex): Timestamp {
+  return new Timestamp(m.token.seconds + m.leaseSeconds, m.token.nanoseconds);
+}
+
+describe("Mutexes", () => {
+  it("lets exactly one of many racing clients hold a mutex", async () => {
+    const project = newProject();
+    const clients = await Promise.all(Array.from({ length: 8 }, () => newClient(project)));
+    const results = await Promise.allSettled(clients.map((c) => c.mutexes.tryAcquire("doc")));
+    const won = results.flatMap((r, i) => (r.status === "fulfilled" ? [{ m: r.value, c: clients[i] }] : []));
+    expect(won).toHaveLength(1);
+    const winner = won[0];
+    if (!winner?.c) throw new Error("no winner");
+    for (const r of results) {
+      if (r.status === "rejected") {
+        expect(r.reason).toBeInstanceOf(MutexHeldError);
+        expect((r.reason as MutexHeldError).owner).toBe(winner.c.uid);
+      }
+    }
+    // What Firestore holds: one lease, the winner's grant.
+    const s = await getDocFromServer(winner.c.mutexes.mutexRef("doc"));
+    expect(s.get("owner")).toBe(winner.c.uid);
+    expect((s.get("acquiredAt") as Timestamp).isEqual(winner.m.token)).toBe(true);
+  });
+
+  it("takes over only after the lease ended by the server's clock", async () => {
+    const project = newProject();
+    const a = await newClient(project, { leaseSeconds: 1 });
+    const b = await newClient(project, { leaseSeconds: 1 });
+    const ma = await a.mutexes.tryAcquire("doc");
+    const held = await b.mutexes.tryAcquire("doc").catch((e: unknown) => e);
+    expect(held).toBeInstanceOf(MutexHeldError);
+    expect((held as MutexHeldError).owner).toBe(a.uid);
+    expect((held as MutexHeldError).until.isEqual(leaseEnd(ma))).toBe(true);
+    const mb = await b.mutexes.acquire("doc", { timeoutMs: 10_000 });
+    // The rules let b in at a server time at or after a's end.
+    expect(mb.token.toMillis()).toBeGreaterThanOrEqual(leaseEnd(ma).toMillis());
+    await expect(ma.renew()).rejects.toBeInstanceOf(MutexNotHeldError);
+  });
+
+  it("acquire gives up at its deadline with who holds it", async () => {
+    const project = newProject();
+    const a = await newClient(project, { leaseSeconds: 30 });
+    const b = await newClient(project);
+    await a.mutexes.tryAcquire("doc");
+    const err = await b.mutexes.acquire("doc", { timeoutMs: 600 }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(MutexHeldError);
+    expect((err as MutexHeldError).owner).toBe(a.uid);
+    const ac = new AbortController();
+    setTimeout(() => ac.abort(new Error("user left")), 300);
+    await expect(b.mutexes.acquire("doc", { signal: ac.signal })).rejects.toThrow("user left");
+  });
+
+  it("acquire is woken when the holder releases", async () => {
+    const project = newProject();
+    const a = await newClient(project);
+    const b = await newClient(project);
+    const ma = await a.mutexes.tryAcquire("doc");
+    const waiting = b.mutexes.acquire("doc", { timeoutMs: 20_000 });
+    await sleep(300);
+    await ma.release();
+    const mb = await waiting;
+    expect(mb.token.toMillis()).toBeGreaterThan(ma.token.toMillis());
+  });
+
+  it("keepAlive keeps the lease past its length, and stop lets it end", async () => {
+    const project = newProject();
+    const a = await newClient(project, { leaseSeconds: 1 });
+    const b = await newClient(project, { leaseSeconds: 1 });
+    const ma = await a.mutexes.tryAcquire("doc");
+    const ka = ma.keepAlive();
+    await sleep(2500);
+    expect(ka.signal.aborted).toBe(false);
+    await expect(b.mutexes.tryAcquire("doc")).rejects.toBeInstanceOf(MutexHeldError);
+    ka.stop();
+    await expect(b.mutexes.acquire("doc", { timeoutMs: 10_000 })).resolves.toBeInstanceOf(Mutex);
+  });
+
+  it("keepAlive's signal fires when the lease is lost", async () => {
+    const project = newProject();
+    const a = await newClient(project, { leaseSeconds: 1 });
+    const b = await newClient(project, { leaseSeconds: 30 });
+    const ma = await a.mutexes.tryAcquire("doc");
+    await b.mutexes.acquire("doc", { timeoutMs: 10_000 }); // after a's lease ended
+    const ka = ma.keepAlive();
+    await new Promise<void>((resolve) => ka.signal.addEventListener("abort", () => resolve(), { once: true }));
+    expect(ka.signal.reason).toBeInstanceOf(MutexNotHeldError);
+    expect(String(ka.signal.reason)).toContain("another grant");
+    ka.stop();
+  });
+
+  it("withMutex writes the guarded document in the batch of the mutex check", async () => {
+    const project = newProject();
+    const a = await newClient(project);
+    await a.mutexes.withMutex("doc", (w) => w.set({ content: "hello" }));
+    const s = await getDocFromServer(a.mutexes.guardedRef("doc"));
+    expect(s.get("content")).toBe("hello");
+    // Released afterwards: another user takes it at once.
+    const b = await newClient(project);
+    await expect(b.mutexes.tryAcquire("doc")).resolves.toBeInstanceOf(Mutex);
+  });
+
+  it("refuses guarded writes without a live lease, and writes nothing", async () => {
+    const project = newProject();
+    const a = await newClient(project, { leaseSeconds: 1 });
+    const ma = await a.mutexes.tryAcquire("doc");
+    await sleep(1300); // the lease ends by the server's clock
+    const err = await a.mutexes.writeUnder(ma, (w) => w.set({ content: "late" })).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(MutexNotHeldError);
+    expect(ma.lost.aborted).toBe(true);
+    // Nor can anyone write it directly, without the mutex.
+    const b = await newClient(project);
+    await expect(setDoc(b.mutexes.guardedRef("doc"), { content: "sneaky" })).rejects.toMatchObject({ code: "permission-denied" });
+    expect((await getDocFromServer(a.mutexes.guardedRef("doc"))).exists()).toBe(false);
+  });
+
+  it("fences a stale tab of the same user: its renewal and writes are refused", async () => {
+    const project = newProject();
+    const email = `u-${randomUUID()}@example.com`;
+    const t1 = await newClientSameUser(project, email, 1);
+    const t2 = await newClientSameUser(project, email, 30);
+    expect(t1.uid).toBe(t2.uid);
+    const m1 = await t1.mutexes.tryAcquire("doc");
+    await expect(t2.mutexes.tryAcquire("doc")).rejects.toBeInstanceOf(MutexHeldError); // not reentrant
+    const m2 = await t2.mutexes.acquire("doc", { timeoutMs: 10_000 });
+    await expect(m1.renew()).rejects.toThrow("another grant");
+    await expect(t1.mutexes.writeUnder(m1, (w) => w.set({ content: "stale" }))).rejects.toBeInstanceOf(MutexNotHeldError);
+    await expect(m1.release()).rejects.toBeInstanceOf(MutexNotHeldError);
+    await t2.mutexes.writeUnder(m2, (w) => w.set({ content: "fresh" }));
+    expect((await getDocFromServer(t2.mutexes.guardedRef("doc"))).get("content")).toBe("fresh");
+  });
+
+  it("serializes read-modify-write of many concurrent clients", async () => {
+    const project = newProject();
+    const clients = await Promise.all(Array.from({ length: 6 }, () => newClient(project, { leaseSeconds: 10 })));
+    const rounds = 4;
+    await Promise.all(
+      clients.map(async (c) => {
+        for (let i = 0; i < rounds; i++) {
+          await c.mutexes.withMutex(
+            "counter",
+            async (w) => {
+              const s = await getDocFromServer(c.mutexes.guardedRef("counter"));
+              const n = s.exists() ? Number(s.get("content")) : 0;
+              w.set({ content: String(n + 1) });
+            },
+            { timeoutMs: 25_000 },
+          );
+        }
+      }),
+    );
+    const first = clients[0];
+    if (!first) throw new Error("no clients");
+    const s = await getDocFromServer(doc(first.mutexes.guardedRef("counter").firestore, "critical_data", "counter"));
+    expect(s.get("content")).toBe(String(clients.length * rounds));
+  }, 120_000);
+});
+
+/** A client signed in as email (signed up on first use). */
+async function newClientSameUser(project: string, email: string, leaseSeconds: number): Promise<Client> {
+  try {
+    return await newClient(project, { leaseSeconds, email });
+  } catch {
+    const app = initializeApp({ projectId: project, apiKey: "fake-api-key" }, randomUUID());
+    const auth = getAuth(app);
+    connectAuthEmulator(auth, `http://${authAt.host}:${String(authAt.port)}`, { disableWarnings: true });
+    await createUserWithEmailAndPassword(auth, email, "secret-password");
+    await deleteApp(app);
+    return newClient(project, { leaseSeconds, email });
+  }
+}
