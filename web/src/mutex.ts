@@ -125,6 +125,13 @@ export interface GuardedWriter {
 /** A held mutex: one grant, identified by its fencing token. */
 export class Mutex {
   private lostController = new AbortController();
+  /**
+   * @internal The local monotonic time (performance.now) taken before the
+   * request of the last write that set renewedAt: the lease surely lasts
+   * until validFrom + leaseSeconds on this machine's clock, whatever the
+   * server's clock says. Only this holder's own lease is measured so.
+   */
+  validFrom: number;
 
   constructor(
     private readonly owner: Mutexes,
@@ -134,7 +141,10 @@ export class Mutex {
     readonly token: Timestamp,
     /** Length of the lease in seconds. */
     readonly leaseSeconds: number,
-  ) {}
+    validFrom: number,
+  ) {
+    this.validFrom = validFrom;
+  }
 
   /** Aborts once this client learns the lease is lost (a failed renewal or guarded write). */
   get lost(): AbortSignal {
@@ -158,9 +168,11 @@ export class Mutex {
 
   /**
    * Renews every third of the lease until `stop()`. The returned signal
-   * aborts when the lease is lost (a renewal refused) or can no longer be
-   * renewed in time (transient errors for as long as a lease, measured from
-   * before the last renewal that succeeded, so never later than the server's end).
+   * (the mutex's `lost`) aborts when the lease is lost (a renewal refused)
+   * or could not be renewed in time: no renewal landed within a lease of
+   * the last one, measured on this machine from before that renewal's
+   * request, so never later than the server's end. Offline, the SDK keeps
+   * writes queued; the signal fires all the same.
    */
   keepAlive(): { signal: AbortSignal; stop: () => void } {
     return this.owner.keepAlive(this);
@@ -260,7 +272,9 @@ export class Mutexes {
   async tryAcquire(id: string): Promise<Mutex> {
     const ref = this.mutexRef(id);
     const owner = this.ownerUid(id);
+    let before = performance.now();
     for (let attempt = 1; ; attempt++) {
+      before = performance.now();
       try {
         await setDoc(ref, { owner, acquiredAt: serverTimestamp(), renewedAt: serverTimestamp(), leaseSeconds: this.leaseSeconds });
         break;
@@ -281,7 +295,7 @@ export class Mutexes {
       // only possible with a lease shorter than a round trip.
       throw new MutexNotHeldError(id, "the grant was taken over before it could be read back");
     }
-    return new Mutex(this, id, d.acquiredAt, this.leaseSeconds);
+    return new Mutex(this, id, d.acquiredAt, this.leaseSeconds, before);
   }
 
   /**
@@ -356,10 +370,12 @@ export class Mutexes {
   async renew(m: Mutex): Promise<void> {
     const ref = this.mutexRef(m.id);
     const owner = this.ownerUid(m.id);
+    const before = performance.now();
     try {
       // The token in the write: the rules keep acquiredAt, so another grant
       // (another tab of this user) refuses it; a lease that ended refuses it.
       await setDoc(ref, { owner, acquiredAt: m.token, renewedAt: serverTimestamp(), leaseSeconds: m.leaseSeconds });
+      m.validFrom = before;
     } catch (err) {
       if (!isCode(err, "permission-denied")) throw err;
       const lost = new MutexNotHeldError(m.id, await this.why(m));
@@ -393,30 +409,42 @@ export class Mutexes {
   keepAlive(m: Mutex): { signal: AbortSignal; stop: () => void } {
     const stopped = new AbortController();
     const every = (m.leaseSeconds * 1000) / 3;
-    const signal = AbortSignal.any([m.lost]);
+    // The watchdog fires when the lease may have ended by now without a
+    // renewal having landed: errors, or a write the SDK keeps queued while
+    // offline (its promise then never settles). A queued renewal that lands
+    // later is refused by the rules if the lease had ended.
+    let watchdog: ReturnType<typeof setTimeout> | undefined;
+    const arm = (): void => {
+      clearTimeout(watchdog);
+      const left = m.validFrom + m.leaseSeconds * 1000 - performance.now();
+      watchdog = setTimeout(() => {
+        m.markLost(new MutexNotHeldError(m.id, "it could not be renewed before it ended"));
+      }, Math.max(0, left));
+    };
+    const disarm = (): void => clearTimeout(watchdog);
+    m.lost.addEventListener("abort", disarm, { once: true });
+    stopped.signal.addEventListener("abort", disarm, { once: true });
+    arm();
+    const active = (): boolean => !stopped.signal.aborted && !m.lost.aborted;
     const loop = async (): Promise<void> => {
-      let renewedBefore = performance.now(); // local, conservative: before the grant's read-back
-      while (!stopped.signal.aborted && !m.lost.aborted) {
+      while (active()) {
         try {
-          await sleep(every, stopped.signal);
+          // A third of the lease after the last renewal's request.
+          await sleep(Math.max(0, m.validFrom + every - performance.now()), stopped.signal);
         } catch {
           return;
         }
-        const attempt = performance.now();
         try {
           await this.renew(m);
-          renewedBefore = attempt;
+          if (active()) arm();
         } catch (err) {
           if (err instanceof MutexNotHeldError) return; // renew marked it lost
-          if (performance.now() - renewedBefore >= m.leaseSeconds * 1000) {
-            m.markLost(new MutexNotHeldError(m.id, `could not renew within the lease (${String(err)})`));
-            return;
-          }
+          // Transient: the watchdog ends it if no renewal lands in time.
         }
       }
     };
     void loop();
-    return { signal, stop: () => stopped.abort() };
+    return { signal: m.lost, stop: () => stopped.abort() };
   }
 
   /**
@@ -462,8 +490,10 @@ export class Mutexes {
     };
     const result = await fn(w, m);
     batch.set(this.mutexRef(m.id), { owner, acquiredAt: m.token, renewedAt: serverTimestamp(), leaseSeconds: m.leaseSeconds });
+    const before = performance.now();
     try {
       await batch.commit();
+      m.validFrom = before;
     } catch (err) {
       if (!isCode(err, "permission-denied")) throw err;
       const lost = new MutexNotHeldError(m.id, `${await this.why(m)}; ${String(writes)} write(s) not made`);

@@ -5,7 +5,17 @@ import { randomUUID } from "node:crypto";
 import { afterAll, describe, expect, it } from "vitest";
 import { type FirebaseApp, deleteApp, initializeApp } from "firebase/app";
 import { connectAuthEmulator, createUserWithEmailAndPassword, getAuth } from "firebase/auth";
-import { Timestamp, connectFirestoreEmulator, doc, getDocFromServer, getFirestore, setDoc } from "firebase/firestore";
+import {
+  Timestamp,
+  connectFirestoreEmulator,
+  deleteDoc,
+  disableNetwork,
+  doc,
+  enableNetwork,
+  getDocFromServer,
+  getFirestore,
+  setDoc,
+} from "firebase/firestore";
 import { Mutex, MutexHeldError, MutexNotHeldError, Mutexes } from "../src/mutex";
 
 function emulatorHost(name: string): { host: string; port: number } {
@@ -123,28 +133,46 @@ describe("Mutexes", () => {
 
   it("keepAlive keeps the lease past its length, and stop lets it end", async () => {
     const project = newProject();
-    const a = await newClient(project, { leaseSeconds: 1 });
-    const b = await newClient(project, { leaseSeconds: 1 });
+    const a = await newClient(project, { leaseSeconds: 2 });
+    const b = await newClient(project, { leaseSeconds: 2 });
     const ma = await a.mutexes.tryAcquire("doc");
     const ka = ma.keepAlive();
-    await sleep(2500);
+    await sleep(5000); // two and a half leases
     expect(ka.signal.aborted).toBe(false);
     await expect(b.mutexes.tryAcquire("doc")).rejects.toBeInstanceOf(MutexHeldError);
     ka.stop();
     await expect(b.mutexes.acquire("doc", { timeoutMs: 10_000 })).resolves.toBeInstanceOf(Mutex);
   });
 
-  it("keepAlive's signal fires when the lease is lost", async () => {
+  it("keepAlive's signal fires when a renewal is refused", async () => {
     const project = newProject();
-    const a = await newClient(project, { leaseSeconds: 1 });
-    const b = await newClient(project, { leaseSeconds: 30 });
-    const ma = await a.mutexes.tryAcquire("doc");
-    await b.mutexes.acquire("doc", { timeoutMs: 10_000 }); // after a's lease ended
-    const ka = ma.keepAlive();
+    const email = `u-${randomUUID()}@example.com`;
+    const tab1 = await newClientSameUser(project, email, 3);
+    const tab2 = await newClientSameUser(project, email, 3);
+    const m1 = await tab1.mutexes.tryAcquire("doc");
+    const ka = m1.keepAlive();
+    // The user breaks the lock from another tab: the owner may delete it.
+    await deleteDoc(tab2.mutexes.mutexRef("doc"));
     await new Promise<void>((resolve) => ka.signal.addEventListener("abort", () => resolve(), { once: true }));
     expect(ka.signal.reason).toBeInstanceOf(MutexNotHeldError);
-    expect(String(ka.signal.reason)).toContain("another grant");
+    expect(String(ka.signal.reason)).toContain("the lease is gone");
     ka.stop();
+  });
+
+  it("keepAlive's signal fires in time when the network is gone", async () => {
+    const project = newProject();
+    const a = await newClient(project, { leaseSeconds: 2 });
+    const ma = await a.mutexes.tryAcquire("doc");
+    const ka = ma.keepAlive();
+    const db = a.mutexes.mutexRef("doc").firestore;
+    await disableNetwork(db); // renewals stay queued, their promises pending
+    const lostAt = await new Promise<number>((resolve) => ka.signal.addEventListener("abort", () => resolve(performance.now()), { once: true }));
+    expect(ka.signal.reason).toBeInstanceOf(MutexNotHeldError);
+    expect(String(ka.signal.reason)).toContain("could not be renewed");
+    // Not later than the lease end measured from before the grant.
+    expect(lostAt).toBeLessThanOrEqual(ma.validFrom + 2000 + 50);
+    ka.stop();
+    await enableNetwork(db);
   });
 
   it("withMutex writes the guarded document in the batch of the mutex check", async () => {
