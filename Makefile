@@ -18,5 +18,6 @@ deps:
 	@./scripts/deps.sh
 
 # Every scenario against the seed patterns; a table and bench-results.json.
+# The web client's mutex runs on the same emulators (bench-results-web.json).
 bench: deps
-	go run ./cmd/bench
+	go run ./cmd/emulate -only firestore,auth -- sh -c 'go run ./cmd/bench && npm --prefix web run --silent bench'

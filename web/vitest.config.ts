@@ -11,5 +11,6 @@ export default defineConfig({
     // One file at a time: the emulators are shared and the suites measure
     // leases of a second or two.
     fileParallelism: false,
+    benchmark: { include: ["bench/**/*.bench.ts"] },
   },
 });
