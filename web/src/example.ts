@@ -1,7 +1,6 @@
 // A runnable example of the mutex client (test/example.test.ts runs it
 // against the emulators): edit a shared document under its mutex.
 import type { Firestore } from "firebase/firestore";
-import { getDocFromServer } from "firebase/firestore";
 import { MutexHeldError, Mutexes } from "./mutex";
 
 /** Appends line to critical_data/{id}.content under the document's mutex; returns the new content. */
@@ -13,7 +12,7 @@ export async function appendUnderMutex(db: Firestore, id: string, line: string):
       async (w) => {
         // Read, then write: no one else can write between the two, because
         // the rules accept the write only in the batch that proves the mutex.
-        const s = await getDocFromServer(mutexes.guardedRef(id));
+        const s = await w.get();
         const content = (s.exists() ? String(s.get("content")) + "\n" : "") + line;
         w.set({ content });
         return content;

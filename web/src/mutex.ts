@@ -40,7 +40,6 @@ import {
   type UpdateData,
   Timestamp,
   doc,
-  getDocFromServer,
   onSnapshot,
   runTransaction,
   serverTimestamp,
@@ -117,6 +116,8 @@ export class MutexPermissionError extends MutexError {
 
 /** Writes to the guarded document, committed in one batch with the mutex check. */
 export interface GuardedWriter {
+  /** The guarded document as the server holds it now (no one else can write it while the mutex is held). */
+  get(): Promise<DocumentSnapshot>;
   set(data: DocumentData): void;
   update(data: UpdateData<DocumentData>): void;
   delete(): void;
@@ -189,6 +190,16 @@ function isCode(err: unknown, code: FirestoreError["code"]): boolean {
 
 function sameTime(a: Timestamp | undefined, b: Timestamp): boolean {
   return a !== undefined && a.seconds === b.seconds && a.nanoseconds === b.nanoseconds;
+}
+
+/**
+ * The document as the server holds it now. A transaction's read, not
+ * getDocFromServer: that one fails at once while the SDK counts itself
+ * offline (its listen stream slow to connect, as under load), whereas a
+ * transaction reads by request and retries what is retryable.
+ */
+export function serverRead(db: Firestore, ref: DocumentReference): Promise<DocumentSnapshot> {
+  return runTransaction(db, (tx) => tx.get(ref));
 }
 
 function leaseEnd(d: LeaseDoc): Timestamp {
@@ -283,13 +294,12 @@ export class Mutexes {
         // Refused: a live lease (the usual case), or a request the rules
         // refuse outright. The document tells which. A lease released
         // between the refusal and the read leaves no document: try again.
-        const d = asLease(await getDocFromServer(ref));
+        const d = asLease(await serverRead(this.db, ref));
         if (d) throw new MutexHeldError(id, d.owner, leaseEnd(d));
         if (attempt === 3) throw new MutexPermissionError(id, err);
       }
     }
-    const s = await getDocFromServer(ref);
-    const d = asLease(s);
+    const d = asLease(await serverRead(this.db, ref));
     if (!d || d.owner !== owner) {
       // Our lease ended and was taken over between the write and the read:
       // only possible with a lease shorter than a round trip.
@@ -315,8 +325,9 @@ export class Mutexes {
       try {
         return await this.tryAcquire(id);
       } catch (err) {
-        if (!(err instanceof MutexHeldError)) throw err;
-        lastHeld = err;
+        if (err instanceof MutexHeldError) lastHeld = err;
+        else if (!isCode(err, "unavailable") && !isCode(err, "deadline-exceeded")) throw err;
+        // held, or the network is down for now: wait and try again
       }
       try {
         await this.changeOrTimeout(id, backoff, signal);
@@ -386,7 +397,7 @@ export class Mutexes {
 
   /** What the lease document says about m, for an error message. */
   private async why(m: Mutex): Promise<string> {
-    const d = asLease(await getDocFromServer(this.mutexRef(m.id)));
+    const d = asLease(await serverRead(this.db, this.mutexRef(m.id)));
     if (!d) return "the lease is gone";
     if (!sameTime(d.acquiredAt, m.token)) return `another grant holds it (owner ${d.owner})`;
     return "the lease ended";
@@ -475,6 +486,7 @@ export class Mutexes {
     const target = this.guardedRef(m.id);
     let writes = 0;
     const w: GuardedWriter = {
+      get: () => serverRead(this.db, target),
       set: (data) => {
         batch.set(target, data);
         writes++;

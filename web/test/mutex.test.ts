@@ -6,17 +6,17 @@ import { afterAll, describe, expect, it } from "vitest";
 import { type FirebaseApp, deleteApp, initializeApp } from "firebase/app";
 import { connectAuthEmulator, createUserWithEmailAndPassword, getAuth } from "firebase/auth";
 import {
+  type DocumentReference,
   Timestamp,
   connectFirestoreEmulator,
   deleteDoc,
   disableNetwork,
   doc,
   enableNetwork,
-  getDocFromServer,
   getFirestore,
   setDoc,
 } from "firebase/firestore";
-import { Mutex, MutexHeldError, MutexNotHeldError, Mutexes } from "../src/mutex";
+import { Mutex, MutexHeldError, MutexNotHeldError, Mutexes, serverRead } from "../src/mutex";
 
 function emulatorHost(name: string): { host: string; port: number } {
   const v = process.env[name];
@@ -64,6 +64,9 @@ async function newClient(project: string, opts: { leaseSeconds?: number; email?:
   return { uid, app, mutexes: new Mutexes(db, "critical_data", { leaseSeconds: opts.leaseSeconds ?? 30 }) };
 }
 
+/** What the server holds (a transaction's read: see serverRead). */
+const serverGet = (ref: DocumentReference): ReturnType<typeof serverRead> => serverRead(ref.firestore, ref);
+
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 function leaseEnd(m: Mutex): Timestamp {
@@ -86,7 +89,7 @@ describe("Mutexes", () => {
       }
     }
     // What Firestore holds: one lease, the winner's grant.
-    const s = await getDocFromServer(winner.c.mutexes.mutexRef("doc"));
+    const s = await serverGet(winner.c.mutexes.mutexRef("doc"));
     expect(s.get("owner")).toBe(winner.c.uid);
     expect((s.get("acquiredAt") as Timestamp).isEqual(winner.m.token)).toBe(true);
   });
@@ -179,7 +182,7 @@ describe("Mutexes", () => {
     const project = newProject();
     const a = await newClient(project);
     await a.mutexes.withMutex("doc", (w) => w.set({ content: "hello" }));
-    const s = await getDocFromServer(a.mutexes.guardedRef("doc"));
+    const s = await serverGet(a.mutexes.guardedRef("doc"));
     expect(s.get("content")).toBe("hello");
     // Released afterwards: another user takes it at once.
     const b = await newClient(project);
@@ -197,7 +200,7 @@ describe("Mutexes", () => {
     // Nor can anyone write it directly, without the mutex.
     const b = await newClient(project);
     await expect(setDoc(b.mutexes.guardedRef("doc"), { content: "sneaky" })).rejects.toMatchObject({ code: "permission-denied" });
-    expect((await getDocFromServer(a.mutexes.guardedRef("doc"))).exists()).toBe(false);
+    expect((await serverGet(a.mutexes.guardedRef("doc"))).exists()).toBe(false);
   });
 
   it("fences a stale tab of the same user: its renewal and writes are refused", async () => {
@@ -213,7 +216,7 @@ describe("Mutexes", () => {
     await expect(t1.mutexes.writeUnder(m1, (w) => w.set({ content: "stale" }))).rejects.toBeInstanceOf(MutexNotHeldError);
     await expect(m1.release()).rejects.toBeInstanceOf(MutexNotHeldError);
     await t2.mutexes.writeUnder(m2, (w) => w.set({ content: "fresh" }));
-    expect((await getDocFromServer(t2.mutexes.guardedRef("doc"))).get("content")).toBe("fresh");
+    expect((await serverGet(t2.mutexes.guardedRef("doc"))).get("content")).toBe("fresh");
   });
 
   it("serializes read-modify-write of many concurrent clients", async () => {
@@ -226,7 +229,7 @@ describe("Mutexes", () => {
           await c.mutexes.withMutex(
             "counter",
             async (w) => {
-              const s = await getDocFromServer(c.mutexes.guardedRef("counter"));
+              const s = await w.get();
               const n = s.exists() ? Number(s.get("content")) : 0;
               w.set({ content: String(n + 1) });
             },
@@ -237,7 +240,7 @@ describe("Mutexes", () => {
     );
     const first = clients[0];
     if (!first) throw new Error("no clients");
-    const s = await getDocFromServer(doc(first.mutexes.guardedRef("counter").firestore, "critical_data", "counter"));
+    const s = await serverGet(doc(first.mutexes.guardedRef("counter").firestore, "critical_data", "counter"));
     expect(s.get("content")).toBe(String(clients.length * rounds));
   }, 120_000);
 });
