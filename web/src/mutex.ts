@@ -283,7 +283,7 @@ export class Mutexes {
   async tryAcquire(id: string): Promise<Mutex> {
     const ref = this.mutexRef(id);
     const owner = this.ownerUid(id);
-    let before = performance.now();
+    let before = 0; // when the grant's write was sent (see Mutex.validFrom)
     for (let attempt = 1; ; attempt++) {
       before = performance.now();
       try {

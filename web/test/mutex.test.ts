@@ -4,7 +4,7 @@
 import { randomUUID } from "node:crypto";
 import { afterAll, describe, expect, it } from "vitest";
 import { type FirebaseApp, deleteApp, initializeApp } from "firebase/app";
-import { connectAuthEmulator, createUserWithEmailAndPassword, getAuth } from "firebase/auth";
+import { connectAuthEmulator, createUserWithEmailAndPassword, getAuth, signInWithEmailAndPassword } from "firebase/auth";
 import {
   type DocumentReference,
   Timestamp,
@@ -56,7 +56,6 @@ async function newClient(project: string, opts: { leaseSeconds?: number; email?:
   const password = opts.password ?? "secret-password";
   let uid: string;
   if (opts.email) {
-    const { signInWithEmailAndPassword } = await import("firebase/auth");
     uid = (await signInWithEmailAndPassword(auth, email, password)).user.uid;
   } else {
     uid = (await createUserWithEmailAndPassword(auth, email, password)).user.uid;
