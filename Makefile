@@ -1,18 +1,22 @@
 # The commands of the README.
 .PHONY: run test deps bench
 
-# Everything on loopback: emulators, every function, Pub/Sub wiring, demo data.
+# Everything on loopback: emulators, every function, Pub/Sub wiring, demo
+# data, and the web app on Vite's dev server (http://127.0.0.1:5173).
 run: deps
 	go run ./cmd/firelock-local
 
 # Every test, Go and web, against the real emulators (started by the Go
-# tests themselves; around the web tests by cmd/emulate).
+# tests themselves). The web client's Vitest suites and the browser tests
+# (Playwright in Chromium) run inside one local bundle: emulators, functions
+# and the built app, started by cmd/firelock-local around them.
 test: deps
 	gofmt -l . | (! grep .) || (echo "gofmt needed on the files above" >&2; exit 1)
 	go vet ./...
 	cd web && npm run --silent check
 	go test -race -count=1 -timeout 20m ./...
-	go run ./cmd/emulate -only firestore,auth -- npm --prefix web run --silent test
+	go run ./cmd/firelock-local -port 0 -web preview -web-port 0 -schedule '' -- \
+		sh -c 'cd web && npm run --silent test && npm run --silent e2e'
 
 deps:
 	@./scripts/deps.sh

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Makes sure what the tests and the local run need is installed: Java and the
-# gcloud Firestore and Pub/Sub emulators (Debian packages), the pinned
+# Makes sure what the tests and the local run need is installed: Java, the
+# gcloud Firestore and Pub/Sub emulators and Chromium (Debian packages; the
+# browser tests drive Debian's Chromium, since Playwright's own browser
+# download is not available everywhere), the pinned
 # firebase-tools for the Auth emulator, and the web client's packages (npm
 # ci from the committed lock files; offline once installed).
 set -euo pipefail
@@ -17,13 +19,16 @@ sdk_has() {
 }
 sdk_has platform/cloud-firestore-emulator/cloud-firestore-emulator.jar || missing+=(google-cloud-cli-firestore-emulator)
 sdk_has platform/pubsub-emulator/bin/cloud-pubsub-emulator || missing+=(google-cloud-cli-pubsub-emulator)
+# CHROMIUM_PATH names another Chromium for the browser tests.
+[ -x "${CHROMIUM_PATH:-/usr/bin/chromium}" ] || missing+=(chromium)
 if [ ${#missing[@]} -gt 0 ]; then
   echo "deps: installing ${missing[*]}" >&2
   if [ "$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi
   if ! { $SUDO apt-get update -qq && $SUDO apt-get install -y -qq "${missing[@]}"; }; then
     echo "deps: could not install ${missing[*]}." >&2
-    echo "      Install Java 17+ and the Google Cloud SDK emulators yourself:" >&2
-    echo "      https://cloud.google.com/sdk/docs/install (apt: google-cloud-cli-firestore-emulator google-cloud-cli-pubsub-emulator)" >&2
+    echo "      Install Java 17+, the Google Cloud SDK emulators and Chromium yourself:" >&2
+    echo "      https://cloud.google.com/sdk/docs/install (apt: google-cloud-cli-firestore-emulator google-cloud-cli-pubsub-emulator chromium)" >&2
+    echo "      or set CHROMIUM_PATH to a Chromium binary." >&2
     exit 1
   fi
 fi
@@ -36,11 +41,12 @@ if [ -f tools/package.json ]; then
   fi
 fi
 
-# web/: the Firebase JS SDK, TypeScript, ESLint and Vitest, from its lock file.
+# web/: the Firebase JS SDK, Vite, TypeScript, ESLint, Vitest and Playwright
+# (its library only: the tests use the system's Chromium), from its lock file.
 if [ -f web/package.json ]; then
   command -v npm >/dev/null || { echo "deps: npm not found; web/ needs Node.js 20.19+ (apt-get install nodejs npm)" >&2; exit 1; }
   if [ ! -d web/node_modules ] || [ web/package-lock.json -nt web/node_modules/.package-lock.json ]; then
     echo "deps: npm ci in web/" >&2
-    (cd web && npm ci --no-audit --no-fund --loglevel=error)
+    (cd web && PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --no-audit --no-fund --loglevel=error)
   fi
 fi

@@ -3,11 +3,19 @@
 // if its *_EMULATOR_HOST variable does not already name a running one), every
 // function on one Functions Framework server, the topic scheduled-jobs with
 // a push subscription to RunScheduledJob, a demo screening, a demo user, and
-// a stand-in for Cloud Scheduler that publishes job messages on an interval.
+// a stand-in for Cloud Scheduler that publishes job messages on an interval,
+// and the web app (web/: the seat map and the mutex page) on Vite, set up to
+// talk to all of these.
 //
-//	go run ./cmd/firelock-local [-port 8086] [-schedule '* * * * *'] [-tz UTC]
+//	go run ./cmd/firelock-local [-port 8086] [-web dev|preview|off] [-web-port 5173]
+//	    [-schedule '* * * * *'] [-tz UTC] [-- command args...]
 //
-// Ctrl-C stops the server and every emulator it started.
+// Ctrl-C stops the server, the web app and every emulator it started. Given
+// a command, it runs that once everything is up, with FIRELOCK_FUNCTIONS_URL,
+// FIRELOCK_WEB_URL, GOOGLE_CLOUD_PROJECT and the emulators' *_EMULATOR_HOST
+// variables exported, stops everything when the command ends, and exits with
+// the command's code. That is how the browser tests and the web benchmark
+// run against the local bundle.
 package main
 
 import (
@@ -17,6 +25,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"os/exec"
 	"os/signal"
 	"slices"
 	"strings"
@@ -39,19 +48,37 @@ func main() {
 	schedule := flag.String("schedule", "* * * * *", "cron schedule (5 fields) on which the Cloud Scheduler stand-in publishes each job (empty: never)")
 	zone := flag.String("tz", "UTC", "IANA time zone of the schedule")
 	jobsFlag := flag.String("jobs", "rollupCounters,sweepExpired", "jobs the stand-in publishes, comma-separated")
-	origins := flag.String("allow-origins", "http://localhost:5173,http://127.0.0.1:5173", "browser origins the functions allow (CORS): the web app's dev server by default")
+	origins := flag.String("allow-origins", "", "browser origins the functions allow (CORS), comma-separated; default: the web app's")
+	web := flag.String("web", webDev, "serve the web app: dev (Vite dev server), preview (build, then serve the build) or off")
+	webPort := flag.Int("web-port", 5173, "port of the web app (0: a free one)")
 	flag.Parse()
-	os.Setenv(functions.AllowedOriginsEnv, *origins)
+	if *web != webDev && *web != webPreview && *web != webOff {
+		fmt.Fprintf(os.Stderr, "firelock-local: -web %q: want dev, preview or off\n", *web)
+		os.Exit(2)
+	}
 	if *schedule != "" {
 		if _, err := jobs.Slot(*schedule, *zone, time.Now()); err != nil {
 			fmt.Fprintln(os.Stderr, "firelock-local: -schedule/-tz:", err)
 			os.Exit(2)
 		}
 	}
-	if err := run(*port, scheduler{*schedule, *zone}, strings.Split(*jobsFlag, ",")); err != nil {
+	code, err := run(config{
+		port: *port, web: *web, webPort: *webPort, origins: *origins,
+		sched: scheduler{*schedule, *zone}, jobs: strings.Split(*jobsFlag, ","), command: flag.Args(),
+	})
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "firelock-local:", err)
 		os.Exit(1)
 	}
+	os.Exit(code)
+}
+
+type config struct {
+	port, webPort int
+	web, origins  string
+	sched         scheduler
+	jobs          []string
+	command       []string // run once everything is up, then stop
 }
 
 // scheduler is the Cloud Scheduler stand-in's schedule: like Cloud
@@ -76,63 +103,94 @@ func (s scheduler) message(job string) []byte {
 	return b
 }
 
-func run(port int, sched scheduler, jobNames []string) error {
+// run starts everything and blocks until Ctrl-C, or until cfg.command ends
+// (its exit code is returned).
+func run(cfg config) (int, error) {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	project := emulators.AuthProject // one demo project for Firestore, Pub/Sub and Auth
 	os.Setenv("GOOGLE_CLOUD_PROJECT", project)
+	sched, jobNames := cfg.sched, cfg.jobs
+	port, webPort := cfg.port, cfg.webPort
+	var err error
+	if port == 0 {
+		if port, err = emulators.FreePort(); err != nil {
+			return 0, err
+		}
+	}
+	if webPort == 0 && cfg.web != webOff {
+		if webPort, err = emulators.FreePort(); err != nil {
+			return 0, err
+		}
+	}
+	origins := cfg.origins
+	if origins == "" {
+		origins = fmt.Sprintf("http://localhost:%d,http://127.0.0.1:%d", webPort, webPort)
+	}
+	os.Setenv(functions.AllowedOriginsEnv, origins)
 
 	fmt.Println("starting emulators (Firestore with firestore.rules, Pub/Sub, Auth) ...")
 	emu, err := emulators.Start(ctx, emulators.Firestore, emulators.PubSub, emulators.Auth)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	defer emu.Stop()
 
-	if port == 0 {
-		if port, err = emulators.FreePort(); err != nil {
-			return err
-		}
-	}
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- localrun.Serve("127.0.0.1", fmt.Sprint(port)) }()
 	base := fmt.Sprintf("http://127.0.0.1:%d", port)
 	select {
 	case err := <-serveErr:
-		return fmt.Errorf("functions server on %s: %w", base, err)
+		return 0, fmt.Errorf("functions server on %s: %w", base, err)
 	case <-time.After(300 * time.Millisecond):
 	}
 
 	fs, err := firestore.NewClient(ctx, project)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	defer fs.Close()
 	if err := seedScreening(ctx, fs); err != nil {
-		return err
+		return 0, err
 	}
 	token, uid, err := emulators.SignIn("demo@example.com", "demo-password")
 	if err != nil {
-		return err
+		return 0, err
 	}
 
 	ps, err := pubsub.NewClient(ctx, project)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	defer ps.Close()
 	runID, err := lock.NewExecutionID()
 	if err != nil {
-		return err
+		return 0, err
 	}
 	runID = strings.ToLower(strings.NewReplacer("_", "", "-", "").Replace(runID))[:10]
 	if err := localrun.Wire(ctx, ps, project, base, runID); err != nil {
-		return err
+		return 0, err
 	}
 	pub := ps.Publisher(localrun.Topic)
 	defer pub.Stop()
 
-	printBanner(emu, base, project, token, uid, sched, jobNames)
+	var app *webApp
+	webExited := make(<-chan error)
+	if cfg.web != webOff {
+		fmt.Printf("starting the web app (vite %s) ...\n", cfg.web)
+		if app, err = startWeb(ctx, cfg.web, webPort, webEnv(emu, project, base)); err != nil {
+			return 0, err
+		}
+		defer app.stop()
+		webExited = app.Exited
+	}
+
+	commandDone := make(<-chan int)
+	if len(cfg.command) > 0 {
+		commandDone = runCommand(ctx, cfg.command, base, app)
+	} else {
+		printBanner(emu, base, app, project, token, uid, sched, jobNames)
+	}
 
 	for {
 		var tick <-chan time.Time
@@ -142,9 +200,13 @@ func run(port int, sched scheduler, jobNames []string) error {
 		select {
 		case <-ctx.Done():
 			fmt.Println("\nstopping ...")
-			return nil
+			return 130, nil
+		case code := <-commandDone:
+			return code, nil
 		case err := <-serveErr:
-			return fmt.Errorf("functions server stopped: %w", err)
+			return 0, fmt.Errorf("functions server stopped: %w", err)
+		case err := <-webExited:
+			return 0, fmt.Errorf("web app (vite) stopped: %v", err)
 		case <-tick:
 			for _, j := range jobNames {
 				id, err := pub.Publish(ctx, &pubsub.Message{Data: sched.message(strings.TrimSpace(j))}).Get(ctx)
@@ -180,7 +242,38 @@ func functionURLs(base string) string {
 	return strings.Join(urls, "\n                      ")
 }
 
-func printBanner(emu *emulators.Running, base, project, token, uid string, sched scheduler, jobNames []string) {
+// runCommand runs argv with the run's addresses exported; the channel gets
+// its exit code.
+func runCommand(ctx context.Context, argv []string, functionsURL string, app *webApp) <-chan int {
+	done := make(chan int, 1)
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	cmd.Env = append(os.Environ(), "FIRELOCK_FUNCTIONS_URL="+functionsURL)
+	if app != nil {
+		cmd.Env = append(cmd.Env, "FIRELOCK_WEB_URL="+app.URL)
+	}
+	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
+	go func() {
+		err := cmd.Run()
+		var exit *exec.ExitError
+		switch {
+		case err == nil:
+			done <- 0
+		case errors.As(err, &exit) && exit.ExitCode() >= 0:
+			done <- exit.ExitCode()
+		default:
+			fmt.Fprintf(os.Stderr, "firelock-local: %s: %v\n", argv[0], err)
+			done <- 1
+		}
+	}()
+	return done
+}
+
+func printBanner(emu *emulators.Running, base string, app *webApp, project, token, uid string, sched scheduler, jobNames []string) {
+	webLine := "off (-web off)"
+	if app != nil {
+		webLine = app.URL + "/?screening=demo   (mutex page: " + app.URL + "/critical.html?id=demo)"
+	}
 	started := func(k emulators.Kind) string {
 		if emu.Started(k) {
 			return "started here"
@@ -190,13 +283,14 @@ func printBanner(emu *emulators.Running, base, project, token, uid string, sched
 	fmt.Printf(`
 firelock is running on loopback (project %s)
 
+  web app             %s
   Firestore emulator  %s  (%s; rules: firestore.rules)
   Pub/Sub emulator    %s  (%s; topic %s, push to RunScheduledJob)
   Auth emulator       %s  (%s)
   functions           %s
   scheduler stand-in  %s on %q (%s)
 
-Demo user demo@example.com (uid %s); its ID token (valid 1h):
+Demo user demo@example.com, password demo-password (uid %s); its ID token (valid 1h):
 
   export ID_TOKEN=%s
 
@@ -212,7 +306,7 @@ Cancel it with the bookingId it returns:
     -H 'Content-Type: application/json' -d '{"bookingId": "<bookingId>"}'
 
 Press Ctrl-C to stop everything.
-`, project,
+`, project, webLine,
 		emu.Host(emulators.Firestore), started(emulators.Firestore),
 		emu.Host(emulators.PubSub), started(emulators.PubSub), localrun.Topic,
 		emu.Host(emulators.Auth), started(emulators.Auth),

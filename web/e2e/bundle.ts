@@ -1,0 +1,146 @@
+/**
+ * The local bundle the browser tests run against, and what they need from
+ * it besides the page: users in the Auth emulator, screenings written as an
+ * admin would, and Firestore's state read back for invariants (REST, as the
+ * emulator's owner, which bypasses the rules like the Admin SDK).
+ */
+import { randomUUID } from "node:crypto";
+import { type Browser, type Page, expect, test as base } from "@playwright/test";
+
+function need(name: string): string {
+  const v = process.env[name];
+  if (!v) throw new Error(`${name} is not set: run the browser tests through \`make test\` (go run ./cmd/firelock-local -- ...)`);
+  return v;
+}
+
+export const env = {
+  get web() { return need("FIRELOCK_WEB_URL"); },
+  get functions() { return need("FIRELOCK_FUNCTIONS_URL"); },
+  get firestore() { return need("FIRESTORE_EMULATOR_HOST"); },
+  get auth() { return need("FIREBASE_AUTH_EMULATOR_HOST"); },
+  get project() { return need("GOOGLE_CLOUD_PROJECT"); },
+};
+
+export interface TestUser {
+  email: string;
+  password: string;
+  uid: string;
+  idToken: string;
+}
+
+/** Creates a user in the Auth emulator. */
+export async function createUser(name = "user"): Promise<TestUser> {
+  const email = `${name}-${randomUUID().slice(0, 8)}@example.com`;
+  const password = "correct-horse-9";
+  const res = await fetch(`http://${env.auth}/identitytoolkit.googleapis.com/v1/accounts:signUp?key=fake-api-key`, {
+    method: "POST",
+    headers: { "Content-Type": "application/json" },
+    body: JSON.stringify({ email, password, returnSecureToken: true }),
+  });
+  if (!res.ok) throw new Error(`signUp: ${String(res.status)} ${await res.text()}`);
+  const body = (await res.json()) as { localId: string; idToken: string };
+  return { email, password, uid: body.localId, idToken: body.idToken };
+}
+
+const docsURL = () => `http://${env.firestore}/v1/projects/${env.project}/databases/(default)/documents`;
+const owner = { Authorization: "Bearer owner", "Content-Type": "application/json" };
+
+/** Writes a screening that starts in a day (or at `startsAt`): its id. */
+export async function createScreening(opts: { rows?: string[]; seatsPerRow?: number; title?: string; startsAt?: Date } = {}): Promise<string> {
+  const id = `e2e-${randomUUID().slice(0, 8)}`;
+  const rows = opts.rows ?? ["A", "B", "C", "D", "E", "F"];
+  const fields = {
+    title: { stringValue: opts.title ?? "The Conversation" },
+    startsAt: { timestampValue: (opts.startsAt ?? new Date(Date.now() + 86_400_000)).toISOString() },
+    rows: { arrayValue: { values: rows.map((r) => ({ stringValue: r })) } },
+    seatsPerRow: { integerValue: String(opts.seatsPerRow ?? 12) },
+  };
+  const res = await fetch(`${docsURL()}/screenings/${id}`, { method: "PATCH", headers: owner, body: JSON.stringify({ fields }) });
+  if (!res.ok) throw new Error(`create screening: ${String(res.status)} ${await res.text()}`);
+  return id;
+}
+
+type Value = { stringValue?: string; arrayValue?: { values?: Value[] }; timestampValue?: string };
+export interface StoredDoc {
+  id: string;
+  fields: Record<string, Value>;
+}
+
+/** The documents of a collection as Firestore holds them (as the owner). */
+export async function listDocs(path: string): Promise<StoredDoc[]> {
+  const res = await fetch(`${docsURL()}/${path}?pageSize=300`, { headers: owner });
+  if (!res.ok) throw new Error(`list ${path}: ${String(res.status)} ${await res.text()}`);
+  const body = (await res.json()) as { documents?: { name: string; fields?: Record<string, Value> }[] };
+  return (body.documents ?? []).map((d) => ({ id: d.name.split("/").pop() ?? "", fields: d.fields ?? {} }));
+}
+
+/** One document, or undefined. */
+export async function getDoc(path: string): Promise<StoredDoc | undefined> {
+  const res = await fetch(`${docsURL()}/${path}`, { headers: owner });
+  if (res.status === 404) return undefined;
+  if (!res.ok) throw new Error(`get ${path}: ${String(res.status)} ${await res.text()}`);
+  const d = (await res.json()) as { name: string; fields?: Record<string, Value> };
+  return { id: d.name.split("/").pop() ?? "", fields: d.fields ?? {} };
+}
+
+/** Confirmed bookings of a screening, by bookingId: their uid and seats. */
+export async function confirmedBookings(screeningId: string): Promise<Map<string, { uid: string; seats: string[] }>> {
+  const out = new Map<string, { uid: string; seats: string[] }>();
+  for (const d of await listDocs("bookings")) {
+    if (d.fields.screeningId?.stringValue !== screeningId || d.fields.status?.stringValue !== "confirmed") continue;
+    out.set(d.id, { uid: d.fields.uid?.stringValue ?? "", seats: (d.fields.seats?.arrayValue?.values ?? []).map((v) => v.stringValue ?? "") });
+  }
+  return out;
+}
+
+/** Signs a page in through the form, as a person would. */
+export async function signIn(page: Page, user: TestUser): Promise<void> {
+  await page.locator('[data-field="email"]').fill(user.email);
+  await page.locator('[data-field="password"]').fill(user.password);
+  await page.locator('[data-action="sign-in"]').click();
+  await expect(page.locator('[data-action="sign-out"]')).toBeVisible();
+}
+
+/** Errors a page threw or logged: a page is expected to have none. */
+export function watchErrors(page: Page): string[] {
+  const errors: string[] = [];
+  page.on("pageerror", (err) => errors.push(`uncaught: ${err.message}`));
+  page.on("console", (msg) => {
+    if (msg.type() === "error") errors.push(`console: ${msg.text()}`);
+  });
+  return errors;
+}
+
+/** Two users, each signed in on their own page at `path`. */
+export async function twoUsers(open: () => Promise<Page>, path: string): Promise<{ a: Page; b: Page; alice: TestUser; bob: TestUser }> {
+  const [alice, bob] = await Promise.all([createUser("alice"), createUser("bob")]);
+  const [a, b] = await Promise.all([open(), open()]);
+  await Promise.all([a.goto(path), b.goto(path)]);
+  await Promise.all([signIn(a, alice), signIn(b, bob)]);
+  return { a, b, alice, bob };
+}
+
+/**
+ * `test` with a second-browser helper: `open()` gives a page in a fresh
+ * context (its own storage, so its own signed-in user), watched for errors;
+ * every watched page must end the test without uncaught errors.
+ */
+export const test = base.extend<{ open: () => Promise<Page> }>({
+  open: async ({ browser }: { browser: Browser }, use) => {
+    const watched: { page: Page; errors: string[] }[] = [];
+    await use(async () => {
+      const context = await browser.newContext();
+      const page = await context.newPage();
+      watched.push({ page, errors: watchErrors(page) });
+      return page;
+    });
+    for (const w of watched) {
+      await w.page.context().close();
+    }
+    // Expected refusals (a 409 the page explains) are logged by Chromium as
+    // failed resources; anything else is a defect.
+    const unexpected = watched.flatMap((w) => w.errors).filter((e) => !/Failed to load resource: the server responded with a status of (409|410)/.test(e));
+    expect(unexpected, "errors on the page").toEqual([]);
+  },
+});
+export { expect };

@@ -1,0 +1,173 @@
+import { type Page } from "@playwright/test";
+import { confirmedBookings, createScreening, createUser, expect, getDoc, signIn, test, twoUsers } from "./bundle";
+
+const seat = (page: Page, id: string) => page.locator(`[data-seat="${id}"]`);
+const action = (page: Page, name: string) => page.locator(`[data-action="${name}"]`);
+const status = (page: Page) => page.locator("[data-status]");
+
+test("two users side by side: a booking shows on the other map live, and only the booker can cancel it", async ({ open }) => {
+  const screening = await createScreening();
+  const { a, b, alice } = await twoUsers(open, `/?screening=${screening}`);
+
+  await seat(a, "C5").click();
+  await seat(a, "C6").click();
+  await expect(seat(a, "C5")).toHaveAttribute("data-state", "selected");
+  await expect(seat(b, "C5"), "a selection is private").toHaveAttribute("data-state", "free");
+  await action(a, "book").click();
+
+  await expect(status(a)).toHaveAttribute("data-code", "ok");
+  await expect(seat(a, "C5")).toHaveAttribute("data-state", "mine-booked");
+  await expect(seat(a, "C6")).toHaveAttribute("data-state", "mine-booked");
+  await expect(seat(b, "C5")).toHaveAttribute("data-state", "booked");
+  await expect(seat(b, "C6")).toHaveAttribute("data-state", "booked");
+  await expect(b.locator("[data-booking]")).toHaveCount(0);
+
+  const stored = await confirmedBookings(screening);
+  expect([...stored.values()]).toEqual([{ uid: alice.uid, seats: ["C5", "C6"] }]);
+  const [bookingId] = [...stored.keys()];
+  await expect(a.locator(`[data-booking="${bookingId ?? ""}"]`)).toBeVisible();
+
+  await a.locator(`[data-booking="${bookingId ?? ""}"] [data-action="cancel"]`).click();
+  await expect(status(a)).toHaveAttribute("data-code", "ok");
+  await expect(a.locator("[data-booking]")).toHaveCount(0);
+  await expect(seat(b, "C5")).toHaveAttribute("data-state", "free");
+  await expect(seat(a, "C6")).toHaveAttribute("data-state", "free");
+  expect(await getDoc(`screenings/${screening}/seats/C5`)).toBeUndefined();
+});
+
+test("a race on one seat from two browsers: one winner, and the loser is told why", async ({ open }) => {
+  const screening = await createScreening();
+  const { a, b, alice, bob } = await twoUsers(open, `/?screening=${screening}`);
+  await Promise.all([seat(a, "D7").click(), seat(b, "D7").click()]);
+  await Promise.all([expect(seat(a, "D7")).toHaveAttribute("data-state", "selected"), expect(seat(b, "D7")).toHaveAttribute("data-state", "selected")]);
+
+  await Promise.all([action(a, "book").click(), action(b, "book").click()]);
+  await Promise.all([expect(status(a)).toHaveAttribute("data-code", /.+/), expect(status(b)).toHaveAttribute("data-code", /.+/)]);
+
+  const codes = [await status(a).getAttribute("data-code"), await status(b).getAttribute("data-code")];
+  expect(codes.filter((c) => c === "ok"), `codes ${codes.join(", ")}`).toHaveLength(1);
+  const [winner, loser, winnerUser] = codes[0] === "ok" ? [a, b, alice] : [b, a, bob];
+  // The loser's request either found the seat booked or met the winner's
+  // request in flight (after the client's own retries).
+  await expect(status(loser)).toHaveAttribute("data-code", /^(seat_taken|seat_busy)$/);
+  await expect(status(loser)).toContainText("D7");
+  await expect(status(loser)).toContainText(/booked by someone else|at this very moment/);
+  await expect(seat(winner, "D7")).toHaveAttribute("data-state", "mine-booked");
+  await expect(seat(loser, "D7")).toHaveAttribute("data-state", "booked");
+
+  const stored = [...(await confirmedBookings(screening)).values()];
+  expect(stored).toEqual([{ uid: winnerUser.uid, seats: ["D7"] }]);
+});
+
+test("hold, countdown, confirm", async ({ open }) => {
+  const screening = await createScreening();
+  const { a, b, alice } = await twoUsers(open, `/?screening=${screening}`);
+
+  await seat(a, "B3").click();
+  await seat(a, "B4").click();
+  await action(a, "hold").click();
+  await expect(status(a)).toHaveAttribute("data-code", "ok");
+  await expect(seat(a, "B3")).toHaveAttribute("data-state", "mine-held");
+  await expect(seat(b, "B3")).toHaveAttribute("data-state", "held");
+
+  // The default hold is 7 minutes; the countdown shows m:ss and runs down.
+  const countdown = a.locator("[data-countdown]");
+  await expect(countdown).toHaveText(/^[67]:[0-5]\d$/);
+  const first = await countdown.textContent();
+  await expect(countdown).not.toHaveText(first ?? "");
+
+  // Bob cannot take a held seat: the page says so.
+  await seat(b, "B4").click({ force: true }); // aria-disabled: Playwright would wait for it to be enabled
+  await expect(seat(b, "B4"), "a held seat cannot be selected").toHaveAttribute("data-state", "held");
+
+  await action(a, "confirm").click();
+  await expect(status(a)).toHaveAttribute("data-code", "ok");
+  await expect(seat(a, "B3")).toHaveAttribute("data-state", "mine-booked");
+  await expect(seat(a, "B4")).toHaveAttribute("data-state", "mine-booked");
+  await expect(seat(b, "B4")).toHaveAttribute("data-state", "booked");
+  await expect(a.locator("[data-countdown]")).toHaveCount(0);
+  await expect(a.locator("[data-booking]")).toHaveCount(1);
+  expect([...(await confirmedBookings(screening)).values()]).toEqual([{ uid: alice.uid, seats: ["B3", "B4"] }]);
+});
+
+test("hold, release: the seats are free for everyone at once", async ({ open }) => {
+  const screening = await createScreening();
+  const { a, b } = await twoUsers(open, `/?screening=${screening}`);
+
+  await seat(a, "E9").click();
+  await action(a, "hold").click();
+  await expect(seat(b, "E9")).toHaveAttribute("data-state", "held");
+  await action(a, "release").click();
+  await expect(status(a)).toHaveAttribute("data-code", "ok");
+  await expect(seat(a, "E9")).toHaveAttribute("data-state", "free");
+  await expect(seat(b, "E9")).toHaveAttribute("data-state", "free");
+  await expect(a.locator("[data-countdown]")).toHaveCount(0);
+  expect(await getDoc(`screenings/${screening}/seats/E9`)).toBeUndefined();
+
+  // ...and Bob can book it now.
+  await seat(b, "E9").click();
+  await action(b, "book").click();
+  await expect(status(b)).toHaveAttribute("data-code", "ok");
+  await expect(seat(a, "E9")).toHaveAttribute("data-state", "booked");
+});
+
+test("a hold that lapses: the seat frees up, and confirming it is refused in words", async ({ open }) => {
+  const screening = await createScreening();
+  const alice = await createUser("alice");
+  const a = await open();
+  await a.goto(`/?screening=${screening}&holdSeconds=5`);
+  await signIn(a, alice);
+  await seat(a, "A1").click();
+  await action(a, "hold").click();
+  await expect(seat(a, "A1")).toHaveAttribute("data-state", "mine-held");
+  await expect(a.locator("[data-countdown]")).toHaveText("0:00", { timeout: 15_000 });
+  await expect(seat(a, "A1")).toHaveAttribute("data-state", "free");
+  // The server's clock decides: wait until it agrees the hold ended.
+  await expect(async () => {
+    await action(a, "confirm").click();
+    await expect(status(a)).toHaveAttribute("data-code", "hold_expired", { timeout: 3000 });
+  }).toPass({ timeout: 20_000 });
+  await expect(status(a)).toContainText("ran out");
+  await expect(a.locator("[data-countdown]")).toHaveCount(0);
+  expect(await confirmedBookings(screening)).toEqual(new Map());
+});
+
+test("a visitor sees the live map read-only", async ({ open }) => {
+  const screening = await createScreening();
+  const alice = await createUser("alice");
+  const visitor = await open();
+  const a = await open();
+  await Promise.all([visitor.goto(`/?screening=${screening}`), a.goto(`/?screening=${screening}`)]);
+  await expect(seat(visitor, "A1")).toHaveAttribute("data-state", "free");
+  await expect(visitor.locator('[data-action="sign-in"]')).toBeVisible();
+
+  await seat(visitor, "A1").click({ force: true }); // aria-disabled while signed out
+  await expect(status(visitor)).toHaveAttribute("data-code", "unauthenticated");
+  await expect(seat(visitor, "A1")).toHaveAttribute("data-state", "free");
+  await expect(action(visitor, "book")).toBeDisabled();
+  await expect(action(visitor, "hold")).toBeDisabled();
+
+  await signIn(a, alice);
+  await seat(a, "F1").click();
+  await action(a, "book").click();
+  await expect(seat(visitor, "F1")).toHaveAttribute("data-state", "booked");
+});
+
+test("keyboard: arrow keys move between seats, Enter chooses one", async ({ open }) => {
+  const screening = await createScreening();
+  const alice = await createUser("alice");
+  const a = await open();
+  await a.goto(`/?screening=${screening}`);
+  await signIn(a, alice);
+  await seat(a, "A1").focus();
+  await a.keyboard.press("ArrowRight");
+  await a.keyboard.press("ArrowDown");
+  await expect(seat(a, "B2")).toBeFocused();
+  await a.keyboard.press("Enter");
+  await expect(seat(a, "B2")).toHaveAttribute("data-state", "selected");
+  await expect(seat(a, "B2")).toHaveAttribute("aria-pressed", "true");
+  await a.keyboard.press("Space");
+  await expect(seat(a, "B2")).toHaveAttribute("data-state", "free");
+  // The map is one tab stop: Tab leaves it.
+  await expect(a.locator('[data-seat][tabindex="0"]')).toHaveCount(1);
+});

@@ -1,0 +1,28 @@
+import { defineConfig } from "@playwright/test";
+
+// Browser tests of the seat map and the mutex page, in Debian's Chromium
+// (no browser download works here), against the local bundle that
+// `go run ./cmd/firelock-local -- ...` starts around them: see `make test`.
+const chromium = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
+
+export default defineConfig({
+  testDir: "e2e",
+  outputDir: "test-results/artifacts",
+  timeout: 90_000,
+  expect: { timeout: 20_000 },
+  fullyParallel: true,
+  workers: Number(process.env.E2E_WORKERS ?? 2),
+  forbidOnly: true,
+  reporter: [["list"]],
+  use: {
+    baseURL: process.env.FIRELOCK_WEB_URL,
+    browserName: "chromium",
+    viewport: { width: 1280, height: 860 },
+    screenshot: "only-on-failure",
+    trace: "retain-on-failure",
+    launchOptions: {
+      executablePath: chromium,
+      args: ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--no-first-run"],
+    },
+  },
+});

@@ -1,0 +1,134 @@
+/**
+ * The booking functions of CONTRACT §3, called from the browser with the
+ * signed-in user's ID token. Every failure becomes an {@link ApiError} with
+ * the contract's code; a network failure is `unavailable`.
+ *
+ * Calls that create something carry a `requestId`, so a retry after a lost
+ * answer or a `503` joins the first attempt instead of booking twice: these
+ * are retried here, with the same `requestId`, a few times.
+ */
+import type { User } from "firebase/auth";
+
+export interface Booking {
+  bookingId: string;
+  screeningId: string;
+  seats: string[];
+  status: "confirmed" | "cancelled";
+}
+
+export interface Hold {
+  holdId: string;
+  screeningId: string;
+  seats: string[];
+  status: "held" | "confirmed" | "released" | "expired";
+  /** RFC 3339, the server's time. */
+  heldUntil: string;
+}
+
+/** A §3 error answer (or `unavailable` when no answer came). */
+export class ApiError extends Error {
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    message: string,
+    /** The seats a `409` names. */
+    readonly seats: string[] = [],
+  ) {
+    super(message);
+    this.name = "ApiError";
+  }
+}
+
+interface ErrorBody {
+  error?: { code?: unknown; message?: unknown; seats?: unknown };
+}
+
+/** Turns an error answer into an ApiError, whatever its body. */
+export async function errorFrom(res: Response): Promise<ApiError> {
+  let body: ErrorBody = {};
+  try {
+    body = (await res.json()) as ErrorBody;
+  } catch {
+    // not JSON: a proxy's page, say
+  }
+  const e = body.error ?? {};
+  const code = typeof e.code === "string" ? e.code : res.status >= 500 ? "unavailable" : "unknown";
+  const message = typeof e.message === "string" ? e.message : `HTTP ${String(res.status)}`;
+  const seats = Array.isArray(e.seats) ? e.seats.filter((s): s is string => typeof s === "string") : [];
+  return new ApiError(res.status, code, message, seats);
+}
+
+export interface ApiOptions {
+  /** Attempts for a lost answer, a `503` or a `409 seat_busy`. Default 3. */
+  attempts?: number;
+  /** Wait before the first retry, doubled each time (a `Retry-After` wins, up to 5 s). Default 400 ms. */
+  backoffMs?: number;
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** A client of the functions at `baseURL` for the user that `user()` returns. */
+export class Api {
+  private readonly attempts: number;
+  private readonly backoffMs: number;
+
+  constructor(
+    private readonly baseURL: string,
+    private readonly user: () => User | null,
+    options: ApiOptions = {},
+  ) {
+    this.attempts = options.attempts ?? 3;
+    this.backoffMs = options.backoffMs ?? 400;
+  }
+
+  bookSeats(screeningId: string, seats: string[], requestId: string = crypto.randomUUID()): Promise<Booking> {
+    return this.call("BookSeats", { screeningId, seats, requestId });
+  }
+
+  holdSeats(screeningId: string, seats: string[], holdSeconds?: number, requestId: string = crypto.randomUUID()): Promise<Hold> {
+    return this.call("HoldSeats", holdSeconds === undefined ? { screeningId, seats, requestId } : { screeningId, seats, requestId, holdSeconds });
+  }
+
+  extendHold(holdId: string, holdSeconds: number): Promise<Hold> {
+    return this.call("ExtendHold", { holdId, holdSeconds });
+  }
+
+  confirmHold(holdId: string): Promise<Booking> {
+    return this.call("ConfirmHold", { holdId });
+  }
+
+  releaseHold(holdId: string): Promise<Hold> {
+    return this.call("ReleaseHold", { holdId });
+  }
+
+  cancelBooking(bookingId: string): Promise<Booking> {
+    return this.call("CancelBooking", { bookingId });
+  }
+
+  /** POSTs body to the function, retrying what is safe to retry. */
+  async call<T>(fn: string, body: object): Promise<T> {
+    const user = this.user();
+    if (!user) throw new ApiError(401, "unauthenticated", "sign in first");
+    let wait = this.backoffMs;
+    for (let attempt = 1; ; attempt++) {
+      let err: ApiError;
+      try {
+        const res = await fetch(`${this.baseURL}/${fn}`, {
+          method: "POST",
+          headers: { "Content-Type": "application/json", Authorization: `Bearer ${await user.getIdToken()}` },
+          body: JSON.stringify(body),
+        });
+        if (res.ok) return (await res.json()) as T;
+        err = await errorFrom(res);
+        const retryAfter = Number(res.headers.get("Retry-After"));
+        if (retryAfter > 0) wait = Math.min(retryAfter * 1000, 5000);
+      } catch (cause) {
+        err = new ApiError(0, "unavailable", cause instanceof Error ? cause.message : String(cause));
+      }
+      const retriable = err.code === "unavailable" || err.code === "seat_busy";
+      if (!retriable || attempt >= this.attempts) throw err;
+      await sleep(wait);
+      wait *= 2;
+    }
+  }
+}

@@ -1,0 +1,83 @@
+/**
+ * The app's Firebase project and functions, from Vite's build-time variables
+ * (`make run` and the tests set them to the local emulators), or else from
+ * Firebase Hosting's reserved `/__/firebase/init.json` (a deployed app).
+ *
+ * | variable                        | meaning |
+ * |---------------------------------|---------|
+ * | `VITE_FIREBASE_PROJECT_ID`      | project id; unset: ask Hosting |
+ * | `VITE_FIREBASE_API_KEY`         | web API key (any value for the Auth emulator) |
+ * | `VITE_FIREBASE_AUTH_DOMAIN`     | optional |
+ * | `VITE_FIREBASE_APP_ID`          | optional |
+ * | `VITE_FUNCTIONS_URL`            | base URL of the HTTP functions, e.g. `https://europe-west1-P.cloudfunctions.net` |
+ * | `VITE_FIRESTORE_EMULATOR_HOST`  | `host:port` of the Firestore emulator (local only) |
+ * | `VITE_AUTH_EMULATOR_HOST`       | `host:port` of the Auth emulator (local only) |
+ */
+import { type FirebaseApp, type FirebaseOptions, initializeApp } from "firebase/app";
+import { type Auth, connectAuthEmulator, getAuth } from "firebase/auth";
+import { type Firestore, connectFirestoreEmulator, getFirestore } from "firebase/firestore";
+
+export interface Env {
+  VITE_FIREBASE_PROJECT_ID?: string;
+  VITE_FIREBASE_API_KEY?: string;
+  VITE_FIREBASE_AUTH_DOMAIN?: string;
+  VITE_FIREBASE_APP_ID?: string;
+  VITE_FUNCTIONS_URL?: string;
+  VITE_FIRESTORE_EMULATOR_HOST?: string;
+  VITE_AUTH_EMULATOR_HOST?: string;
+}
+
+export interface Services {
+  app: FirebaseApp;
+  auth: Auth;
+  db: Firestore;
+  /** Base URL of the HTTP functions, without a trailing slash. */
+  functionsURL: string;
+}
+
+/** Splits "host:port" (the emulators' variables) into its parts. */
+export function hostPort(value: string): { host: string; port: number } {
+  const i = value.lastIndexOf(":");
+  const port = Number(value.slice(i + 1));
+  if (i <= 0 || !Number.isInteger(port) || port <= 0 || port > 65535) {
+    throw new Error(`"${value}" is not host:port`);
+  }
+  return { host: value.slice(0, i), port };
+}
+
+/** The Firebase options the env names, or undefined when it names no project. */
+export function optionsFromEnv(env: Env): FirebaseOptions | undefined {
+  if (!env.VITE_FIREBASE_PROJECT_ID) return undefined;
+  const options: FirebaseOptions = { projectId: env.VITE_FIREBASE_PROJECT_ID, apiKey: env.VITE_FIREBASE_API_KEY ?? "fake-api-key" };
+  if (env.VITE_FIREBASE_AUTH_DOMAIN) options.authDomain = env.VITE_FIREBASE_AUTH_DOMAIN;
+  if (env.VITE_FIREBASE_APP_ID) options.appId = env.VITE_FIREBASE_APP_ID;
+  return options;
+}
+
+/** The default functions URL of a project: us-central1, as `gcloud functions deploy` uses. */
+export function functionsURLFor(projectId: string, env: Env): string {
+  return (env.VITE_FUNCTIONS_URL ?? `https://us-central1-${projectId}.cloudfunctions.net`).replace(/\/+$/, "");
+}
+
+/** Initializes Firebase once for the page. */
+export async function services(env: Env = import.meta.env as Env): Promise<Services> {
+  let options = optionsFromEnv(env);
+  if (!options) {
+    const res = await fetch("/__/firebase/init.json");
+    if (!res.ok) {
+      throw new Error("no Firebase project configured: set VITE_FIREBASE_PROJECT_ID, or serve the app from Firebase Hosting");
+    }
+    options = (await res.json()) as FirebaseOptions;
+  }
+  const app = initializeApp(options);
+  const auth = getAuth(app);
+  const db = getFirestore(app);
+  if (env.VITE_AUTH_EMULATOR_HOST) {
+    connectAuthEmulator(auth, `http://${env.VITE_AUTH_EMULATOR_HOST}`, { disableWarnings: true });
+  }
+  if (env.VITE_FIRESTORE_EMULATOR_HOST) {
+    const { host, port } = hostPort(env.VITE_FIRESTORE_EMULATOR_HOST);
+    connectFirestoreEmulator(db, host, port);
+  }
+  return { app, auth, db, functionsURL: functionsURLFor(options.projectId ?? "", env) };
+}

@@ -1,0 +1,93 @@
+/**
+ * The seat map's pure logic: seat ids, the §6 states of a seat, the time
+ * left on a hold, and the words a moviegoer reads for each §3 outcome.
+ */
+import type { Timestamp } from "firebase/firestore";
+import type { ApiError } from "./api";
+
+/** The §6 `data-state` of a seat. */
+export type SeatState = "free" | "selected" | "held" | "booked" | "mine-held" | "mine-booked";
+
+/** A document of `screenings/{id}/seats` (CONTRACT §3). */
+export type SeatDoc =
+  | { status: "booked"; bookingId: string; bookedAt?: Timestamp }
+  | { status: "held"; holdId: string; heldUntil: Timestamp };
+
+export interface Screening {
+  title: string;
+  startsAt: Timestamp;
+  rows: string[];
+  seatsPerRow: number;
+}
+
+/** The seat ids of a screening, row by row: `[["A1", ...], ...]`. */
+export function seatGrid(s: Pick<Screening, "rows" | "seatsPerRow">): string[][] {
+  return s.rows.map((row) => Array.from({ length: s.seatsPerRow }, (_, i) => `${row}${String(i + 1)}`));
+}
+
+export interface Mine {
+  bookings: ReadonlySet<string>;
+  holds: ReadonlySet<string>;
+}
+
+/**
+ * The state of one seat. `nowMs` is the best estimate of the server's time:
+ * a hold past its `heldUntil` is free (CONTRACT §3), whether or not its
+ * document is gone yet. The server decides for real when someone books it.
+ */
+export function seatState(d: SeatDoc | undefined, selected: boolean, mine: Mine, nowMs: number): SeatState {
+  if (d?.status === "booked") return mine.bookings.has(d.bookingId) ? "mine-booked" : "booked";
+  if (d?.status === "held" && d.heldUntil.toMillis() > nowMs) return mine.holds.has(d.holdId) ? "mine-held" : "held";
+  return selected ? "selected" : "free";
+}
+
+/** Time left as `m:ss` (never negative). */
+export function countdown(msLeft: number): string {
+  const s = Math.max(0, Math.ceil(msLeft / 1000));
+  return `${String(Math.floor(s / 60))}:${String(s % 60).padStart(2, "0")}`;
+}
+
+/** "F12", "F12 and F13", "F12, F13 and F14". */
+export function seatList(seats: readonly string[]): string {
+  if (seats.length <= 1) return seats.join("");
+  return `${seats.slice(0, -1).join(", ")} and ${seats[seats.length - 1] ?? ""}`;
+}
+
+const seatWord = (seats: readonly string[]) => (seats.length === 1 ? `Seat ${seatList(seats)}` : `Seats ${seatList(seats)}`);
+const isAre = (seats: readonly string[]) => (seats.length === 1 ? "is" : "are");
+
+/** What a moviegoer reads when a call fails with this error. */
+export function errorMessage(err: Pick<ApiError, "code" | "message" | "seats">, ownHoldSeats: ReadonlySet<string> = new Set()): string {
+  const seats = err.seats;
+  switch (err.code) {
+    case "seat_taken":
+      return `Sorry, ${seatList(seats)} ${seats.length === 1 ? "was" : "were"} just booked by someone else. Please choose other seats.`;
+    case "seat_held":
+      if (seats.length > 0 && seats.every((s) => ownHoldSeats.has(s))) {
+        return `You are already holding ${seatList(seats)}. Confirm or release that hold below.`;
+      }
+      return `${seatWord(seats)} ${isAre(seats)} being held by another moviegoer who is checking out. Try other seats, or try again in a few minutes.`;
+    case "seat_busy":
+      return `Someone else is booking ${seatList(seats)} at this very moment. Please try again.`;
+    case "hold_expired":
+      return "Your hold ran out, so those seats were released. Please choose them again.";
+    case "screening_started":
+      return "This screening has already started, so it takes no more bookings.";
+    case "screening_not_found":
+      return "We could not find this screening. Check the link.";
+    case "booking_not_found":
+      return "We could not find that booking. It may have been removed.";
+    case "hold_not_found":
+      return "We could not find that hold. It may have ended already.";
+    case "unauthenticated":
+      return "Please sign in (again) to continue.";
+    case "permission_denied":
+      return "That booking or hold belongs to someone else.";
+    case "unavailable":
+      return "The box office is not answering right now. Nothing was booked; please try again in a moment.";
+    case "invalid_argument":
+      return `That request was not accepted: ${err.message}.`;
+    default:
+      return `Something went wrong (${err.message}). Nothing was booked.`;
+  }
+}
