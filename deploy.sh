@@ -2,8 +2,9 @@
 # Deploys firelock to Google Cloud: the HTTP functions BookSeats,
 # CancelBooking, HoldSeats, ExtendHold, ConfirmHold and ReleaseHold (CORS for
 # --allowed-origins), the Pub/Sub-triggered RunScheduledJob (with retries), the
-# Cloud Scheduler jobs that publish to scheduled-jobs, firestore.rules, and
-# the TTL policy on the lease documents' expireAt.
+# Cloud Scheduler jobs that publish to scheduled-jobs, firestore.rules, the
+# TTL policy on the lease documents' expireAt, and the web app (web/) on
+# Firebase Hosting, built to call the deployed functions.
 set -euo pipefail
 
 usage() {
@@ -19,11 +20,15 @@ usage: ./deploy.sh --project PROJECT --region REGION [options]
   --allowed-origins LIST  browser origins allowed to call the HTTP functions (CORS),
                         comma-separated, e.g. https://tickets.example.com (or FIRELOCK_ALLOWED_ORIGINS;
                         default none: browsers are refused, servers and apps still call)
+  --no-hosting          leave the web app (Firebase Hosting) alone
   --dry-run             print every command that would change something, run none
   -h, --help            this text
 
 Needs gcloud (logged in, with the Cloud Functions, Cloud Build, Pub/Sub, Cloud Scheduler
-and Firestore APIs enabled) and the firebase CLI (on PATH, or tools/ after `make deps`).
+and Firestore APIs enabled), the firebase CLI (on PATH, or tools/ after `make deps`), and
+npm to build the web app. The app is served at https://PROJECT.web.app and
+https://PROJECT.firebaseapp.com; both origins are added to --allowed-origins, and the app
+gets its Firebase config from Hosting (/__/firebase/init.json) at run time.
 USAGE
 }
 
@@ -35,6 +40,7 @@ SWEEP_SCHEDULE="${FIRELOCK_SWEEP_SCHEDULE:-30 3 * * *}"
 TIME_ZONE="${FIRELOCK_TIME_ZONE:-Etc/UTC}"
 ALLOWED_ORIGINS="${FIRELOCK_ALLOWED_ORIGINS:-}"
 DRY_RUN=0
+HOSTING=1
 
 need_value() { [ $# -ge 2 ] && [ -n "$2" ] || { echo "deploy.sh: $1 needs a value" >&2; usage >&2; exit 2; }; }
 while [ $# -gt 0 ]; do
@@ -55,6 +61,7 @@ while [ $# -gt 0 ]; do
     --time-zone=*) TIME_ZONE=${1#*=}; shift ;;
     --allowed-origins=*) ALLOWED_ORIGINS=${1#*=}; shift ;;
     --dry-run) DRY_RUN=1; shift ;;
+    --no-hosting) HOSTING=0; shift ;;
     -h|--help) usage; exit 0 ;;
     *) echo "deploy.sh: unknown argument: $1" >&2; usage >&2; exit 2 ;;
   esac
@@ -86,6 +93,13 @@ for s in "$SCHEDULE" "$SWEEP_SCHEDULE"; do
     exit 2
   fi
 done
+
+if [ "$HOSTING" = 1 ]; then
+  hosting_origins="https://$PROJECT.web.app,https://$PROJECT.firebaseapp.com"
+  ALLOWED_ORIGINS="${ALLOWED_ORIGINS:+$ALLOWED_ORIGINS,}$hosting_origins"
+fi
+# The functions' base URL, which the web app is built to call.
+FUNCTIONS_URL="https://$REGION-$PROJECT.cloudfunctions.net"
 
 cd "$(dirname "$0")"
 
@@ -165,6 +179,14 @@ scheduler_job firelock-sweep-expired "$SWEEP_SCHEDULE" sweepExpired
 
 run "$FIREBASE" deploy --only firestore:rules --project "$PROJECT" --non-interactive
 
+# The web app, built from its lock file to call this deployment's functions.
+if [ "$HOSTING" = 1 ]; then
+  command -v npm >/dev/null || { echo "deploy.sh: npm is needed to build the web app (or pass --no-hosting)" >&2; exit 1; }
+  run npm --prefix web ci --no-audit --no-fund
+  run env "VITE_FUNCTIONS_URL=$FUNCTIONS_URL" npm --prefix web run build
+  run "$FIREBASE" deploy --only hosting --project "$PROJECT" --non-interactive
+fi
+
 # Garbage collection of lease documents a day after their lease ended (expireAt);
 # job runs are swept by sweepExpired instead, with their deliveries.
 for group in locks seatLocks mutex_critical_data; do
@@ -175,4 +197,5 @@ if [ "$DRY_RUN" = 1 ]; then
   echo "deploy.sh: dry run: nothing was changed" >&2
 else
   echo "deploy.sh: firelock deployed to $PROJECT ($REGION)" >&2
+  [ "$HOSTING" = 0 ] || echo "deploy.sh: the seat map is at https://$PROJECT.web.app/?screening=<id>" >&2
 fi

@@ -9,7 +9,7 @@ import (
 	"testing"
 )
 
-// fakeTools puts fake gcloud and firebase on PATH: each records its
+// fakeTools puts fake gcloud, firebase and npm on PATH: each records its
 // arguments, one line per call. gcloud offers the runtimes go125 and go126
 // and finds no topic or scheduler job.
 func fakeTools(t *testing.T) (pathEnv, logFile string) {
@@ -17,14 +17,14 @@ func fakeTools(t *testing.T) (pathEnv, logFile string) {
 	dir := t.TempDir()
 	logFile = filepath.Join(dir, "calls.log")
 	script := `#!/usr/bin/env bash
-echo "$(basename "$0") $*" >> "` + logFile + `"
+echo "${VITE_FUNCTIONS_URL:+VITE_FUNCTIONS_URL=$VITE_FUNCTIONS_URL }$(basename "$0") $*" >> "` + logFile + `"
 case "$*" in
   *"runtimes list"*) printf 'go125\ngo126\n' ;;
   *describe*) exit 1 ;;
 esac
 exit 0
 `
-	for _, name := range []string{"gcloud", "firebase"} {
+	for _, name := range []string{"gcloud", "firebase", "npm"} {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(script), 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -62,18 +62,21 @@ func TestDeployDryRunPrintsEveryCommand(t *testing.T) {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
 	want := []string{
-		`+ gcloud functions deploy BookSeats --gen2 --runtime=go126 --region=europe-west1 --project=demo-p --source=. --entry-point=BookSeats --trigger-http --allow-unauthenticated --set-env-vars=\^\;\^FIRELOCK_ALLOWED_ORIGINS=`,
-		`+ gcloud functions deploy CancelBooking --gen2 --runtime=go126 --region=europe-west1 --project=demo-p --source=. --entry-point=CancelBooking --trigger-http --allow-unauthenticated --set-env-vars=\^\;\^FIRELOCK_ALLOWED_ORIGINS=`,
-		`+ gcloud functions deploy HoldSeats --gen2 --runtime=go126 --region=europe-west1 --project=demo-p --source=. --entry-point=HoldSeats --trigger-http --allow-unauthenticated --set-env-vars=\^\;\^FIRELOCK_ALLOWED_ORIGINS=`,
-		`+ gcloud functions deploy ExtendHold --gen2 --runtime=go126 --region=europe-west1 --project=demo-p --source=. --entry-point=ExtendHold --trigger-http --allow-unauthenticated --set-env-vars=\^\;\^FIRELOCK_ALLOWED_ORIGINS=`,
-		`+ gcloud functions deploy ConfirmHold --gen2 --runtime=go126 --region=europe-west1 --project=demo-p --source=. --entry-point=ConfirmHold --trigger-http --allow-unauthenticated --set-env-vars=\^\;\^FIRELOCK_ALLOWED_ORIGINS=`,
-		`+ gcloud functions deploy ReleaseHold --gen2 --runtime=go126 --region=europe-west1 --project=demo-p --source=. --entry-point=ReleaseHold --trigger-http --allow-unauthenticated --set-env-vars=\^\;\^FIRELOCK_ALLOWED_ORIGINS=`,
+		`+ gcloud functions deploy BookSeats --gen2 --runtime=go126 --region=europe-west1 --project=demo-p --source=. --entry-point=BookSeats --trigger-http --allow-unauthenticated --set-env-vars=\^\;\^FIRELOCK_ALLOWED_ORIGINS=https://demo-p.web.app\,https://demo-p.firebaseapp.com`,
+		`+ gcloud functions deploy CancelBooking --gen2 --runtime=go126 --region=europe-west1 --project=demo-p --source=. --entry-point=CancelBooking --trigger-http --allow-unauthenticated --set-env-vars=\^\;\^FIRELOCK_ALLOWED_ORIGINS=https://demo-p.web.app\,https://demo-p.firebaseapp.com`,
+		`+ gcloud functions deploy HoldSeats --gen2 --runtime=go126 --region=europe-west1 --project=demo-p --source=. --entry-point=HoldSeats --trigger-http --allow-unauthenticated --set-env-vars=\^\;\^FIRELOCK_ALLOWED_ORIGINS=https://demo-p.web.app\,https://demo-p.firebaseapp.com`,
+		`+ gcloud functions deploy ExtendHold --gen2 --runtime=go126 --region=europe-west1 --project=demo-p --source=. --entry-point=ExtendHold --trigger-http --allow-unauthenticated --set-env-vars=\^\;\^FIRELOCK_ALLOWED_ORIGINS=https://demo-p.web.app\,https://demo-p.firebaseapp.com`,
+		`+ gcloud functions deploy ConfirmHold --gen2 --runtime=go126 --region=europe-west1 --project=demo-p --source=. --entry-point=ConfirmHold --trigger-http --allow-unauthenticated --set-env-vars=\^\;\^FIRELOCK_ALLOWED_ORIGINS=https://demo-p.web.app\,https://demo-p.firebaseapp.com`,
+		`+ gcloud functions deploy ReleaseHold --gen2 --runtime=go126 --region=europe-west1 --project=demo-p --source=. --entry-point=ReleaseHold --trigger-http --allow-unauthenticated --set-env-vars=\^\;\^FIRELOCK_ALLOWED_ORIGINS=https://demo-p.web.app\,https://demo-p.firebaseapp.com`,
 		`+ gcloud pubsub topics create scheduled-jobs --project=demo-p`,
 		`+ gcloud functions deploy RunScheduledJob --gen2 --runtime=go126 --region=europe-west1 --project=demo-p --source=. --entry-point=RunScheduledJob --trigger-topic=scheduled-jobs --retry --timeout=540s`,
 		`+ gcloud pubsub subscriptions update SUBSCRIPTION-OF-RunScheduledJob --project=demo-p --ack-deadline=600 --min-retry-delay=10s --max-retry-delay=600s`,
 		`+ gcloud scheduler jobs create pubsub firelock-rollup-counters --location=europe-west1 --project=demo-p --schedule=0\ \*\ \*\ \*\ \* --time-zone=Etc/UTC --topic=scheduled-jobs --message-body=\{\"job\":\ \"rollupCounters\"\,\ \"schedule\":\ \"0\ \*\ \*\ \*\ \*\"\,\ \"timeZone\":\ \"Etc/UTC\"\}`,
 		`+ gcloud scheduler jobs create pubsub firelock-sweep-expired --location=europe-west1 --project=demo-p --schedule=30\ 3\ \*\ \*\ \* --time-zone=Etc/UTC --topic=scheduled-jobs --message-body=\{\"job\":\ \"sweepExpired\"\,\ \"schedule\":\ \"30\ 3\ \*\ \*\ \*\"\,\ \"timeZone\":\ \"Etc/UTC\"\}`,
 		`+ firebase deploy --only firestore:rules --project demo-p --non-interactive`,
+		`+ npm --prefix web ci --no-audit --no-fund`,
+		`+ env VITE_FUNCTIONS_URL=https://europe-west1-demo-p.cloudfunctions.net npm --prefix web run build`,
+		`+ firebase deploy --only hosting --project demo-p --non-interactive`,
 		`+ gcloud firestore fields ttls update expireAt --collection-group=locks --enable-ttl --project=demo-p --async`,
 		`+ gcloud firestore fields ttls update expireAt --collection-group=seatLocks --enable-ttl --project=demo-p --async`,
 		`+ gcloud firestore fields ttls update expireAt --collection-group=mutex_critical_data --enable-ttl --project=demo-p --async`,
@@ -107,12 +110,15 @@ func TestDeployRunsCommandsAndUpdatesExistingSchedulerJobs(t *testing.T) {
 	log := calls(t, logFile)
 	for _, want := range []string{
 		"gcloud functions deploy BookSeats --gen2 --runtime=go126 --region=us-central1",
-		"--set-env-vars=^;^FIRELOCK_ALLOWED_ORIGINS=https://tickets.example.com,http://localhost:5173",
+		"--set-env-vars=^;^FIRELOCK_ALLOWED_ORIGINS=https://tickets.example.com,http://localhost:5173,https://demo-p.web.app,https://demo-p.firebaseapp.com",
 		"gcloud functions deploy RunScheduledJob",
 		"gcloud scheduler jobs update pubsub firelock-rollup-counters --location=us-central1 --project=demo-p --schedule=*/15 * * * *",
 		`--message-body={"job": "rollupCounters", "schedule": "*/15 * * * *", "timeZone": "Etc/UTC"}`,
 		"gcloud pubsub subscriptions update eventarc-us-central1-runscheduledjob-1-sub-9 --project=demo-p --ack-deadline=600 --min-retry-delay=10s --max-retry-delay=600s",
 		"firebase deploy --only firestore:rules --project demo-p",
+		"npm --prefix web ci",
+		"VITE_FUNCTIONS_URL=https://us-central1-demo-p.cloudfunctions.net npm --prefix web run build",
+		"firebase deploy --only hosting --project demo-p",
 	} {
 		if !strings.Contains(log, want) {
 			t.Errorf("no call %q in:\n%s", want, log)
@@ -120,6 +126,22 @@ func TestDeployRunsCommandsAndUpdatesExistingSchedulerJobs(t *testing.T) {
 	}
 	if strings.Contains(log, "topics create") {
 		t.Error("created a topic that exists")
+	}
+}
+
+func TestDeployWithoutHostingLeavesTheWebAppAndItsOriginsOut(t *testing.T) {
+	pathEnv, _ := fakeTools(t)
+	out, errOut, code := runDeploy(t, pathEnv, "--dry-run", "--project=demo-p", "--region=us-central1", "--no-hosting")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	if !strings.Contains(out, `--set-env-vars=\^\;\^FIRELOCK_ALLOWED_ORIGINS=`+"\n") {
+		t.Errorf("origins were not left empty:\n%s", out)
+	}
+	for _, unwanted := range []string{"npm", "deploy --only hosting", "web.app"} {
+		if strings.Contains(out, unwanted) {
+			t.Errorf("--no-hosting would still run %q:\n%s", unwanted, out)
+		}
 	}
 }
 
