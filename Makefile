@@ -15,13 +15,16 @@ test: deps
 	go vet ./...
 	cd web && npm run --silent check
 	go test -race -count=1 -timeout 20m ./...
-	go run ./cmd/firelock-local -port 0 -web preview -web-port 0 -schedule '' -- \
+	go run ./cmd/firelock-local -port 0 -web preview -web-port 0 -schedule '' -log web/test-results/functions.log -- \
 		sh -c 'cd web && npm run --silent test && npm run --silent e2e'
 
 deps:
 	@./scripts/deps.sh
 
 # Every scenario against the seed patterns; a table and bench-results.json.
-# The web client's mutex runs on the same emulators (bench-results-web.json).
+# The web client's benchmarks run on the same emulators, inside the local
+# bundle: its mutex (bench-results-web.json) and how fast a booking reaches
+# another client's listener (bench-results-web-latency.json).
 bench: deps
-	go run ./cmd/emulate -only firestore,auth -- sh -c 'go run ./cmd/bench && npm --prefix web run --silent bench'
+	go run ./cmd/firelock-local -port 0 -web off -schedule '' -log bench-functions.log -- \
+		sh -c 'go run ./cmd/bench && npm --prefix web run --silent bench'

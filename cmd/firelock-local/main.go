@@ -27,6 +27,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"path/filepath"
 	"slices"
 	"strings"
 	"syscall"
@@ -51,6 +52,7 @@ func main() {
 	origins := flag.String("allow-origins", "", "browser origins the functions allow (CORS), comma-separated; default: the web app's")
 	web := flag.String("web", webDev, "serve the web app: dev (Vite dev server), preview (build, then serve the build) or off")
 	webPort := flag.Int("web-port", 5173, "port of the web app (0: a free one)")
+	logFile := flag.String("log", "", "write the functions' log lines to this file instead of stdout")
 	flag.Parse()
 	if *web != webDev && *web != webPreview && *web != webOff {
 		fmt.Fprintf(os.Stderr, "firelock-local: -web %q: want dev, preview or off\n", *web)
@@ -62,8 +64,25 @@ func main() {
 			os.Exit(2)
 		}
 	}
+	// The functions log to os.Stdout, read when their first request comes.
+	stdout := os.Stdout
+	if *logFile != "" {
+		if err := os.MkdirAll(filepath.Dir(*logFile), 0o755); err != nil {
+			fmt.Fprintln(os.Stderr, "firelock-local: -log:", err)
+			os.Exit(2)
+		}
+		f, err := os.Create(*logFile)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "firelock-local: -log:", err)
+			os.Exit(2)
+		}
+		defer f.Close()
+		fmt.Fprintf(os.Stderr, "firelock-local: the functions log to %s\n", *logFile)
+		os.Stdout = f
+	}
 	code, err := run(config{
-		port: *port, web: *web, webPort: *webPort, origins: *origins,
+		stdout: stdout,
+		port:   *port, web: *web, webPort: *webPort, origins: *origins,
 		sched: scheduler{*schedule, *zone}, jobs: strings.Split(*jobsFlag, ","), command: flag.Args(),
 	})
 	if err != nil {
@@ -79,6 +98,7 @@ type config struct {
 	sched         scheduler
 	jobs          []string
 	command       []string // run once everything is up, then stop
+	stdout        *os.File // the process's own stdout (os.Stdout may be the -log file)
 }
 
 // scheduler is the Cloud Scheduler stand-in's schedule: like Cloud
@@ -187,9 +207,9 @@ func run(cfg config) (int, error) {
 
 	commandDone := make(<-chan int)
 	if len(cfg.command) > 0 {
-		commandDone = runCommand(ctx, cfg.command, base, app)
+		commandDone = runCommand(ctx, cfg.command, cfg.stdout, base, app)
 	} else {
-		printBanner(emu, base, app, project, token, uid, sched, jobNames)
+		printBanner(cfg.stdout, emu, base, app, project, token, uid, sched, jobNames)
 	}
 
 	for {
@@ -244,10 +264,10 @@ func functionURLs(base string) string {
 
 // runCommand runs argv with the run's addresses exported; the channel gets
 // its exit code.
-func runCommand(ctx context.Context, argv []string, functionsURL string, app *webApp) <-chan int {
+func runCommand(ctx context.Context, argv []string, stdout *os.File, functionsURL string, app *webApp) <-chan int {
 	done := make(chan int, 1)
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, stdout, os.Stderr
 	cmd.Env = append(os.Environ(), "FIRELOCK_FUNCTIONS_URL="+functionsURL)
 	if app != nil {
 		cmd.Env = append(cmd.Env, "FIRELOCK_WEB_URL="+app.URL)
@@ -269,7 +289,7 @@ func runCommand(ctx context.Context, argv []string, functionsURL string, app *we
 	return done
 }
 
-func printBanner(emu *emulators.Running, base string, app *webApp, project, token, uid string, sched scheduler, jobNames []string) {
+func printBanner(out *os.File, emu *emulators.Running, base string, app *webApp, project, token, uid string, sched scheduler, jobNames []string) {
 	webLine := "off (-web off)"
 	if app != nil {
 		webLine = app.URL + "/?screening=demo   (mutex page: " + app.URL + "/critical.html?id=demo)"
@@ -280,7 +300,7 @@ func printBanner(emu *emulators.Running, base string, app *webApp, project, toke
 		}
 		return "already running"
 	}
-	fmt.Printf(`
+	fmt.Fprintf(out, `
 firelock is running on loopback (project %s)
 
   web app             %s
