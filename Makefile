@@ -16,7 +16,9 @@ test: deps
 	cd web && npm run --silent check
 	go test -race -count=1 -timeout 20m ./...
 	go run ./cmd/firelock-local -port 0 -web preview -web-port 0 -schedule '' -log web/test-results/functions.log -- \
-		sh -c 'cd web && npm run --silent test && npm run --silent e2e'
+		sh -c 'cd web && npm run --silent test && npm run --silent e2e' || \
+		{ echo "--- the functions' last log lines (web/test-results/functions.log):" >&2; \
+		  tail -n 40 web/test-results/functions.log >&2; exit 1; }
 
 deps:
 	@./scripts/deps.sh
