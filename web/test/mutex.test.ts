@@ -1,6 +1,7 @@
 // The mutex client against the real Firestore emulator with firestore.rules
 // loaded, and real users of the Auth emulator. Run through `make test`
-// (go run ./cmd/emulate starts both and sets the *_EMULATOR_HOST variables).
+// (go run ./cmd/firelock-local, or ./cmd/emulate, starts both and sets the
+// *_EMULATOR_HOST variables).
 import { randomUUID } from "node:crypto";
 import { afterAll, describe, expect, it } from "vitest";
 import { type FirebaseApp, deleteApp, initializeApp } from "firebase/app";
@@ -106,6 +107,32 @@ describe("Mutexes", () => {
     // The rules let b in at a server time at or after a's end.
     expect(mb.token.toMillis()).toBeGreaterThanOrEqual(leaseEnd(ma).toMillis());
     await expect(ma.renew()).rejects.toBeInstanceOf(MutexNotHeldError);
+  });
+
+  it("release never frees a newer grant, and is harmless once the lease is gone", async () => {
+    const project = newProject();
+    const a = await newClient(project, { leaseSeconds: 1 });
+    const b = await newClient(project, { leaseSeconds: 30 });
+    const ma = await a.mutexes.tryAcquire("doc");
+    const mb = await b.mutexes.acquire("doc", { timeoutMs: 10_000 }); // after a's lease ended
+    await expect(ma.release()).rejects.toBeInstanceOf(MutexNotHeldError);
+    expect((await serverGet(b.mutexes.mutexRef("doc"))).get("owner")).toBe(b.uid);
+    await mb.release();
+    await expect(mb.release()).resolves.toBeUndefined();
+    expect((await serverGet(b.mutexes.mutexRef("doc"))).exists()).toBe(false);
+  });
+
+  it("acquire waits out a network that is down instead of failing", async () => {
+    const project = newProject();
+    const a = await newClient(project);
+    const db = getFirestore(a.app);
+    await disableNetwork(db);
+    const taking = a.mutexes.acquire("doc", { timeoutMs: 20_000 });
+    await sleep(800);
+    await enableNetwork(db);
+    const m = await taking;
+    expect((await serverGet(a.mutexes.mutexRef("doc"))).get("owner")).toBe(a.uid);
+    await m.release();
   });
 
   it("acquire gives up at its deadline with who holds it", async () => {

@@ -1,0 +1,116 @@
+// The seat map's pure logic (src/app/seats.ts) and the app's config parsing:
+// plain unit tests, no emulator needed.
+import { describe, expect, it } from "vitest";
+import { Timestamp } from "firebase/firestore";
+import { functionsURLFor, hostPort, optionsFromEnv } from "../src/app/config";
+import { countdown, errorMessage, seatGrid, seatList, seatState } from "../src/app/seats";
+
+const none = { bookings: new Set<string>(), holds: new Set<string>() };
+const now = Date.parse("2026-11-23T10:00:00Z");
+const at = (ms: number) => Timestamp.fromMillis(ms);
+
+describe("seatState", () => {
+  it("maps the §3 seat documents to the §6 states", () => {
+    expect(seatState(undefined, false, none, now)).toBe("free");
+    expect(seatState(undefined, true, none, now)).toBe("selected");
+    expect(seatState({ status: "booked", bookingId: "b1" }, false, none, now)).toBe("booked");
+    expect(seatState({ status: "booked", bookingId: "b1" }, false, { ...none, bookings: new Set(["b1"]) }, now)).toBe("mine-booked");
+    expect(seatState({ status: "held", holdId: "h1", heldUntil: at(now + 1000) }, false, none, now)).toBe("held");
+    expect(seatState({ status: "held", holdId: "h1", heldUntil: at(now + 1000) }, false, { ...none, holds: new Set(["h1"]) }, now)).toBe("mine-held");
+  });
+
+  it("shows a hold past its heldUntil as free, whether or not its document is gone", () => {
+    const lapsed = { status: "held" as const, holdId: "h1", heldUntil: at(now) };
+    expect(seatState(lapsed, false, none, now)).toBe("free");
+    expect(seatState(lapsed, true, none, now)).toBe("selected");
+    expect(seatState(lapsed, false, { ...none, holds: new Set(["h1"]) }, now)).toBe("free");
+  });
+
+  it("a booked seat stays booked even if it was selected", () => {
+    expect(seatState({ status: "booked", bookingId: "b1" }, true, none, now)).toBe("booked");
+  });
+});
+
+describe("formatting", () => {
+  it("counts down as m:ss, rounding up and never below 0:00", () => {
+    expect(countdown(420_000)).toBe("7:00");
+    expect(countdown(419_001)).toBe("7:00");
+    expect(countdown(61_000)).toBe("1:01");
+    expect(countdown(9_500)).toBe("0:10");
+    expect(countdown(0)).toBe("0:00");
+    expect(countdown(-5_000)).toBe("0:00");
+  });
+
+  it("lists seats as people write them", () => {
+    expect(seatList([])).toBe("");
+    expect(seatList(["F12"])).toBe("F12");
+    expect(seatList(["F12", "F13"])).toBe("F12 and F13");
+    expect(seatList(["F12", "F13", "F14"])).toBe("F12, F13 and F14");
+  });
+
+  it("lays out the seats row by row", () => {
+    expect(seatGrid({ rows: ["A", "B"], seatsPerRow: 3 })).toEqual([
+      ["A1", "A2", "A3"],
+      ["B1", "B2", "B3"],
+    ]);
+  });
+});
+
+describe("errorMessage", () => {
+  const err = (code: string, seats: string[] = [], message = "detail") => ({ code, seats, message });
+
+  it("names the seats of a conflict, in words", () => {
+    expect(errorMessage(err("seat_taken", ["D7"]))).toBe("Sorry, D7 was just booked by someone else. Please choose other seats.");
+    expect(errorMessage(err("seat_taken", ["D7", "D8"]))).toContain("D7 and D8 were just booked");
+    expect(errorMessage(err("seat_held", ["D7"]))).toContain("Seat D7 is being held by another moviegoer");
+    expect(errorMessage(err("seat_busy", ["D7"]))).toContain("Someone else is booking D7 at this very moment");
+  });
+
+  it("tells a user who holds the seats to confirm their own hold", () => {
+    expect(errorMessage(err("seat_held", ["D7"]), new Set(["D7"]))).toBe("You are already holding D7. Confirm or release that hold below.");
+  });
+
+  it("has words for every §3 code, and never shows a bare code", () => {
+    for (const code of [
+      "hold_expired",
+      "screening_started",
+      "screening_not_found",
+      "booking_not_found",
+      "hold_not_found",
+      "unauthenticated",
+      "permission_denied",
+      "unavailable",
+      "invalid_argument",
+      "something_new",
+    ]) {
+      const text = errorMessage(err(code));
+      expect(text, code).not.toContain(code);
+      expect(text.length, code).toBeGreaterThan(20);
+    }
+  });
+});
+
+describe("config", () => {
+  it("parses host:port, IPv6 included, and refuses anything else", () => {
+    expect(hostPort("127.0.0.1:8080")).toEqual({ host: "127.0.0.1", port: 8080 });
+    expect(hostPort("[::1]:9099")).toEqual({ host: "[::1]", port: 9099 });
+    expect(() => hostPort("localhost")).toThrow('"localhost" is not host:port');
+    expect(() => hostPort(":80")).toThrow();
+    expect(() => hostPort("h:0")).toThrow();
+  });
+
+  it("takes the project from the env, or leaves it to Hosting", () => {
+    expect(optionsFromEnv({})).toBeUndefined();
+    expect(optionsFromEnv({ VITE_FIREBASE_PROJECT_ID: "p" })).toEqual({ projectId: "p", apiKey: "fake-api-key" });
+    expect(optionsFromEnv({ VITE_FIREBASE_PROJECT_ID: "p", VITE_FIREBASE_API_KEY: "k", VITE_FIREBASE_AUTH_DOMAIN: "p.firebaseapp.com" })).toEqual({
+      projectId: "p",
+      apiKey: "k",
+      authDomain: "p.firebaseapp.com",
+    });
+  });
+
+  it("defaults the functions URL to the project's us-central1 functions", () => {
+    expect(functionsURLFor("p", {})).toBe("https://us-central1-p.cloudfunctions.net");
+    expect(functionsURLFor("p", { VITE_FUNCTIONS_URL: "http://127.0.0.1:8086/" })).toBe("http://127.0.0.1:8086");
+  });
+});
