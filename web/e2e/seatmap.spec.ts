@@ -76,6 +76,12 @@ test("hold, countdown, confirm", async ({ open }) => {
   const first = await countdown.textContent();
   await expect(countdown).not.toHaveText(first ?? "");
 
+  // More time: the hold runs for its full length again, from now.
+  await expect(countdown).toHaveText(/^6:5[0-7]$/, { timeout: 15_000 });
+  await action(a, "extend").click();
+  await expect(status(a)).toHaveAttribute("data-code", "ok");
+  await expect(countdown).toHaveText(/^(7:00|6:59|6:58)$/);
+
   // Bob cannot take a held seat: the page says so.
   await seat(b, "B4").click({ force: true }); // aria-disabled: Playwright would wait for it to be enabled
   await expect(seat(b, "B4"), "a held seat cannot be selected").toHaveAttribute("data-state", "held");

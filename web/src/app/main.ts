@@ -69,7 +69,16 @@ async function main(): Promise<void> {
     answeredHolds.delete(id);
   };
   const myBookings = () => new Map([...answeredBookings, ...bookings].filter(([id]) => !gone.has(id)));
-  const myHolds = () => new Map([...answeredHolds, ...holds].filter(([id]) => !gone.has(id)));
+  /** The user's live holds; of an answer and a snapshot, the later end wins (an extension). */
+  const myHolds = () => {
+    const out = new Map<string, HoldView>();
+    for (const [id, hv] of [...answeredHolds, ...holds]) {
+      if (gone.has(id)) continue;
+      const seen = out.get(id);
+      if (!seen || hv.heldUntilMs > seen.heldUntilMs) out.set(id, hv);
+    }
+    return out;
+  };
 
   function stateOf(seat: string): SeatState {
     return seatState(seatDocs.get(seat), selected.has(seat), { bookings: new Set(myBookings().keys()), holds: new Set(myHolds().keys()) }, now());
@@ -192,15 +201,18 @@ async function main(): Promise<void> {
       let li = list.querySelector<HTMLElement>(`[data-hold="${CSS.escape(hv.holdId)}"]`);
       if (!li) {
         const confirm = h("button", { type: "button", class: "primary", "data-action": "confirm" }, "Confirm booking");
+        const extend = h("button", { type: "button", "data-action": "extend" }, "More time");
         const release = h("button", { type: "button", "data-action": "release" }, "Release");
+        extend.setAttribute("aria-label", `More time: hold for ${countdown(holdSeconds * 1000)} from now`);
         confirm.addEventListener("click", () => void confirmHold(hv.holdId));
+        extend.addEventListener("click", () => void extendHold(hv.holdId));
         release.addEventListener("click", () => void releaseHold(hv.holdId));
         li = h(
           "li",
           { "data-hold": hv.holdId },
           h("span", { class: "seats" }),
           h("span", { class: "timer" }, h("span", { class: "sr-only" }, "Time left: "), h("span", { "data-countdown": "", role: "timer" })),
-          h("span", { class: "buttons" }, confirm, release),
+          h("span", { class: "buttons" }, confirm, extend, release),
         );
         list.append(li);
       }
@@ -288,6 +300,23 @@ async function main(): Promise<void> {
         forget(holdId);
         return `Booked ${seatList(b.seats)}. Enjoy the film!`;
       } catch (err) {
+        if (err instanceof ApiError && (err.code === "hold_expired" || err.code === "hold_not_found")) forget(holdId);
+        throw err;
+      }
+    });
+  }
+
+  function extendHold(holdId: string): Promise<void> {
+    return act("Asking for more time…", async () => {
+      try {
+        const hold = await api.extendHold(holdId, holdSeconds);
+        const heldUntilMs = Date.parse(hold.heldUntil);
+        answeredHolds.set(hold.holdId, { holdId: hold.holdId, seats: hold.seats, heldUntilMs });
+        return `${seatList(hold.seats)} ${hold.seats.length === 1 ? "is" : "are"} yours for ${countdown(heldUntilMs - now())} more.`;
+      } catch (err) {
+        if (err instanceof ApiError && err.code === "invalid_argument") {
+          throw new ApiError(err.status, err.code, "a hold lasts at most 30 minutes in all; please confirm or release it", err.seats);
+        }
         if (err instanceof ApiError && (err.code === "hold_expired" || err.code === "hold_not_found")) forget(holdId);
         throw err;
       }
