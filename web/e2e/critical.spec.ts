@@ -21,6 +21,9 @@ test("the mutex page with two users: one edits at a time, both see the lock and 
   await expect(b.locator("#holder")).toContainText(/ends in 0:[0-5]\d/);
   await expect(content(b)).not.toBeEditable();
   await expect(action(b, "save")).toBeDisabled();
+  await content(a).fill("Alice is typing…");
+  await a.screenshot({ path: "test-results/screenshots/critical-mine.png" });
+  await b.screenshot({ path: "test-results/screenshots/critical-other.png" });
 
   // Bob tries anyway and is told why.
   await action(b, "lock").click();

@@ -157,6 +157,7 @@ test("a visitor sees the live map read-only", async ({ open }) => {
   await seat(a, "F1").click();
   await action(a, "book").click();
   await expect(seat(visitor, "F1")).toHaveAttribute("data-state", "booked");
+  await visitor.screenshot({ path: "test-results/screenshots/seatmap-visitor.png" });
 });
 
 test("keyboard: arrow keys move between seats, Enter chooses one", async ({ open }) => {

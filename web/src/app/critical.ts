@@ -181,7 +181,7 @@ async function main(): Promise<void> {
       ];
     }
     paint();
-  });
+  }, "Signed in. Take the lock to edit the note.");
   setInterval(paint, 1000);
 }
 

@@ -229,7 +229,9 @@ async function main(): Promise<void> {
   function paintBookings(): void {
     const list = $("#bookings");
     const items = [...myBookings().values()].filter((b) => b.status === "confirmed");
-    $("#no-bookings").hidden = items.length > 0 || !user;
+    const empty = $("#no-bookings");
+    empty.hidden = items.length > 0;
+    empty.textContent = user ? "No bookings for this screening yet." : "Sign in to see your bookings.";
     const keep = new Set(items.map((b) => b.bookingId));
     for (const li of list.querySelectorAll<HTMLElement>("[data-booking]")) if (!keep.has(li.dataset.booking ?? "")) li.remove();
     for (const bk of items) {
@@ -418,7 +420,7 @@ async function main(): Promise<void> {
       ];
     }
     paint();
-  });
+  }, "Signed in. Pick your seats.");
 
   // Countdowns, and holds that lapse, by the estimated server clock.
   setInterval(paint, 1000);

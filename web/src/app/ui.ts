@@ -92,7 +92,7 @@ export function authError(err: unknown): { code: string; message: string } {
  * The sign-in panel: email and password with sign-in and create-account
  * buttons while signed out; who is signed in and sign-out while signed in.
  */
-export function mountAccount(el: HTMLElement, auth: Auth, status: Status, onUser: (user: User | null) => void): void {
+export function mountAccount(el: HTMLElement, auth: Auth, status: Status, onUser: (user: User | null) => void, welcome = "Signed in."): void {
   const email = h("input", { type: "email", "data-field": "email", autocomplete: "username", placeholder: "Email", "aria-label": "Email", required: "" });
   const password = h("input", {
     type: "password",
@@ -124,10 +124,10 @@ export function mountAccount(el: HTMLElement, auth: Auth, status: Status, onUser
   };
   form.addEventListener("submit", (ev) => {
     ev.preventDefault();
-    void run("Signing in…", () => signInWithEmailAndPassword(auth, email.value.trim(), password.value), "Signed in. Pick your seats.");
+    void run("Signing in…", () => signInWithEmailAndPassword(auth, email.value.trim(), password.value), welcome);
   });
   signUp.addEventListener("click", () => {
-    void run("Creating your account…", () => createUserWithEmailAndPassword(auth, email.value.trim(), password.value), "Account created; you are signed in.");
+    void run("Creating your account…", () => createUserWithEmailAndPassword(auth, email.value.trim(), password.value), `Account created. ${welcome}`);
   });
   signOutButton.addEventListener("click", () => {
     void run("Signing out…", () => signOut(auth), "Signed out.");
