@@ -83,7 +83,7 @@ test("hold, countdown, confirm", async ({ open }) => {
   await expect(countdown).toHaveText(/^(7:00|6:59|6:58)$/);
 
   // Bob cannot take a held seat: the page says so.
-  await seat(b, "B4").click({ force: true }); // aria-disabled: Playwright would wait for it to be enabled
+  await seat(b, "B4").click();
   await expect(seat(b, "B4"), "a held seat cannot be selected").toHaveAttribute("data-state", "held");
 
   await action(a, "confirm").click();
@@ -147,7 +147,7 @@ test("a visitor sees the live map read-only", async ({ open }) => {
   await expect(seat(visitor, "A1")).toHaveAttribute("data-state", "free");
   await expect(visitor.locator('[data-action="sign-in"]')).toBeVisible();
 
-  await seat(visitor, "A1").click({ force: true }); // aria-disabled while signed out
+  await seat(visitor, "A1").click();
   await expect(status(visitor)).toHaveAttribute("data-code", "unauthenticated");
   await expect(seat(visitor, "A1")).toHaveAttribute("data-state", "free");
   await expect(action(visitor, "book")).toBeDisabled();

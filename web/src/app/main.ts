@@ -174,8 +174,9 @@ async function main(): Promise<void> {
       const num = seat.slice(row.length);
       b.setAttribute("aria-label", `Row ${row}, seat ${num}, ${STATE_WORDS[state]}`);
       b.setAttribute("aria-pressed", String(state === "selected"));
-      const readOnly = !user || !(state === "free" || state === "selected");
-      b.setAttribute("aria-disabled", String(readOnly));
+      // Taken seats and a visitor's map stay clickable (a click explains,
+      // or does nothing): the label says the state, and nothing waits for
+      // a seat to become "enabled".
     }
     $("#left").textContent = screening ? `${String(free)} of ${String(seatButtons.size)} seats free` : "";
     mapEl.classList.toggle("readonly", !user);
