@@ -100,20 +100,11 @@ func (w *webApp) stop() {
 	}
 }
 
-// webDir finds web/ beside go.mod, from the working directory up.
+// webDir is web/ beside firelock's go.mod.
 func webDir() (string, error) {
-	dir, err := os.Getwd()
+	root, err := emulators.ProjectRoot()
 	if err != nil {
 		return "", err
 	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return filepath.Join(dir, "web"), nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("web app: run from inside the firelock module (no go.mod found)")
-		}
-		dir = parent
-	}
+	return filepath.Join(root, "web"), nil
 }

@@ -9,7 +9,7 @@ import { type Timestamp, type Unsubscribe, onSnapshot } from "firebase/firestore
 import { type Mutex, MutexHeldError, MutexNotHeldError, Mutexes, serverRead } from "../mutex";
 import { services } from "./config";
 import { countdown } from "./seats";
-import { $, $as, Status, mountAccount } from "./ui";
+import { $, $as, Status, mountAccount, runAction } from "./ui";
 
 const LEASE_SECONDS = 30;
 
@@ -76,25 +76,21 @@ async function main(): Promise<void> {
     saveButton.disabled = unlockButton.disabled = !user || busy || s !== "mine";
   }
 
-  async function act(pending: string, fn: () => Promise<string>): Promise<void> {
-    busy = true;
-    paint();
-    status.pending(pending);
-    try {
-      status.ok(await fn());
-    } catch (err) {
+  function act(pending: string, fn: () => Promise<string>): Promise<void> {
+    const setBusy = (on: boolean) => {
+      busy = on;
+      paint();
+    };
+    return runAction(status, setBusy, pending, fn, (err) => {
       if (err instanceof MutexHeldError) {
         const who = err.owner === user?.uid ? "You hold it in another tab or window" : `User ${err.owner} is editing`;
-        status.error("mutex_held", `${who}. It frees up by ${err.until.toDate().toLocaleTimeString()} at the latest, unless they keep editing.`);
-      } else if (err instanceof MutexNotHeldError) {
-        status.error("mutex_lost", "Your lock ended before the save, so nothing was saved. Lock again to continue.");
-      } else {
-        status.error("unavailable", `That did not work: ${err instanceof Error ? err.message : String(err)}`);
+        return { code: "mutex_held", message: `${who}. It frees up by ${err.until.toDate().toLocaleTimeString()} at the latest, unless they keep editing.` };
       }
-    } finally {
-      busy = false;
-      paint();
-    }
+      if (err instanceof MutexNotHeldError) {
+        return { code: "mutex_lost", message: "Your lock ended before the save, so nothing was saved. Lock again to continue." };
+      }
+      return { code: "unavailable", message: `That did not work: ${err instanceof Error ? err.message : String(err)}` };
+    });
   }
 
   function letGo(): void {

@@ -9,8 +9,8 @@ import type { User } from "firebase/auth";
 import { type Unsubscribe, collection, doc, onSnapshot, query, where } from "firebase/firestore";
 import { Api, ApiError, type Booking, type Hold } from "./api";
 import { services } from "./config";
-import { type Screening, type SeatDoc, type SeatState, countdown, errorMessage, seatGrid, seatList, seatState } from "./seats";
-import { $, $as, Status, h, mountAccount } from "./ui";
+import { type Mine, type Screening, type SeatDoc, type SeatState, countdown, errorMessage, seatGrid, seatList, seatState } from "./seats";
+import { $, $as, Status, h, mountAccount, runAction } from "./ui";
 
 const STATE_WORDS: Record<SeatState, string> = {
   free: "free",
@@ -80,8 +80,11 @@ async function main(): Promise<void> {
     return out;
   };
 
-  function stateOf(seat: string): SeatState {
-    return seatState(seatDocs.get(seat), selected.has(seat), { bookings: new Set(myBookings().keys()), holds: new Set(myHolds().keys()) }, now());
+  /** Which bookings and holds are this user's, for seatState. */
+  const mine = (): Mine => ({ bookings: new Set(myBookings().keys()), holds: new Set(myHolds().keys()) });
+
+  function stateOf(seat: string, m: Mine = mine(), at: number = now()): SeatState {
+    return seatState(seatDocs.get(seat), selected.has(seat), m, at);
   }
 
   // ---- the map ----
@@ -162,11 +165,13 @@ async function main(): Promise<void> {
   /** Brings every seat, the selection and the lists up to date. */
   function paint(): void {
     let free = 0;
+    const m = mine();
+    const at = now();
     for (const [seat, b] of seatButtons) {
-      let state = stateOf(seat);
+      let state = stateOf(seat, m, at);
       if (selected.has(seat) && state !== "selected") {
         selected.delete(seat); // taken by someone meanwhile
-        state = stateOf(seat);
+        state = stateOf(seat, m, at);
       }
       if (state === "free" || state === "selected") free++;
       if (b.dataset.state !== state) b.dataset.state = state;
@@ -250,24 +255,17 @@ async function main(): Promise<void> {
 
   // ---- actions ----
 
-  async function act(pending: string, fn: () => Promise<string>): Promise<void> {
-    busy = true;
-    paint();
-    status.pending(pending);
-    try {
-      status.ok(await fn());
-    } catch (err) {
-      if (err instanceof ApiError) {
-        const own = new Set([...myHolds().values()].flatMap((x) => x.seats));
-        status.error(err.code, errorMessage(err, own));
-        if (err.code === "seat_taken" || err.code === "seat_held") for (const s of err.seats) selected.delete(s);
-      } else {
-        status.error("unavailable", `Something went wrong: ${err instanceof Error ? err.message : String(err)}`);
-      }
-    } finally {
-      busy = false;
+  /** One action on the functions; a seat that was taken meanwhile leaves the selection by itself (paint). */
+  function act(pending: string, fn: () => Promise<string>): Promise<void> {
+    const setBusy = (on: boolean) => {
+      busy = on;
       paint();
-    }
+    };
+    return runAction(status, setBusy, pending, fn, (err) =>
+      err instanceof ApiError
+        ? { code: err.code, message: errorMessage(err, new Set([...myHolds().values()].flatMap((x) => x.seats))) }
+        : { code: "unavailable", message: `Something went wrong: ${err instanceof Error ? err.message : String(err)}` },
+    );
   }
 
   bookButton.addEventListener("click", () => {

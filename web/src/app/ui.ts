@@ -62,6 +62,27 @@ export class Status {
   }
 }
 
+/** An error, for the status line: its code (§3's where there is one) and words. */
+export type Explain = (err: unknown) => { code: string; message: string };
+
+/**
+ * Runs one user action: `busy(true)` while it runs, the pending text, then
+ * the status `ok` with the words `fn` returns, or the code and words that
+ * `explain` gives its error.
+ */
+export async function runAction(status: Status, busy: (on: boolean) => void, pending: string, fn: () => Promise<string>, explain: Explain): Promise<void> {
+  busy(true);
+  status.pending(pending);
+  try {
+    status.ok(await fn());
+  } catch (err) {
+    const e = explain(err);
+    status.error(e.code, e.message);
+  } finally {
+    busy(false);
+  }
+}
+
 /** Words for the Auth SDK's sign-in errors, with a §3-style code. */
 export function authError(err: unknown): { code: string; message: string } {
   const code = typeof err === "object" && err !== null && "code" in err ? String(err.code) : "";
@@ -109,19 +130,19 @@ export function mountAccount(el: HTMLElement, auth: Auth, status: Status, onUser
   const signOutButton = h("button", { type: "button", "data-action": "sign-out" }, "Sign out");
   const signedIn = h("div", { class: "signedin" }, who, signOutButton);
 
-  const run = async (label: string, action: () => Promise<unknown>, done: string) => {
-    for (const b of [signIn, signUp, signOutButton]) b.disabled = true;
-    status.pending(label);
-    try {
-      await action();
-      status.ok(done);
-    } catch (err) {
-      const e = authError(err);
-      status.error(e.code, e.message);
-    } finally {
-      for (const b of [signIn, signUp, signOutButton]) b.disabled = false;
-    }
-  };
+  const run = (label: string, action: () => Promise<unknown>, done: string) =>
+    runAction(
+      status,
+      (on) => {
+        for (const b of [signIn, signUp, signOutButton]) b.disabled = on;
+      },
+      label,
+      async () => {
+        await action();
+        return done;
+      },
+      authError,
+    );
   form.addEventListener("submit", (ev) => {
     ev.preventDefault();
     void run("Signing in…", () => signInWithEmailAndPassword(auth, email.value.trim(), password.value), welcome);

@@ -1,0 +1,74 @@
+// The functions client's retry policy (src/app/api.ts), against a local HTTP
+// server that answers as scripted: which answers are retried, with the same
+// requestId, and which are not. (The real functions are exercised by the
+// browser tests; this pins what those cannot force, a 503 or a lost answer.)
+import { type IncomingMessage, type ServerResponse, createServer } from "node:http";
+import type { AddressInfo } from "node:net";
+import type { User } from "firebase/auth";
+import { afterEach, describe, expect, it } from "vitest";
+import { Api, ApiError } from "../src/app/api";
+
+type Answer = { status: number; body?: unknown } | "drop";
+
+const user = { getIdToken: () => Promise.resolve("token") } as unknown as User;
+const servers: (() => void)[] = [];
+afterEach(() => {
+  for (const close of servers.splice(0)) close();
+});
+
+/** A server that gives the scripted answers in order; its received bodies. */
+async function serve(answers: Answer[]): Promise<{ url: string; bodies: Record<string, unknown>[] }> {
+  const bodies: Record<string, unknown>[] = [];
+  const server = createServer((req: IncomingMessage, res: ServerResponse) => {
+    let data = "";
+    req.on("data", (c: Buffer) => (data += c.toString()));
+    req.on("end", () => {
+      bodies.push(JSON.parse(data) as Record<string, unknown>);
+      const a = answers.shift() ?? { status: 500 };
+      if (a === "drop") {
+        req.socket.destroy(); // the answer is lost
+        return;
+      }
+      res.writeHead(a.status, { "Content-Type": "application/json" }).end(JSON.stringify(a.body ?? {}));
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+  servers.push(() => server.close());
+  return { url: `http://127.0.0.1:${String((server.address() as AddressInfo).port)}`, bodies };
+}
+
+const booking = { bookingId: "b1", screeningId: "s", seats: ["A1"], status: "confirmed" };
+const busy = { error: { code: "seat_busy", message: "busy", seats: ["A1"] } };
+
+describe("Api retries", () => {
+  it("retries a lost answer, a 503 and a seat_busy with the same requestId", async () => {
+    const srv = await serve(["drop", { status: 503, body: { error: { code: "unavailable", message: "later" } } }, { status: 201, body: booking }]);
+    const api = new Api(srv.url, () => user, { backoffMs: 10 });
+    await expect(api.bookSeats("s", ["A1"], "req-1")).resolves.toEqual(booking);
+    expect(srv.bodies.map((b) => b.requestId)).toEqual(["req-1", "req-1", "req-1"]);
+
+    const srv2 = await serve([{ status: 409, body: busy }, { status: 201, body: booking }]);
+    await expect(new Api(srv2.url, () => user, { backoffMs: 10 }).bookSeats("s", ["A1"], "req-2")).resolves.toEqual(booking);
+    expect(srv2.bodies).toHaveLength(2);
+  });
+
+  it("does not retry a refusal, and gives up after its attempts with the last code", async () => {
+    const srv = await serve([{ status: 409, body: { error: { code: "seat_taken", message: "taken", seats: ["A1"] } } }]);
+    const err = await new Api(srv.url, () => user, { backoffMs: 10 }).bookSeats("s", ["A1"]).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ApiError);
+    expect((err as ApiError).code).toBe("seat_taken");
+    expect((err as ApiError).seats).toEqual(["A1"]);
+    expect(srv.bodies).toHaveLength(1);
+
+    const srv2 = await serve([{ status: 409, body: busy }, { status: 409, body: busy }, { status: 409, body: busy }, { status: 201, body: booking }]);
+    const err2 = await new Api(srv2.url, () => user, { backoffMs: 10 }).bookSeats("s", ["A1"]).catch((e: unknown) => e);
+    expect((err2 as ApiError).code).toBe("seat_busy");
+    expect(srv2.bodies).toHaveLength(3);
+  });
+
+  it("asks a signed-out caller to sign in, sending nothing", async () => {
+    const srv = await serve([]);
+    await expect(new Api(srv.url, () => null).bookSeats("s", ["A1"])).rejects.toMatchObject({ code: "unauthenticated" });
+    expect(srv.bodies).toHaveLength(0);
+  });
+});
