@@ -76,8 +76,7 @@ func main() {
 			fmt.Fprintln(os.Stderr, "firelock-local: -log:", err)
 			os.Exit(2)
 		}
-		defer f.Close()
-		fmt.Fprintf(os.Stderr, "firelock-local: the functions log to %s\n", *logFile)
+		fmt.Fprintf(os.Stderr, "firelock-local: the functions log to %s\n", *logFile) // f lives until os.Exit
 		os.Stdout = f
 	}
 	code, err := run(config{
