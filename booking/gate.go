@@ -1,0 +1,85 @@
+package booking
+
+import (
+	"errors"
+	"time"
+
+	"cloud.google.com/go/firestore"
+)
+
+// A Gate admits holds and bookings of a screening: the on-sale waiting room
+// (package sale, CONTRACT §7) is one. Booking consults it inside the commit
+// that takes or frees seats. The user's pass document is read in the same
+// batched read as the seats, and the gate's updates to it are committed with
+// the seats on the update time that read saw. A pass that changed in between
+// (it ended, or another hold of the same user used up the cap) fails the
+// commit, and the request is decided again on a fresh read. Nothing is
+// checked by a read that the commit does not condition on.
+type Gate interface {
+	// Gated reports whether the screening (its document, as read) is under
+	// the gate. Holds and bookings of an ungated screening never consult it.
+	Gated(screening *firestore.DocumentSnapshot) bool
+	// Pass is the document that carries uid's admission to the screening.
+	Pass(screeningID, uid string) *firestore.DocumentRef
+	// Admit decides a new hold or booking c at Firestore time now (the read
+	// time of the snapshots), from the screening and the user's pass (which
+	// may not exist). It returns the updates of the pass document, committed
+	// with the seats, or an error wrapping ErrSaleNotOpen, ErrNotAdmitted or
+	// ErrSeatLimit.
+	Admit(screening, pass *firestore.DocumentSnapshot, c Claim, now time.Time) ([]firestore.Update, error)
+	// Settle returns the updates of the pass document for a change to a
+	// claim the gate admitted before (nil: nothing to record), at Firestore
+	// time now. The pass may not exist (the hold or booking was made before
+	// the screening had a gate); Settle then returns nil.
+	Settle(pass *firestore.DocumentSnapshot, c Change, now time.Time) ([]firestore.Update, error)
+}
+
+// ClaimKind says what a Claim takes seats for.
+type ClaimKind string
+
+// Claim kinds.
+const (
+	ClaimHold    ClaimKind = "hold"
+	ClaimBooking ClaimKind = "booking"
+)
+
+// Claim is a new hold or booking that a Gate decides.
+type Claim struct {
+	Kind        ClaimKind
+	ID          string // the hold's or the booking's ID
+	UID         string
+	ScreeningID string
+	Seats       []string
+	Until       time.Time // a hold's heldUntil; zero for a booking
+}
+
+// ChangeKind says how an admitted claim changed.
+type ChangeKind string
+
+// Change kinds.
+const (
+	HoldExtended     ChangeKind = "extended"  // Until is the new heldUntil
+	HoldConfirmed    ChangeKind = "confirmed" // BookingID is the booking made from it
+	HoldReleased     ChangeKind = "released"
+	BookingCancelled ChangeKind = "cancelled"
+)
+
+// Change is a change to a hold or booking that a Gate admitted before.
+type Change struct {
+	Kind      ChangeKind
+	HoldID    string // the hold (HoldExtended, HoldConfirmed, HoldReleased)
+	BookingID string // the booking (HoldConfirmed, BookingCancelled)
+	Seats     int
+	Until     time.Time
+}
+
+// Gate errors; the HTTP layer maps them (CONTRACT §7).
+var (
+	// ErrSaleNotOpen: the screening's sale has not opened yet (409 sale_not_open).
+	ErrSaleNotOpen = errors.New("booking: the sale has not opened")
+	// ErrNotAdmitted: the caller has no live pass for the screening (403 not_admitted).
+	ErrNotAdmitted = errors.New("booking: not admitted")
+	// ErrSeatLimit: the request would take the caller past the screening's
+	// seat cap (409 seat_limit).
+	ErrSeatLimit = errors.New("booking: seat limit")
+)
