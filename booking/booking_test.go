@@ -7,48 +7,132 @@ import (
 	"testing"
 	"time"
 
+	"cloud.google.com/go/firestore"
 	"github.com/firelock/firelock/internal/emulators"
-	"github.com/firelock/firelock/lock"
 )
 
 func TestMain(m *testing.M) { os.Exit(emulators.RunTests(m, emulators.Firestore)) }
 
-// A booking that stalls past its seat lease, while another booking takes
-// the seat's lease over, must not commit: its transaction is guarded by the
-// leases' fencing tokens.
-func TestStalledBookingWhoseLeaseWasTakenOverDoesNotCommit(t *testing.T) {
+// newScreening writes screening s1 (row A, 5 seats, starting in an hour)
+// and returns a Service on it.
+func newScreening(t *testing.T) (*firestore.Client, *Service) {
+	t.Helper()
 	fs := emulators.NewFirestore(t)
-	ctx := context.Background()
-	if _, err := fs.Doc("screenings/s1").Set(ctx, Screening{Title: "x", StartsAt: time.Now().Add(time.Hour), Rows: []string{"A"}, SeatsPerRow: 5}); err != nil {
+	if _, err := fs.Doc("screenings/s1").Set(context.Background(), Screening{Title: "x", StartsAt: time.Now().Add(time.Hour), Rows: []string{"A"}, SeatsPerRow: 5}); err != nil {
 		t.Fatal(err)
 	}
 	svc := New(fs)
-	svc.seatLease = time.Second
-	other, err := lock.New(fs, SeatLocks)
-	if err != nil {
+	t.Cleanup(svc.Close)
+	return fs, svc
+}
+
+// warm makes svc's next booking on s1 take the one-commit path: its
+// screening listener delivered and its clock has a sample.
+func warm(t *testing.T, svc *Service) {
+	t.Helper()
+	ctx := context.Background()
+	if _, _, err := svc.Book(ctx, "warm", Request{UID: "w", ScreeningID: "s1", Seats: []string{"A5"}, RequestID: "warm"}); err != nil {
 		t.Fatal(err)
 	}
-	var took *lock.Lease
-	svc.afterLeases = func() {
-		time.Sleep(1300 * time.Millisecond) // the stalled holder's lease ends
-		if took, err = other.TryAcquire(ctx, seatKey("s1", "A1")); err != nil {
-			t.Errorf("takeover: %v", err)
+	for range 200 {
+		if _, ok := svc.screenings.current("s1"); ok {
+			return
 		}
+		time.Sleep(10 * time.Millisecond)
 	}
-	_, _, err = svc.Book(ctx, "stalled", Request{UID: "u1", ScreeningID: "s1", Seats: []string{"A1", "A2"}, RequestID: "r1"})
-	if !errors.Is(err, ErrSeatBusy) {
-		t.Fatalf("err = %v, want ErrSeatBusy", err)
+	t.Fatal("the screening listener never delivered")
+}
+
+// A booking that stalls between its decision and its commit, while another
+// request takes one of its seats, does not commit: its seat writes are
+// conditioned on the seats as it found them.
+func TestStalledBookingDoesNotCommitOverAnotherTake(t *testing.T) {
+	for _, path := range []string{"one commit", "read first"} {
+		t.Run(path, func(t *testing.T) {
+			fs, svc := newScreening(t)
+			ctx := context.Background()
+			if path == "one commit" {
+				warm(t, svc)
+			}
+			other := New(fs)
+			defer other.Close()
+			stalled := false
+			svc.hooks.beforeCommit = func(fast bool) {
+				if stalled {
+					return
+				}
+				stalled = true
+				if fast != (path == "one commit") {
+					t.Errorf("the booking took the wrong path: one commit %v", fast)
+				}
+				if _, _, err := other.Book(ctx, "other", Request{UID: "u2", ScreeningID: "s1", Seats: []string{"A2"}, RequestID: "r2"}); err != nil {
+					t.Errorf("the other booking: %v", err)
+				}
+			}
+			_, _, err := svc.Book(ctx, "stalled", Request{UID: "u1", ScreeningID: "s1", Seats: []string{"A1", "A2"}, RequestID: "r1"})
+			if !errors.Is(err, ErrSeatTaken) {
+				t.Fatalf("err = %v, want ErrSeatTaken", err)
+			}
+			b, err := fs.Collection(Bookings).Where("uid", "==", "u1").Documents(ctx).GetAll()
+			if err != nil || len(b) != 0 {
+				t.Fatalf("the stalled booking committed: %d bookings (%v)", len(b), err)
+			}
+			if s, err := fs.Doc("screenings/s1/seats/A1").Get(ctx); !notFound(err) {
+				t.Fatalf("seat A1 was written: %v %v", s.Data(), err)
+			}
+		})
 	}
-	seats, _ := fs.Collection("screenings/s1/seats").Documents(ctx).GetAll()
-	bookings, _ := fs.Collection(Bookings).Documents(ctx).GetAll()
-	if len(seats) != 0 || len(bookings) != 0 {
-		t.Fatalf("the stalled booking committed: %d seats, %d bookings", len(seats), len(bookings))
+}
+
+// A first attempt that stalls while its own retry books answers that
+// booking, never seat_busy or seat_taken (issue #25, item 5).
+func TestStalledFirstAttemptAnswersItsRetrysBooking(t *testing.T) {
+	for _, path := range []string{"one commit", "read first"} {
+		t.Run(path, func(t *testing.T) {
+			fs, svc := newScreening(t)
+			ctx := context.Background()
+			if path == "one commit" {
+				warm(t, svc)
+			}
+			r := Request{UID: "u1", ScreeningID: "s1", Seats: []string{"A1", "A2"}, RequestID: "r1"}
+			retry := New(fs)
+			defer retry.Close()
+			var retried Booking
+			stalled := false
+			svc.hooks.beforeCommit = func(fast bool) {
+				if stalled {
+					return
+				}
+				stalled = true
+				if fast != (path == "one commit") {
+					t.Errorf("the booking took the wrong path: one commit %v", fast)
+				}
+				var created bool
+				var err error
+				if retried, created, err = retry.Book(ctx, "retry", r); err != nil || !created {
+					t.Errorf("the retry: created %v, %v", created, err)
+				}
+			}
+			b, created, err := svc.Book(ctx, "first", r)
+			if err != nil {
+				t.Fatalf("the first attempt: %v; want the retry's booking", err)
+			}
+			if created || b.ID != retried.ID || b.Status != StatusOK {
+				t.Fatalf("the first attempt answered %+v (created %v); want the retry's booking %s", b, created, retried.ID)
+			}
+			all, _ := fs.Collection(Bookings).Documents(ctx).GetAll()
+			if n := len(all); n != 1+btoi(path == "one commit") {
+				t.Fatalf("%d bookings, want one for the request", n)
+			}
+		})
 	}
-	// Its release left the new holder's lease alone.
-	s, err := fs.Collection(SeatLocks).Doc(seatKey("s1", "A1")).Get(ctx)
-	if err != nil || s.Data()["owner"] != other.Owner() || took == nil {
-		t.Fatalf("the new holder's lease is gone: %v", err)
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
 	}
+	return 0
 }
 
 func TestValidateRejectsBadRequests(t *testing.T) {
@@ -58,6 +142,9 @@ func TestValidateRejectsBadRequests(t *testing.T) {
 		"seat zero":     {UID: "u", ScreeningID: "s", Seats: []string{"A0"}, RequestID: "r"},
 		"long request":  {UID: "u", ScreeningID: "s", Seats: []string{"A1"}, RequestID: string(make([]byte, MaxRequestID+1))},
 		"reserved id":   {UID: "u", ScreeningID: "__s__", Seats: []string{"A1"}, RequestID: "r"},
+		"NUL in id":     {UID: "u", ScreeningID: "s", Seats: []string{"A1"}, RequestID: "confirm\x00x"},
+		"newline in id": {UID: "u", ScreeningID: "s\n", Seats: []string{"A1"}, RequestID: "r"},
+		"not UTF-8":     {UID: "u", ScreeningID: "s", Seats: []string{"A1"}, RequestID: "\xff"},
 		"duplicate":     {UID: "u", ScreeningID: "s", Seats: []string{"B2", "B2"}, RequestID: "r"},
 		"no request id": {UID: "u", ScreeningID: "s", Seats: []string{"A1"}},
 	} {
