@@ -316,10 +316,10 @@ func (a *API) HoldSeats(w http.ResponseWriter, r *http.Request) {
 	a.serve(w, r, &req, func(ctx context.Context, execID, uid string) (int, any, error) {
 		d := time.Duration(0) // the default
 		if req.HoldSeconds != nil {
-			if *req.HoldSeconds == 0 {
-				return 0, nil, errorf(http.StatusBadRequest, "invalid_argument", "holdSeconds must be a whole number from 5 to 900")
+			var err error
+			if d, err = holdLength(*req.HoldSeconds); err != nil {
+				return 0, nil, err
 			}
-			d = time.Duration(*req.HoldSeconds) * time.Second
 		}
 		h, created, err := a.Bookings.Hold(ctx, execID, booking.Request{UID: uid, ScreeningID: req.ScreeningID, Seats: req.Seats, RequestID: req.RequestID}, d)
 		if err != nil {
@@ -331,6 +331,17 @@ func (a *API) HoldSeats(w http.ResponseWriter, r *http.Request) {
 		}
 		return http.StatusOK, h, nil
 	})
+}
+
+// holdLength is a request's holdSeconds as a duration. The range is checked
+// on the integer first: times time.Second, a huge one wraps around into the
+// range (36028797018964388 s to 420 s).
+func holdLength(seconds int) (time.Duration, error) {
+	if seconds < int(booking.MinHold/time.Second) || seconds > int(booking.MaxHold/time.Second) {
+		return 0, errorf(http.StatusBadRequest, "invalid_argument", "holdSeconds must be a whole number from %d to %d",
+			int(booking.MinHold/time.Second), int(booking.MaxHold/time.Second))
+	}
+	return time.Duration(seconds) * time.Second, nil
 }
 
 type holdIDRequest struct {
@@ -357,7 +368,11 @@ func (a *API) ExtendHold(w http.ResponseWriter, r *http.Request) {
 		if err := req.check(true); err != nil {
 			return 0, nil, err
 		}
-		h, err := a.Bookings.ExtendHold(ctx, uid, req.HoldID, time.Duration(*req.HoldSeconds)*time.Second)
+		d, err := holdLength(*req.HoldSeconds)
+		if err != nil {
+			return 0, nil, err
+		}
+		h, err := a.Bookings.ExtendHold(ctx, uid, req.HoldID, d)
 		if err != nil {
 			return 0, nil, err
 		}
