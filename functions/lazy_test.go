@@ -27,7 +27,8 @@ func TestFailedColdStartIsRetried(t *testing.T) {
 	req.Header.Set("Origin", "https://tickets.example.com")
 	first.BookSeats(rec, req)
 	if rec.Code != http.StatusServiceUnavailable || rec.Header().Get("Retry-After") == "" ||
-		rec.Header().Get("Access-Control-Allow-Origin") != "https://tickets.example.com" {
+		rec.Header().Get("Access-Control-Allow-Origin") != "https://tickets.example.com" ||
+		!strings.Contains(rec.Header().Get("Access-Control-Expose-Headers"), "Retry-After") {
 		t.Fatalf("failed cold start answered %d %v", rec.Code, rec.Header())
 	}
 	if got := l.get(); got != built || builds != 2 {
