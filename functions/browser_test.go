@@ -1,10 +1,19 @@
 package functions_test
 
 import (
+	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
+	"fmt"
+	"io"
 	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -47,20 +56,32 @@ func TestCORSAllowsConfiguredOriginsOnly(t *testing.T) {
 			t.Fatalf("%s preflight: %d %v", fn, r.StatusCode, h)
 		}
 	}
-	// The answers themselves, success and errors alike, name the origin.
+	// The answers themselves, success and errors alike, name the origin and
+	// let the page read Retry-After (a 503's hint when to try again).
+	exposes := func(h http.Header) bool {
+		for _, v := range h.Values("Access-Control-Expose-Headers") {
+			for name := range strings.SplitSeq(v, ",") {
+				if strings.EqualFold(strings.TrimSpace(name), "Retry-After") {
+					return true
+				}
+			}
+		}
+		return false
+	}
 	tok := token(t, "cora")
 	body := `{"screeningId": "s1", "seats": ["C3"], "requestId": "cors-1"}`
 	ok := e.raw(http.MethodPost, "BookSeats", appOrigin, map[string]string{"Authorization": "Bearer " + tok, "Content-Type": "application/json"}, body)
-	if ok.StatusCode != http.StatusCreated || ok.Header.Get("Access-Control-Allow-Origin") != appOrigin {
-		t.Fatalf("booking from the app: %d, ACAO %q", ok.StatusCode, ok.Header.Get("Access-Control-Allow-Origin"))
+	if ok.StatusCode != http.StatusCreated || ok.Header.Get("Access-Control-Allow-Origin") != appOrigin || !exposes(ok.Header) {
+		t.Fatalf("booking from the app: %d %v", ok.StatusCode, ok.Header)
 	}
-	for name, r := range map[string]*http.Response{
+	answers := map[string]*http.Response{
 		"401": e.raw(http.MethodPost, "BookSeats", appOrigin, map[string]string{"Content-Type": "application/json"}, body),
 		"409": e.raw(http.MethodPost, "BookSeats", appOrigin, map[string]string{"Authorization": "Bearer " + token(t, "dora"), "Content-Type": "application/json"}, `{"screeningId": "s1", "seats": ["C3"], "requestId": "cors-2"}`),
 		"405": e.raw(http.MethodGet, "BookSeats", appOrigin, nil, ""),
-	} {
-		if r.Header.Get("Access-Control-Allow-Origin") != appOrigin || r.Header.Get("Access-Control-Allow-Origin") == "*" {
-			t.Errorf("%s answer (HTTP %d) lacks the origin: %v", name, r.StatusCode, r.Header)
+	}
+	for name, r := range answers {
+		if strconv.Itoa(r.StatusCode) != name || r.Header.Get("Access-Control-Allow-Origin") != appOrigin || !exposes(r.Header) {
+			t.Errorf("%s answer (HTTP %d) lacks the origin or does not expose Retry-After: %v", name, r.StatusCode, r.Header)
 		}
 	}
 	// Another origin gets no CORS headers at all: the browser refuses it.
@@ -158,18 +179,26 @@ func TestBearerSchemeIsCaseInsensitive(t *testing.T) {
 	}
 }
 
+// authUnreachable points the functions' Firebase Auth at a port where
+// nothing listens (sign users in before): every token check fails to reach
+// it, as when Auth is down.
+func (e *env) authUnreachable() {
+	e.t.Helper()
+	port, err := emulators.FreePort()
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.t.Setenv("FIREBASE_AUTH_EMULATOR_HOST", "127.0.0.1:"+itoa(port))
+	e.api.Auth = authAdmin(e.t)
+	e.api.UserCacheTTL = -1
+}
+
 // When Firebase Auth cannot be reached, the caller is not at fault: 503
 // with Retry-After, not 401 or 500; nothing is written.
 func TestTokenServiceDownIs503(t *testing.T) {
 	e := newEnv(t)
-	port, err := emulators.FreePort() // nothing listens there
-	if err != nil {
-		t.Fatal(err)
-	}
 	tok := token(t, "downey")
-	t.Setenv("FIREBASE_AUTH_EMULATOR_HOST", "127.0.0.1:"+itoa(port))
-	e.api.Auth = authAdmin(t)
-	e.api.UserCacheTTL = -1
+	e.authUnreachable()
 	r := e.call("BookSeats", tok, map[string]any{"screeningId": "s1", "seats": []string{"E5"}, "requestId": "down-1"})
 	if r.Status != http.StatusServiceUnavailable || r.code() != "unavailable" || r.Header.Get("Retry-After") == "" {
 		t.Fatalf("token service down: %d %v %v", r.Status, r.Body, r.Header)
@@ -208,3 +237,94 @@ func TestLogsCarryTheRequestsTrace(t *testing.T) {
 }
 
 func itoa(n int) string { b, _ := json.Marshal(n); return string(b) }
+
+// chromium is the browser of the browser tests (scripts/deps.sh installs
+// it; CHROMIUM_PATH names another).
+func chromium(t *testing.T) string {
+	t.Helper()
+	path := cmp.Or(os.Getenv("CHROMIUM_PATH"), "/usr/bin/chromium")
+	if _, err := exec.LookPath(path); err != nil {
+		t.Fatalf("no Chromium at %s (run scripts/deps.sh, or set CHROMIUM_PATH): %v", path, err)
+	}
+	return path
+}
+
+// A page reads a header of a cross-origin answer only if the answer exposes
+// it: without Access-Control-Expose-Headers, the web client's
+// res.headers.get("Retry-After") (web/src/app/api.ts) is null. Chromium
+// loads a page from another origin, which calls BookSeats while Firebase
+// Auth is down and reports what it read.
+func TestBrowserReadsRetryAfterAcrossOrigins(t *testing.T) {
+	browser := chromium(t)
+	e := newEnv(t)
+	tok := token(t, "rhea")
+	reports := make(chan string, 1)
+	var fnURL string
+	page := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/report" {
+			b, _ := io.ReadAll(r.Body)
+			select {
+			case reports <- string(b):
+			default:
+			}
+			return
+		}
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		fmt.Fprintf(w, `<!doctype html><script type="module">
+let report;
+try {
+  const res = await fetch(%q, {
+    method: "POST",
+    headers: { "Content-Type": "application/json", Authorization: "Bearer " + %q },
+    body: JSON.stringify({ screeningId: "s1", seats: ["A1"], requestId: "rhea-1" }),
+  });
+  report = { status: res.status, retryAfter: res.headers.get("Retry-After") };
+} catch (err) {
+  report = { error: String(err) };
+}
+await fetch("/report", { method: "POST", body: JSON.stringify(report) });
+</script>`, fnURL, tok)
+	}))
+	t.Cleanup(page.Close)
+	// Configured before its server starts: Chromium's requests carry no
+	// happens-before edge from this goroutine.
+	e.api.CORS = functions.NewCORS("http://" + page.Listener.Addr().String()) // another port: another origin
+	e.authUnreachable()
+	fn := httptest.NewServer(http.HandlerFunc(e.api.BookSeats))
+	t.Cleanup(fn.Close)
+	fnURL = fn.URL
+	page.Start()
+
+	var stderr bytes.Buffer
+	cmd := exec.Command(browser, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+		"--disable-background-networking", "--disable-component-update", "--user-data-dir="+t.TempDir(), page.URL)
+	cmd.Stderr = &stderr
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // its renderers too end with it
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		cmd.Wait()
+	}()
+	var got struct {
+		Status     int     `json:"status"`
+		RetryAfter *string `json:"retryAfter"`
+		Error      string  `json:"error"`
+	}
+	select {
+	case r := <-reports:
+		if err := json.Unmarshal([]byte(r), &got); err != nil {
+			t.Fatalf("report %q: %v", r, err)
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatalf("the page reported nothing within 60 s; Chromium said:\n%s", stderr.String())
+	}
+	if got.Status != http.StatusServiceUnavailable || got.RetryAfter == nil || *got.RetryAfter != "1" {
+		ra := "null"
+		if got.RetryAfter != nil {
+			ra = strconv.Quote(*got.RetryAfter)
+		}
+		t.Fatalf("the page read HTTP %d, Retry-After %s (%s); want 503 and \"1\"", got.Status, ra, got.Error)
+	}
+}

@@ -13,8 +13,9 @@ const AllowedOriginsEnv = "FIRELOCK_ALLOWED_ORIGINS"
 
 // CORS answers browsers (CONTRACT §3): the preflight (OPTIONS) gets 204,
 // and an allowed origin gets Access-Control-Allow-Origin naming it (never
-// "*"), on every answer, errors included. Other origins get no CORS
-// headers, so the browser refuses them the answer.
+// "*") and Retry-After exposed to its scripts, on every answer, errors
+// included. Other origins get no CORS headers, so the browser refuses them
+// the answer.
 type CORS struct {
 	allowed map[string]bool
 }
@@ -42,6 +43,9 @@ func (c *CORS) apply(w http.ResponseWriter, r *http.Request) (answered bool) {
 	allowed := c != nil && origin != "" && c.allowed[origin]
 	if allowed {
 		h.Set("Access-Control-Allow-Origin", origin)
+		// A page may read only the safelisted headers of a cross-origin
+		// answer; a 503's Retry-After is not one of them.
+		h.Set("Access-Control-Expose-Headers", "Retry-After")
 	}
 	if r.Method != http.MethodOptions {
 		return false

@@ -467,3 +467,51 @@ func TestLogsAreCloudLoggingJSON(t *testing.T) {
 		}
 	}
 }
+
+// encoding/json matches keys case-insensitively (also with
+// DisallowUnknownFields) and lets the last of duplicate keys win: a body
+// could carry two values of one field and the function would act on the
+// one a proxy or a log did not show. Every function takes the contract's
+// names exactly, once each, and refuses anything else with nothing written.
+func TestCaseVariantAndDuplicateKeysAreRefused(t *testing.T) {
+	e := newEnv(t)
+	tok := token(t, "kay")
+	h := e.hold("kay", "h-1", 60, "A1")
+	b := e.book("kay", "b-1", "B1")
+	if h.Status != http.StatusCreated || b.Status != http.StatusCreated {
+		t.Fatalf("setup: hold %d %v, booking %d %v", h.Status, h.Body, b.Status, b.Body)
+	}
+	holdID, bookingID := str(h, "holdId"), str(b, "bookingId")
+	before := e.holdState()
+	cases := []struct{ fn, body string }{
+		{"BookSeats", `{"screeningId": "s1", "seats": ["C1"], "Seats": ["C2"], "requestId": "r1"}`},
+		{"BookSeats", `{"Seats": ["C2"], "screeningId": "s1", "seats": ["C1"], "requestId": "r2"}`},
+		{"BookSeats", `{"screeningId": "s1", "seats": ["C1"], "seats": ["C2"], "requestId": "r3"}`},
+		{"BookSeats", `{"screeningId": "s1", "seats": ["C1"], "ſeats": ["C2"], "requestId": "r4"}`}, // ſ folds to s
+		{"BookSeats", `{"SCREENINGID": "s1", "seats": ["C1"], "requestId": "r5"}`},
+		{"BookSeats", `{"screeningId": "s1", "seats": ["C1"], "requestId": "r6", "requestID": "r7"}`},
+		{"HoldSeats", `{"screeningId": "s1", "seats": ["C3"], "requestId": "h2", "HoldSeconds": 60}`},
+		{"HoldSeats", `{"screeningId": "s1", "seats": ["C3"], "requestId": "h3", "holdSeconds": 60, "holdSeconds": 61}`},
+		{"CancelBooking", `{"bookingId": "nope", "BookingId": "` + bookingID + `"}`},
+		{"CancelBooking", `{"bookingId": "nope", "bookingId": "` + bookingID + `"}`},
+		{"ExtendHold", `{"holdId": "` + holdID + `", "holdSeconds": 60, "holdseconds": 900}`},
+		{"ExtendHold", `{"holdId": "` + holdID + `", "holdSeconds": 60, "holdSeconds": 900}`},
+		{"ConfirmHold", `{"holdId": "nope", "HOLDID": "` + holdID + `"}`},
+		{"ConfirmHold", `{"holdId": "nope", "holdId": "` + holdID + `"}`},
+		{"ConfirmHold", `{"holdId": "` + holdID + `", "holdSeconds": 60}`}, // not a field of this request
+		{"ReleaseHold", `{"holdId": "nope", "holdID": "` + holdID + `"}`},
+		{"ReleaseHold", `{"holdId": "nope", "holdId": "` + holdID + `"}`},
+	}
+	for _, c := range cases {
+		r := e.call(c.fn, tok, c.body)
+		errBody, _ := r.Body["error"].(map[string]any)
+		if r.Status != http.StatusBadRequest || r.code() != "invalid_argument" || errBody["message"] == "" {
+			t.Errorf("%s %s: %d %v, want 400 invalid_argument", c.fn, c.body, r.Status, r.Body)
+		}
+	}
+	after := e.holdState()
+	if fmt.Sprint(after.seats) != fmt.Sprint(before.seats) || fmt.Sprint(after.holds) != fmt.Sprint(before.holds) ||
+		fmt.Sprint(after.bookings) != fmt.Sprint(before.bookings) || after.sold != before.sold {
+		t.Fatalf("refused bodies wrote:\nbefore %v %v %v\nafter  %v %v %v", before.seats, before.holds, before.bookings, after.seats, after.holds, after.bookings)
+	}
+}

@@ -281,19 +281,36 @@ func TestBadHoldSecondsWritesNothing(t *testing.T) {
 		`{"screeningId": "s1", "seats": ["A1"], "requestId": "x", "holdSeconds": -5}`,
 		`{"screeningId": "s1", "seats": ["A1"], "requestId": "x", "holdSeconds": 1.5}`,
 		`{"screeningId": "s1", "seats": ["A1"], "requestId": "x", "holdSeconds": "60"}`,
+		`{"screeningId": "s1", "seats": ["A1"], "requestId": "x", "holdSeconds": 30.5}`,
+		`{"screeningId": "s1", "seats": ["A1"], "requestId": "x", "holdSeconds": 1e30}`,
+		// Times time.Second, these wrap to 420 s and -420 s: the range is
+		// checked on the integer, before any conversion.
+		`{"screeningId": "s1", "seats": ["A1"], "requestId": "x", "holdSeconds": 36028797018964388}`,
+		`{"screeningId": "s1", "seats": ["A1"], "requestId": "x", "holdSeconds": -36028797018964388}`,
+		`{"screeningId": "s1", "seats": ["A1"], "requestId": "x", "holdSeconds": 9223372036854775807}`,
 	} {
 		if r := e.call("HoldSeats", tok, body); r.Status != http.StatusBadRequest || r.code() != "invalid_argument" {
 			t.Errorf("%s: %d %v", body, r.Status, r.Body)
 		}
 	}
-	h := e.hold("bea", "ok", 60, "A1")
+	if st := e.holdState(); len(st.holds)+len(st.seats) != 0 {
+		t.Errorf("refused holds wrote: %d holds, %d seats", len(st.holds), len(st.seats))
+	}
+	h := e.hold("bea", "ok", 60, "B2")
+	if h.Status != http.StatusCreated {
+		t.Fatalf("hold: %d %v", h.Status, h.Body)
+	}
 	for _, body := range []string{
 		`{"holdId": "` + str(h, "holdId") + `"}`,
 		`{"holdId": "` + str(h, "holdId") + `", "holdSeconds": 2}`,
 		`{"holdId": "` + str(h, "holdId") + `", "holdSeconds": 1000}`,
+		`{"holdId": "` + str(h, "holdId") + `", "holdSeconds": 30.5}`,
+		`{"holdId": "` + str(h, "holdId") + `", "holdSeconds": -5}`,
+		`{"holdId": "` + str(h, "holdId") + `", "holdSeconds": 36028797018964388}`,
+		`{"holdId": "` + str(h, "holdId") + `", "holdSeconds": -36028797018964388}`,
 		`{"holdSeconds": 60}`,
 	} {
-		if r := e.call("ExtendHold", tok, body); r.Status != http.StatusBadRequest {
+		if r := e.call("ExtendHold", tok, body); r.Status != http.StatusBadRequest || r.code() != "invalid_argument" {
 			t.Errorf("ExtendHold %s: %d %v", body, r.Status, r.Body)
 		}
 	}

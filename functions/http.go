@@ -4,6 +4,7 @@
 package functions
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -13,6 +14,7 @@ import (
 	"mime"
 	"net/http"
 	"os"
+	"reflect"
 	"strings"
 	"sync"
 	"time"
@@ -202,9 +204,10 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	json.NewEncoder(w).Encode(v)
 }
 
-// decode checks method, content type and auth, then reads a JSON body of
-// at most MaxBody bytes with no unknown fields into v. It returns the
-// caller's uid.
+// decode checks method, content type and auth, then reads into v (a
+// pointer to a request struct) a JSON body of at most MaxBody bytes: one
+// object whose keys are v's json names exactly, each at most once. It
+// returns the caller's uid.
 func (a *API) decode(w http.ResponseWriter, r *http.Request, v any) (string, error) {
 	if r.Method != http.MethodPost {
 		return "", errorf(http.StatusMethodNotAllowed, "method_not_allowed", "use POST")
@@ -216,19 +219,78 @@ func (a *API) decode(w http.ResponseWriter, r *http.Request, v any) (string, err
 	if err != nil {
 		return "", err
 	}
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, MaxBody))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBody))
+	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
 			return "", errorf(http.StatusRequestEntityTooLarge, "payload_too_large", "the body is larger than %d bytes", MaxBody)
 		}
+		return "", errorf(http.StatusBadRequest, "invalid_argument", "the body could not be read: %v", err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
 		return "", errorf(http.StatusBadRequest, "invalid_argument", "malformed JSON body: %v", err)
 	}
 	if _, err := dec.Token(); err != io.EOF {
 		return "", errorf(http.StatusBadRequest, "invalid_argument", "the body must be exactly one JSON object")
 	}
+	if err := exactKeys(body, v); err != nil {
+		return "", err
+	}
 	return uid, nil
+}
+
+// exactKeys refuses what encoding/json lets through even with
+// DisallowUnknownFields: a key that matches a field of v only when case is
+// ignored ("Seats", "ſeats"), and a key given twice (the last would win).
+// Either way the function would act on a value that a proxy, a log or the
+// caller's own validation may not have been looking at. body is one JSON
+// value that decoded into v without error.
+func exactKeys(body []byte, v any) error {
+	names := jsonNames(reflect.TypeOf(v).Elem())
+	dec := json.NewDecoder(bytes.NewReader(body))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return errorf(http.StatusBadRequest, "invalid_argument", "the body must be a JSON object")
+	}
+	seen := map[string]bool{}
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return errorf(http.StatusBadRequest, "invalid_argument", "malformed JSON body: %v", err)
+		}
+		key, _ := t.(string)
+		switch {
+		case !names[key]:
+			return errorf(http.StatusBadRequest, "invalid_argument", "unknown field %q (field names match exactly, case included)", key)
+		case seen[key]:
+			return errorf(http.StatusBadRequest, "invalid_argument", "field %q appears more than once", key)
+		}
+		seen[key] = true
+		var value json.RawMessage
+		if err := dec.Decode(&value); err != nil {
+			return errorf(http.StatusBadRequest, "invalid_argument", "malformed JSON body: %v", err)
+		}
+	}
+	return nil
+}
+
+// jsonNames are the names encoding/json gives the exported fields of the
+// struct type t (request structs: no embedded fields).
+func jsonNames(t reflect.Type) map[string]bool {
+	names := map[string]bool{}
+	for i := range t.NumField() {
+		f := t.Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if !f.IsExported() || name == "-" {
+			continue
+		}
+		if name == "" {
+			name = f.Name
+		}
+		names[name] = true
+	}
+	return names
 }
 
 type bookRequest struct {
@@ -316,10 +378,10 @@ func (a *API) HoldSeats(w http.ResponseWriter, r *http.Request) {
 	a.serve(w, r, &req, func(ctx context.Context, execID, uid string) (int, any, error) {
 		d := time.Duration(0) // the default
 		if req.HoldSeconds != nil {
-			if *req.HoldSeconds == 0 {
-				return 0, nil, errorf(http.StatusBadRequest, "invalid_argument", "holdSeconds must be a whole number from 5 to 900")
+			var err error
+			if d, err = holdLength(*req.HoldSeconds); err != nil {
+				return 0, nil, err
 			}
-			d = time.Duration(*req.HoldSeconds) * time.Second
 		}
 		h, created, err := a.Bookings.Hold(ctx, execID, booking.Request{UID: uid, ScreeningID: req.ScreeningID, Seats: req.Seats, RequestID: req.RequestID}, d)
 		if err != nil {
@@ -333,31 +395,49 @@ func (a *API) HoldSeats(w http.ResponseWriter, r *http.Request) {
 	})
 }
 
-type holdIDRequest struct {
+// holdLength is a request's holdSeconds as a duration. The range is checked
+// on the integer first: times time.Second, a huge one wraps around into the
+// range (36028797018964388 s to 420 s).
+func holdLength(seconds int) (time.Duration, error) {
+	if seconds < int(booking.MinHold/time.Second) || seconds > int(booking.MaxHold/time.Second) {
+		return 0, errorf(http.StatusBadRequest, "invalid_argument", "holdSeconds must be a whole number from %d to %d",
+			int(booking.MinHold/time.Second), int(booking.MaxHold/time.Second))
+	}
+	return time.Duration(seconds) * time.Second, nil
+}
+
+type extendRequest struct {
 	HoldID      string `json:"holdId"`
 	HoldSeconds *int   `json:"holdSeconds"`
 }
 
-func (req holdIDRequest) check(withSeconds bool) error {
-	switch {
-	case req.HoldID == "":
+// holdIDRequest is the body of ConfirmHold and ReleaseHold.
+type holdIDRequest struct {
+	HoldID string `json:"holdId"`
+}
+
+func requireHoldID(id string) error {
+	if id == "" {
 		return errorf(http.StatusBadRequest, "invalid_argument", "holdId is required")
-	case withSeconds && req.HoldSeconds == nil:
-		return errorf(http.StatusBadRequest, "invalid_argument", "holdSeconds is required")
-	case !withSeconds && req.HoldSeconds != nil:
-		return errorf(http.StatusBadRequest, "invalid_argument", "holdSeconds is not a field of this request")
 	}
 	return nil
 }
 
 // ExtendHold is the HTTP function of CONTRACT §3.
 func (a *API) ExtendHold(w http.ResponseWriter, r *http.Request) {
-	var req holdIDRequest
+	var req extendRequest
 	a.serve(w, r, &req, func(ctx context.Context, execID, uid string) (int, any, error) {
-		if err := req.check(true); err != nil {
+		if err := requireHoldID(req.HoldID); err != nil {
 			return 0, nil, err
 		}
-		h, err := a.Bookings.ExtendHold(ctx, uid, req.HoldID, time.Duration(*req.HoldSeconds)*time.Second)
+		if req.HoldSeconds == nil {
+			return 0, nil, errorf(http.StatusBadRequest, "invalid_argument", "holdSeconds is required")
+		}
+		d, err := holdLength(*req.HoldSeconds)
+		if err != nil {
+			return 0, nil, err
+		}
+		h, err := a.Bookings.ExtendHold(ctx, uid, req.HoldID, d)
 		if err != nil {
 			return 0, nil, err
 		}
@@ -370,7 +450,7 @@ func (a *API) ExtendHold(w http.ResponseWriter, r *http.Request) {
 func (a *API) ConfirmHold(w http.ResponseWriter, r *http.Request) {
 	var req holdIDRequest
 	a.serve(w, r, &req, func(ctx context.Context, execID, uid string) (int, any, error) {
-		if err := req.check(false); err != nil {
+		if err := requireHoldID(req.HoldID); err != nil {
 			return 0, nil, err
 		}
 		b, created, err := a.Bookings.ConfirmHold(ctx, uid, req.HoldID)
@@ -389,7 +469,7 @@ func (a *API) ConfirmHold(w http.ResponseWriter, r *http.Request) {
 func (a *API) ReleaseHold(w http.ResponseWriter, r *http.Request) {
 	var req holdIDRequest
 	a.serve(w, r, &req, func(ctx context.Context, execID, uid string) (int, any, error) {
-		if err := req.check(false); err != nil {
+		if err := requireHoldID(req.HoldID); err != nil {
 			return 0, nil, err
 		}
 		h, err := a.Bookings.ReleaseHold(ctx, uid, req.HoldID)
