@@ -71,8 +71,8 @@ func (s *Service) fastTime(c *claim) (time.Time, bool) {
 	}
 	// The middle of the bounds: a hold's heldUntil is off from "the
 	// server's time of the request + its length" by at most half their
-	// width (a round trip, milliseconds).
-	return lo.Add(hi.Sub(lo) / 2), true
+	// width (a round trip, milliseconds). Firestore stores microseconds.
+	return lo.Add(hi.Sub(lo) / 2).Truncate(time.Microsecond), true
 }
 
 // takeFast is the one-commit path: creates of the seat documents (each
