@@ -109,6 +109,8 @@ type Service struct {
 	gate       Gate
 	clock      serverClock
 	screenings screenings
+	taken      takenSeats
+	flights    flights
 	mu         sync.Mutex
 	counters   map[string]*counter.Counter
 	hooks      hooks
@@ -402,7 +404,9 @@ func (s *Service) Cancel(ctx context.Context, uid, bookingID string) (Booking, e
 	}
 	ref := s.client.Collection(Bookings).Doc(bookingID)
 	var b Booking
+	var freed []*firestore.DocumentRef
 	err := s.client.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
+		freed = nil
 		snap, err := tx.Get(ref)
 		if notFound(err) {
 			return fmt.Errorf("%w: %q", ErrBookingNotFound, bookingID)
@@ -438,6 +442,7 @@ func (s *Service) Cancel(ctx context.Context, uid, bookingID string) (Booking, e
 				if err := tx.Delete(refs[i]); err != nil {
 					return err
 				}
+				freed = append(freed, refs[i])
 			}
 		}
 		if err := s.settle(tx, snaps[len(refs):], Change{Kind: BookingCancelled, BookingID: bookingID, Seats: len(b.Seats)}, snap.ReadTime); err != nil {
@@ -453,6 +458,7 @@ func (s *Service) Cancel(ctx context.Context, uid, bookingID string) (Booking, e
 	if err != nil {
 		return Booking{}, err
 	}
+	s.taken.mark(false, freed...)
 	b.ID = bookingID
 	return b, nil
 }

@@ -3,7 +3,10 @@ package booking
 import (
 	"context"
 	"errors"
+	"fmt"
+	"math/rand/v2"
 	"os"
+	"sync"
 	"testing"
 	"time"
 
@@ -151,5 +154,102 @@ func TestValidateRejectsBadRequests(t *testing.T) {
 		if err := r.validate(); !errors.Is(err, ErrInvalidArgument) {
 			t.Errorf("%s: %v, want ErrInvalidArgument", name, err)
 		}
+	}
+}
+
+// Several instances (Services), each with many goroutines, race for a few
+// seats with bookings and holds on both paths. Afterwards, on what
+// Firestore holds: no seat is in two confirmed bookings or live holds,
+// every seat document belongs to the booking or hold that names it, and
+// every success the callers saw is there.
+func TestInstancesRacingForSeatsKeepEverySeatExclusive(t *testing.T) {
+	fs, first := newScreening(t)
+	ctx := context.Background()
+	svcs := []*Service{first}
+	for range 3 {
+		s := New(fs)
+		t.Cleanup(s.Close)
+		svcs = append(svcs, s)
+	}
+	for _, s := range svcs {
+		warm(t, s)
+	}
+	seats := []string{"A1", "A2", "A3", "A4"}
+	var mu sync.Mutex
+	won := map[string]string{} // document path -> kind, for every success
+	var wg sync.WaitGroup
+	for w := range 32 {
+		svc := svcs[w%len(svcs)]
+		wg.Go(func() {
+			for i := range 6 {
+				pick := []string{seats[rand.IntN(len(seats))]}
+				if rand.IntN(3) == 0 {
+					if other := seats[rand.IntN(len(seats))]; other != pick[0] {
+						pick = append(pick, other)
+					}
+				}
+				r := Request{UID: fmt.Sprint("u", w), ScreeningID: "s1", Seats: pick, RequestID: fmt.Sprint(w, "-", i)}
+				if i%2 == 0 {
+					if b, created, err := svc.Book(ctx, "e", r); err == nil && created {
+						mu.Lock()
+						won[fs.Collection(Bookings).Doc(b.ID).Path] = "booking"
+						mu.Unlock()
+					} else if err != nil && !errors.Is(err, ErrSeatTaken) && !errors.Is(err, ErrSeatHeld) && !errors.Is(err, ErrSeatBusy) {
+						t.Errorf("book: %v", err)
+					}
+				} else {
+					if h, created, err := svc.Hold(ctx, "e", r, time.Minute); err == nil && created {
+						mu.Lock()
+						won[fs.Collection(Holds).Doc(h.ID).Path] = "hold"
+						mu.Unlock()
+					} else if err != nil && !errors.Is(err, ErrSeatTaken) && !errors.Is(err, ErrSeatHeld) && !errors.Is(err, ErrSeatBusy) {
+						t.Errorf("hold: %v", err)
+					}
+				}
+			}
+		})
+	}
+	wg.Wait()
+	owner := map[string]string{}
+	for _, coll := range []string{Bookings, Holds} {
+		snaps, err := fs.Collection(coll).Documents(ctx).GetAll()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range snaps {
+			if s.Data()["uid"] == "w" { // the warm-up booking
+				continue
+			}
+			delete(won, s.Ref.Path)
+			for _, seat := range s.Data()["seats"].([]any) {
+				if prev, ok := owner[seat.(string)]; ok {
+					t.Errorf("seat %s is %s's and %s's", seat, prev, s.Ref.ID)
+				}
+				owner[seat.(string)] = s.Ref.ID
+			}
+		}
+	}
+	for doc := range won {
+		t.Errorf("a success is not in Firestore: %s", doc)
+	}
+	for _, seat := range seats {
+		snap, err := fs.Collection("screenings/s1/seats").Doc(seat).Get(ctx)
+		if notFound(err) {
+			if owner[seat] != "" {
+				t.Errorf("seat %s has no document but is %s's", seat, owner[seat])
+			}
+			continue
+		}
+		d := snap.Data()
+		by, _ := d["bookingId"].(string)
+		if by == "" {
+			by, _ = d["holdId"].(string)
+		}
+		if by != owner[seat] {
+			t.Errorf("seat %s names %q, the documents say %q", seat, by, owner[seat])
+		}
+	}
+	if len(owner) == 0 {
+		t.Fatal("nobody won a seat")
 	}
 }

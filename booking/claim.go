@@ -2,8 +2,10 @@ package booking
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
+	"sync"
 	"time"
 
 	"cloud.google.com/go/firestore"
@@ -44,13 +46,109 @@ func (s *Service) take(ctx context.Context, c *claim) (*firestore.DocumentSnapsh
 	for i, seat := range c.seats {
 		refs[i] = s.seatDoc(c.r.ScreeningID, seat)
 	}
-	if now, ok := s.fastTime(c); ok {
-		done, err := s.takeFast(ctx, c, refs, now)
-		if done || err != nil {
-			return nil, err
+	if now, ok := s.fastTime(c); ok && !s.taken.any(refs) {
+		// Of this instance's requests for a seat, one at a time tries the
+		// one commit; the others wait for it and then read: when it won,
+		// they lose in that one read instead of queueing their own doomed
+		// commits on the seat's document behind it.
+		if wait, leave := s.flights.join(refs); wait != nil {
+			select {
+			case <-wait:
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		} else {
+			done, err := s.takeFast(ctx, c, refs, now)
+			leave()
+			if done || err != nil {
+				return nil, err
+			}
 		}
 	}
 	return s.takeRead(ctx, c, refs)
+}
+
+// flights are the one-commit attempts in flight in this instance, by seat.
+type flights struct {
+	mu sync.Mutex
+	m  map[string]chan struct{} // seat document path -> closed when its attempt ends
+}
+
+// join returns a channel that closes when another attempt on one of refs
+// ends, or, when there is none, registers this attempt on all of refs and
+// returns the function that ends it.
+func (f *flights) join(refs []*firestore.DocumentRef) (<-chan struct{}, func()) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, r := range refs {
+		if ch, ok := f.m[r.Path]; ok {
+			return ch, nil
+		}
+	}
+	if f.m == nil {
+		f.m = map[string]chan struct{}{}
+	}
+	ch := make(chan struct{})
+	for _, r := range refs {
+		f.m[r.Path] = ch
+	}
+	return nil, func() {
+		f.mu.Lock()
+		for _, r := range refs {
+			delete(f.m, r.Path)
+		}
+		f.mu.Unlock()
+		close(ch)
+	}
+}
+
+// takenSeats remembers seats this instance saw taken (it took them, or a
+// read found them booked or held) for a while. It decides nothing: a seat
+// it names skips the one-commit attempt, which would fail, and reads first,
+// so a request for a known-taken seat loses in one read instead of a failed
+// commit and a read.
+type takenSeats struct {
+	mu sync.Mutex
+	m  map[string]time.Time // seat document path -> when seen taken (local)
+}
+
+const (
+	takenFor = 10 * time.Second
+	takenMax = 10000
+)
+
+func (t *takenSeats) any(refs []*firestore.DocumentRef) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, r := range refs {
+		if at, ok := t.m[r.Path]; ok {
+			if time.Since(at) < takenFor {
+				return true
+			}
+			delete(t.m, r.Path)
+		}
+	}
+	return false
+}
+
+// mark records refs as seen taken (taken true) or as freed by this
+// instance (false).
+func (t *takenSeats) mark(taken bool, refs ...*firestore.DocumentRef) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.m == nil {
+		t.m = map[string]time.Time{}
+	}
+	if taken && len(t.m) >= takenMax {
+		clear(t.m)
+	}
+	for _, r := range refs {
+		if taken {
+			t.m[r.Path] = time.Now()
+		} else {
+			delete(t.m, r.Path)
+		}
+	}
 }
 
 // fastTime says whether c may take the one-commit path, and the server
@@ -98,6 +196,7 @@ func (s *Service) takeFast(ctx context.Context, c *claim, refs []*firestore.Docu
 	switch {
 	case err == nil:
 		s.observe(res[0].UpdateTime, sent, c, now)
+		s.taken.mark(true, refs...)
 		return true, nil
 	case isConflict(err):
 		return false, nil
@@ -166,6 +265,14 @@ func (s *Service) takeRead(ctx context.Context, c *claim, refs []*firestore.Docu
 			}
 		}
 		if err := got.sc.decide(c.seats, seats, now); err != nil {
+			var se *SeatsError
+			if errors.As(err, &se) {
+				for i, seat := range seats {
+					if seatState(seat, now) != "" {
+						s.taken.mark(true, refs[i])
+					}
+				}
+			}
 			return nil, err
 		}
 		//lint:ignore SA1019 WriteBatch is the only atomic multi-document write that costs one RPC.
@@ -191,6 +298,7 @@ func (s *Service) takeRead(ctx context.Context, c *claim, refs []*firestore.Docu
 		res, err := b.Commit(ctx)
 		if err == nil {
 			s.clock.observe(res[0].UpdateTime, sent, time.Now())
+			s.taken.mark(true, refs...)
 			return nil, nil
 		}
 		if !isConflict(err) && !isAmbiguous(err) {

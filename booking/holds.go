@@ -420,6 +420,7 @@ func (s *Service) endHold(tx *firestore.Transaction, h *Hold, docs heldDocs, end
 			if err := tx.Delete(seat.Ref, firestore.LastUpdateTime(seat.UpdateTime)); err != nil {
 				return err
 			}
+			s.taken.mark(false, seat.Ref) // a hint only: should the transaction fail, a read tells
 		}
 	}
 	h.Status = end
