@@ -220,6 +220,25 @@ function abortReason(signal: AbortSignal): Error {
   return signal.reason instanceof Error ? signal.reason : new Error(String(signal.reason));
 }
 
+/**
+ * p, or the signal's reason as soon as the signal aborts. p itself carries
+ * on: the SDK cannot take back a write it has queued (offline, it keeps it
+ * until the network returns).
+ */
+function unlessAborted<T>(p: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
+  if (!signal) return p;
+  if (signal.aborted) return Promise.reject(abortReason(signal));
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = (): void => {
+      reject(abortReason(signal));
+    };
+    signal.addEventListener("abort", onAbort, { once: true });
+    p.then(resolve, reject).finally(() => {
+      signal.removeEventListener("abort", onAbort);
+    });
+  });
+}
+
 function sleep(ms: number, signal?: AbortSignal): Promise<void> {
   return new Promise((resolve, reject) => {
     if (signal?.aborted) {
@@ -280,26 +299,34 @@ export class Mutexes {
    * grant's lease is live by the server's clock. One write (create, or
    * takeover of an ended lease), then one read of the grant for its token.
    */
-  async tryAcquire(id: string): Promise<Mutex> {
+  tryAcquire(id: string): Promise<Mutex> {
+    return this.grant(id, undefined);
+  }
+
+  /** {@link tryAcquire}, given up when signal aborts (the error is then the signal's reason). */
+  private async grant(id: string, signal: AbortSignal | undefined): Promise<Mutex> {
     const ref = this.mutexRef(id);
     const owner = this.ownerUid(id);
     let before = 0; // when the grant's write was sent (see Mutex.validFrom)
     for (let attempt = 1; ; attempt++) {
+      if (signal?.aborted) throw abortReason(signal); // before a write that could not be taken back
       before = performance.now();
       try {
-        await setDoc(ref, { owner, acquiredAt: serverTimestamp(), renewedAt: serverTimestamp(), leaseSeconds: this.leaseSeconds });
+        // Offline, the SDK queues this write and its promise stays pending
+        // until the network returns: hence the race with the signal.
+        await unlessAborted(setDoc(ref, { owner, acquiredAt: serverTimestamp(), renewedAt: serverTimestamp(), leaseSeconds: this.leaseSeconds }), signal);
         break;
       } catch (err) {
         if (!isCode(err, "permission-denied")) throw err;
         // Refused: a live lease (the usual case), or a request the rules
         // refuse outright. The document tells which. A lease released
         // between the refusal and the read leaves no document: try again.
-        const d = asLease(await serverRead(this.db, ref));
+        const d = asLease(await unlessAborted(serverRead(this.db, ref), signal));
         if (d) throw new MutexHeldError(id, d.owner, leaseEnd(d));
         if (attempt === 3) throw new MutexPermissionError(id, err);
       }
     }
-    const d = asLease(await serverRead(this.db, ref));
+    const d = asLease(await unlessAborted(serverRead(this.db, ref), signal));
     if (!d || d.owner !== owner) {
       // Our lease ended and was taken over between the write and the read:
       // only possible with a lease shorter than a round trip.
@@ -323,8 +350,9 @@ export class Mutexes {
     for (;;) {
       if (signal?.aborted) throw this.gaveUp(id, signal, options, lastHeld);
       try {
-        return await this.tryAcquire(id);
+        return await this.grant(id, signal);
       } catch (err) {
+        if (signal?.aborted) throw this.gaveUp(id, signal, options, lastHeld);
         if (err instanceof MutexHeldError) lastHeld = err;
         else if (!isCode(err, "unavailable") && !isCode(err, "deadline-exceeded")) throw err;
         // held, or the network is down for now: wait and try again

@@ -17,7 +17,7 @@ import {
   getFirestore,
   setDoc,
 } from "firebase/firestore";
-import { Mutex, MutexHeldError, MutexNotHeldError, Mutexes, serverRead } from "../src/mutex";
+import { Mutex, MutexError, MutexHeldError, MutexNotHeldError, Mutexes, serverRead } from "../src/mutex";
 
 function emulatorHost(name: string): { host: string; port: number } {
   const v = process.env[name];
@@ -68,6 +68,17 @@ async function newClient(project: string, opts: { leaseSeconds?: number; email?:
 const serverGet = (ref: DocumentReference): ReturnType<typeof serverRead> => serverRead(ref.firestore, ref);
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+/** How p settled within ms, or "pending" if it had not by then. */
+async function settledWithin<T>(p: Promise<T>, ms: number): Promise<PromiseSettledResult<T> | "pending"> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const late = new Promise<"pending">((resolve) => (timer = setTimeout(() => resolve("pending"), ms)));
+  try {
+    return await Promise.race([Promise.allSettled([p]).then(([r]) => r as PromiseSettledResult<T>), late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
 
 function leaseEnd(m: Mutex): Timestamp {
   return new Timestamp(m.token.seconds + m.leaseSeconds, m.token.nanoseconds);
@@ -133,6 +144,21 @@ describe("Mutexes", () => {
     const m = await taking;
     expect((await serverGet(a.mutexes.mutexRef("doc"))).get("owner")).toBe(a.uid);
     await m.release();
+  });
+
+  it("acquire keeps its deadline and its signal while offline", async () => {
+    const project = newProject();
+    const a = await newClient(project);
+    const db = getFirestore(a.app);
+    await disableNetwork(db); // the grant's write stays queued in the SDK
+    const timedOut = await settledWithin(a.mutexes.acquire("doc", { timeoutMs: 500 }), 3000);
+    expect(timedOut).not.toBe("pending");
+    expect(timedOut).toMatchObject({ status: "rejected", reason: expect.any(MutexError) as unknown });
+    const ac = new AbortController();
+    setTimeout(() => ac.abort(new Error("user left")), 300);
+    const abandoned = await settledWithin(a.mutexes.acquire("doc", { signal: ac.signal }), 3000);
+    expect(abandoned).toMatchObject({ status: "rejected", reason: new Error("user left") });
+    await enableNetwork(db);
   });
 
   it("acquire gives up at its deadline with who holds it", async () => {
