@@ -308,31 +308,60 @@ export class Mutexes {
     const ref = this.mutexRef(id);
     const owner = this.ownerUid(id);
     let before = 0; // when the grant's write was sent (see Mutex.validFrom)
-    for (let attempt = 1; ; attempt++) {
-      if (signal?.aborted) throw abortReason(signal); // before a write that could not be taken back
-      before = performance.now();
-      try {
+    let sent: Promise<void> | undefined; // the last grant write
+    try {
+      for (let attempt = 1; ; attempt++) {
+        if (signal?.aborted) throw abortReason(signal); // before a write that could not be taken back
+        before = performance.now();
         // Offline, the SDK queues this write and its promise stays pending
         // until the network returns: hence the race with the signal.
-        await unlessAborted(setDoc(ref, { owner, acquiredAt: serverTimestamp(), renewedAt: serverTimestamp(), leaseSeconds: this.leaseSeconds }), signal);
-        break;
-      } catch (err) {
-        if (!isCode(err, "permission-denied")) throw err;
-        // Refused: a live lease (the usual case), or a request the rules
-        // refuse outright. The document tells which. A lease released
-        // between the refusal and the read leaves no document: try again.
-        const d = asLease(await unlessAborted(serverRead(this.db, ref), signal));
-        if (d) throw new MutexHeldError(id, d.owner, leaseEnd(d));
-        if (attempt === 3) throw new MutexPermissionError(id, err);
+        sent = setDoc(ref, { owner, acquiredAt: serverTimestamp(), renewedAt: serverTimestamp(), leaseSeconds: this.leaseSeconds });
+        try {
+          await unlessAborted(sent, signal);
+          break;
+        } catch (err) {
+          if (!isCode(err, "permission-denied")) throw err;
+          // Refused: a live lease (the usual case), or a request the rules
+          // refuse outright. The document tells which. A lease released
+          // between the refusal and the read leaves no document: try again.
+          const d = asLease(await unlessAborted(serverRead(this.db, ref), signal));
+          if (d) throw new MutexHeldError(id, d.owner, leaseEnd(d));
+          if (attempt === 3) throw new MutexPermissionError(id, err);
+        }
       }
+      const d = asLease(await unlessAborted(serverRead(this.db, ref), signal));
+      if (!d || d.owner !== owner) {
+        // Our lease ended and was taken over between the write and the read:
+        // only possible with a lease shorter than a round trip.
+        throw new MutexNotHeldError(id, "the grant was taken over before it could be read back");
+      }
+      return new Mutex(this, id, d.acquiredAt, this.leaseSeconds, before);
+    } catch (err) {
+      // No Mutex comes of this grant, so nobody would renew or release it:
+      // if it landed, or lands later (a write queued offline whose caller
+      // gave up), free it at once instead of letting it block everyone for
+      // a lease. A refused write has nothing to free.
+      if (sent) this.freeOnceLanded(id, owner, sent);
+      throw err;
     }
-    const d = asLease(await unlessAborted(serverRead(this.db, ref), signal));
-    if (!d || d.owner !== owner) {
-      // Our lease ended and was taken over between the write and the read:
-      // only possible with a lease shorter than a round trip.
-      throw new MutexNotHeldError(id, "the grant was taken over before it could be read back");
-    }
-    return new Mutex(this, id, d.acquiredAt, this.leaseSeconds, before);
+  }
+
+  /**
+   * Deletes the lease of a grant nobody holds, once its write has landed:
+   * in a transaction, only while the document still names owner (ours,
+   * unless the lease already ended and this user took it again elsewhere,
+   * which takes a lease shorter than a round trip). Best effort: if the
+   * server cannot be reached, the lease ends by itself.
+   */
+  private freeOnceLanded(id: string, owner: string, write: Promise<void>): void {
+    const ref = this.mutexRef(id);
+    write
+      .then(() =>
+        runTransaction(this.db, async (tx) => {
+          if (asLease(await tx.get(ref))?.owner === owner) tx.delete(ref);
+        }),
+      )
+      .catch(() => undefined);
   }
 
   /**

@@ -15,6 +15,7 @@ import {
   doc,
   enableNetwork,
   getFirestore,
+  onSnapshot,
   setDoc,
 } from "firebase/firestore";
 import { Mutex, MutexError, MutexHeldError, MutexNotHeldError, Mutexes, serverRead } from "../src/mutex";
@@ -159,6 +160,30 @@ describe("Mutexes", () => {
     const abandoned = await settledWithin(a.mutexes.acquire("doc", { signal: ac.signal }), 3000);
     expect(abandoned).toMatchObject({ status: "rejected", reason: new Error("user left") });
     await enableNetwork(db);
+  });
+
+  it("a grant that lands after acquire gave up is released at once", async () => {
+    const project = newProject();
+    const a = await newClient(project, { leaseSeconds: 30 });
+    const b = await newClient(project);
+    const owners: string[] = [];
+    const stopWatching = onSnapshot(b.mutexes.mutexRef("doc"), (s) => {
+      const owner: unknown = s.get("owner");
+      if (typeof owner === "string") owners.push(owner);
+    });
+    try {
+      const db = getFirestore(a.app);
+      await disableNetwork(db);
+      await expect(a.mutexes.acquire("doc", { timeoutMs: 300 })).rejects.toBeInstanceOf(MutexError);
+      await enableNetwork(db); // the abandoned grant lands now
+      await expect.poll(() => owners, { timeout: 10_000 }).toContain(a.uid);
+      // Well inside a's 30 s lease: the abandoned grant was given up.
+      const mb = await b.mutexes.acquire("doc", { timeoutMs: 10_000 });
+      expect((await serverGet(b.mutexes.mutexRef("doc"))).get("owner")).toBe(b.uid);
+      await mb.release();
+    } finally {
+      stopWatching();
+    }
   });
 
   it("acquire gives up at its deadline with who holds it", async () => {
