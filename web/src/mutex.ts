@@ -169,11 +169,15 @@ export class Mutex {
 
   /**
    * Renews every third of the lease until `stop()`. The returned signal
-   * (the mutex's `lost`) aborts when the lease is lost (a renewal refused)
-   * or could not be renewed in time: no renewal landed within a lease of
-   * the last one, measured on this machine from before that renewal's
-   * request, so never later than the server's end. Offline, the SDK keeps
-   * writes queued; the signal fires all the same.
+   * (the mutex's `lost`) aborts when the lease is lost (a renewal refused:
+   * {@link MutexNotHeldError}), when no renewal can succeed any more (the
+   * user signed out: {@link MutexPermissionError}; the Firestore client was
+   * terminated), or when it could not be renewed in time: no renewal
+   * landed within a lease of the last one, measured on this machine from
+   * before that renewal's request, so never later than the server's end.
+   * A renewal that fails otherwise is tried again after 250 ms, doubling
+   * up to a third of the lease. Offline, the SDK keeps writes queued; the
+   * signal fires all the same.
    */
   keepAlive(): { signal: AbortSignal; stop: () => void } {
     return this.owner.keepAlive(this);
@@ -181,11 +185,27 @@ export class Mutex {
 }
 
 const defaultLeaseSeconds = 30;
+/** keepAlive's first wait after a failed renewal; it doubles up to a third of the lease. */
+const firstRenewalRetryMs = 250;
 
 // By code, not instanceof: in Node a bundle may hold two copies of the SDK's
 // error classes (its ESM and CJS builds).
 function isCode(err: unknown, code: FirestoreError["code"]): boolean {
   return typeof err === "object" && err !== null && "code" in err && err.code === code;
+}
+
+/**
+ * Why no renewal can succeed after this failure (the lease is as good as
+ * lost to this holder), or undefined for a failure worth retrying.
+ */
+function renewalCannotSucceed(id: string, err: unknown): MutexError | undefined {
+  if (err instanceof MutexError) return err; // refused (not held), or signed out
+  if (isCode(err, "permission-denied") || isCode(err, "unauthenticated")) return new MutexPermissionError(id, err);
+  // What a write with no precondition fails with once its client is terminated.
+  if (isCode(err, "failed-precondition")) {
+    return new MutexNotHeldError(id, `it cannot be renewed any more (${err instanceof Error ? err.message : String(err)})`);
+  }
+  return undefined;
 }
 
 function sameTime(a: Timestamp | undefined, b: Timestamp): boolean {
@@ -494,20 +514,30 @@ export class Mutexes {
     stopped.signal.addEventListener("abort", disarm, { once: true });
     arm();
     const active = (): boolean => !stopped.signal.aborted && !m.lost.aborted;
+    let retryIn = 0; // after a failed renewal: the backoff before the next try
     const loop = async (): Promise<void> => {
       while (active()) {
         try {
-          // A third of the lease after the last renewal's request.
-          await sleep(Math.max(0, m.validFrom + every - performance.now()), stopped.signal);
+          // A third of the lease after the last renewal's request, or the
+          // backoff after a failure (which can come at once, and the third
+          // may have passed already: without it, this loop would spin).
+          await sleep(retryIn || Math.max(0, m.validFrom + every - performance.now()), stopped.signal);
         } catch {
           return;
         }
         try {
           await this.renew(m);
+          retryIn = 0;
           if (active()) arm();
         } catch (err) {
-          if (err instanceof MutexNotHeldError) return; // renew marked it lost
-          // Transient: the watchdog ends it if no renewal lands in time.
+          const final = renewalCannotSucceed(m.id, err);
+          if (final) {
+            m.markLost(final);
+            return;
+          }
+          // Transient: try again, backing off; the watchdog ends it if no
+          // renewal lands in time.
+          retryIn = Math.min(retryIn ? retryIn * 2 : firstRenewalRetryMs, every);
         }
       }
     };

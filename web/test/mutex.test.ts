@@ -5,7 +5,7 @@
 import { randomUUID } from "node:crypto";
 import { afterAll, describe, expect, it } from "vitest";
 import { type FirebaseApp, deleteApp, initializeApp } from "firebase/app";
-import { connectAuthEmulator, createUserWithEmailAndPassword, getAuth, signInWithEmailAndPassword } from "firebase/auth";
+import { connectAuthEmulator, createUserWithEmailAndPassword, getAuth, signInWithEmailAndPassword, signOut } from "firebase/auth";
 import {
   type DocumentReference,
   Timestamp,
@@ -17,8 +17,9 @@ import {
   getFirestore,
   onSnapshot,
   setDoc,
+  terminate,
 } from "firebase/firestore";
-import { Mutex, MutexError, MutexHeldError, MutexNotHeldError, Mutexes, serverRead } from "../src/mutex";
+import { Mutex, MutexError, MutexHeldError, MutexNotHeldError, MutexPermissionError, Mutexes, serverRead } from "../src/mutex";
 
 function emulatorHost(name: string): { host: string; port: number } {
   const v = process.env[name];
@@ -79,6 +80,36 @@ async function settledWithin<T>(p: Promise<T>, ms: number): Promise<PromiseSettl
   } finally {
     clearTimeout(timer);
   }
+}
+
+/** Resolves when signal aborts; rejects if it has not within ms. */
+function aborted(signal: AbortSignal, ms: number): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal.aborted) {
+      resolve();
+      return;
+    }
+    const t = setTimeout(() => reject(new Error(`signal did not abort within ${String(ms)} ms`)), ms);
+    signal.addEventListener(
+      "abort",
+      () => {
+        clearTimeout(t);
+        resolve();
+      },
+      { once: true },
+    );
+  });
+}
+
+/** Counts m's owner's renew calls (keepAlive renews through it); `fail` makes every one fail at once. */
+function countRenewals(mutexes: Mutexes, fail?: Error): { readonly calls: number } {
+  const counter = { calls: 0 };
+  const renew = mutexes.renew.bind(mutexes);
+  mutexes.renew = (m) => {
+    counter.calls++;
+    return fail ? Promise.reject(fail) : renew(m);
+  };
+  return counter;
 }
 
 function leaseEnd(m: Mutex): Timestamp {
@@ -253,6 +284,50 @@ describe("Mutexes", () => {
     expect(lostAt).toBeLessThanOrEqual(ma.validFrom + 2000 + 50);
     ka.stop();
     await enableNetwork(db);
+  });
+
+  it("keepAlive ends at the first renewal after sign-out, without spinning", async () => {
+    const project = newProject();
+    const a = await newClient(project, { leaseSeconds: 3 });
+    const ma = await a.mutexes.tryAcquire("doc");
+    const renewals = countRenewals(a.mutexes);
+    const ka = ma.keepAlive();
+    await signOut(getAuth(a.app));
+    await aborted(ka.signal, 5000);
+    expect(ka.signal.reason).toBeInstanceOf(MutexPermissionError);
+    await sleep(500); // nothing renews after the signal
+    expect(renewals.calls).toBe(1);
+    ka.stop();
+  });
+
+  it("keepAlive ends at the first renewal after its client was terminated", async () => {
+    const project = newProject();
+    const a = await newClient(project, { leaseSeconds: 3 });
+    const ma = await a.mutexes.tryAcquire("doc");
+    const renewals = countRenewals(a.mutexes);
+    const ka = ma.keepAlive();
+    await terminate(getFirestore(a.app));
+    await aborted(ka.signal, 5000);
+    expect(ka.signal.reason).toBeInstanceOf(MutexNotHeldError);
+    expect(String(ka.signal.reason)).toContain("terminated");
+    await sleep(500);
+    expect(renewals.calls).toBe(1);
+    ka.stop();
+  });
+
+  it("keepAlive backs off when renewals fail at once, until the lease ends", async () => {
+    const project = newProject();
+    const a = await newClient(project, { leaseSeconds: 3 });
+    const ma = await a.mutexes.tryAcquire("doc");
+    const renewals = countRenewals(a.mutexes, new Error("injected: renewal failed"));
+    const ka = ma.keepAlive();
+    await aborted(ka.signal, 5000);
+    expect(String(ka.signal.reason)).toContain("could not be renewed");
+    await sleep(500);
+    // First try a third into the lease, then backing off: a handful, not thousands.
+    expect(renewals.calls).toBeGreaterThanOrEqual(2);
+    expect(renewals.calls).toBeLessThanOrEqual(6);
+    ka.stop();
   });
 
   it("withMutex writes the guarded document in the batch of the mutex check", async () => {
