@@ -162,7 +162,11 @@ export class Mutex {
     return this.owner.renew(this);
   }
 
-  /** Gives the mutex up. Resolves also when the lease was already gone; {@link MutexNotHeldError} if another grant holds it. */
+  /**
+   * Gives the mutex up. Resolves also when the lease was already gone;
+   * {@link MutexNotHeldError} if another grant holds it,
+   * {@link MutexPermissionError} if the user signed out (or another signed in).
+   */
   release(): Promise<void> {
     return this.owner.release(this);
   }
@@ -483,14 +487,21 @@ export class Mutexes {
   /** @internal See {@link Mutex.release}. */
   async release(m: Mutex): Promise<void> {
     const ref = this.mutexRef(m.id);
-    await runTransaction(this.db, async (tx) => {
-      const d = asLease(await tx.get(ref));
-      if (!d) return; // already gone: nothing to give up
-      if (!sameTime(d.acquiredAt, m.token)) {
-        throw new MutexNotHeldError(m.id, `another grant holds it (owner ${d.owner})`);
-      }
-      tx.delete(ref);
-    });
+    this.ownerUid(m.id); // signed out: refused without a request
+    try {
+      await runTransaction(this.db, async (tx) => {
+        const d = asLease(await tx.get(ref));
+        if (!d) return; // already gone: nothing to give up
+        if (!sameTime(d.acquiredAt, m.token)) {
+          throw new MutexNotHeldError(m.id, `another grant holds it (owner ${d.owner})`);
+        }
+        tx.delete(ref);
+      });
+    } catch (err) {
+      // Signed in as another user than the grant's: the rules refuse the delete.
+      if (isCode(err, "permission-denied")) throw new MutexPermissionError(m.id, err);
+      throw err;
+    }
   }
 
   /** @internal See {@link Mutex.keepAlive}. */

@@ -330,6 +330,18 @@ describe("Mutexes", () => {
     ka.stop();
   });
 
+  it("release signed out is a MutexPermissionError", async () => {
+    const project = newProject();
+    const a = await newClient(project);
+    const ma = await a.mutexes.tryAcquire("doc");
+    await signOut(getAuth(a.app));
+    await expect(ma.release()).rejects.toBeInstanceOf(MutexPermissionError);
+    // Another user signed in on the same app is refused the same way, and the lease stays.
+    await createUserWithEmailAndPassword(getAuth(a.app), `u-${randomUUID()}@example.com`, "secret-password");
+    await expect(ma.release()).rejects.toBeInstanceOf(MutexPermissionError);
+    expect((await serverGet(a.mutexes.mutexRef("doc"))).get("owner")).toBe(a.uid);
+  });
+
   it("withMutex writes the guarded document in the batch of the mutex check", async () => {
     const project = newProject();
     const a = await newClient(project);
