@@ -16,6 +16,7 @@ import (
 	"net/http"
 	"os"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -400,6 +401,34 @@ func rulesMatrix() []rulesCase {
 		}},
 		{"write a versioned note without a version", false, func(t *testing.T, e rulesEnv) error {
 			return e.alice.commit(e.alice.set(uniq("versioned_notes/n"), map[string]any{"text": "a"}, nil, nil))
+		}},
+		{"create a versioned note with the longest text (10,000 characters)", true, func(t *testing.T, e rulesEnv) error {
+			return e.alice.commit(e.alice.set(uniq("versioned_notes/n"), map[string]any{"text": strings.Repeat("é", 10000), "version": 1}, nil, nil))
+		}},
+		{"smuggle an extra field into a versioned note", false, func(t *testing.T, e rulesEnv) error {
+			return e.alice.commit(e.alice.set(uniq("versioned_notes/n"), map[string]any{"text": "a", "version": 1, "admin": "yes"}, nil, nil))
+		}},
+		{"add an extra field to a versioned note on update", false, func(t *testing.T, e rulesEnv) error {
+			n := uniq("versioned_notes/n")
+			must(t, e.alice.commit(e.alice.set(n, map[string]any{"text": "a", "version": 1}, nil, nil)))
+			return e.bob.commit(e.bob.set(n, map[string]any{"text": "b", "version": 2, "blob": strings.Repeat("x", 500_000)}, nil, nil))
+		}},
+		{"versioned note text over 10,000 characters", false, func(t *testing.T, e rulesEnv) error {
+			return e.alice.commit(e.alice.set(uniq("versioned_notes/n"), map[string]any{"text": strings.Repeat("a", 10001), "version": 1}, nil, nil))
+		}},
+		{"versioned note text that is not a string", false, func(t *testing.T, e rulesEnv) error {
+			return e.alice.commit(e.alice.set(uniq("versioned_notes/n"), map[string]any{"text": 42, "version": 1}, nil, nil))
+		}},
+		{"versioned note version that is not an integer", false, func(t *testing.T, e rulesEnv) error {
+			return e.alice.commit(e.alice.set(uniq("versioned_notes/n"), map[string]any{"text": "a", "version": 1.0}, nil, nil))
+		}},
+		{"delete a versioned note", false, func(t *testing.T, e rulesEnv) error {
+			n := uniq("versioned_notes/n")
+			must(t, e.alice.commit(e.alice.set(n, map[string]any{"text": "a", "version": 1}, nil, nil)))
+			return e.alice.commit(e.alice.del(n))
+		}},
+		{"write a versioned note signed out", false, func(t *testing.T, e rulesEnv) error {
+			return e.nobody.commit(e.nobody.set(uniq("versioned_notes/n"), map[string]any{"text": "a", "version": 1}, nil, nil))
 		}},
 		// Reads the contract allows and denies.
 		{"read a screening signed out", true, func(t *testing.T, e rulesEnv) error {
