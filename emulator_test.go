@@ -16,6 +16,7 @@ import (
 	"net/http"
 	"os"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -400,6 +401,91 @@ func rulesMatrix() []rulesCase {
 		}},
 		{"write a versioned note without a version", false, func(t *testing.T, e rulesEnv) error {
 			return e.alice.commit(e.alice.set(uniq("versioned_notes/n"), map[string]any{"text": "a"}, nil, nil))
+		}},
+		{"create a versioned note with the longest text (10,000 characters)", true, func(t *testing.T, e rulesEnv) error {
+			return e.alice.commit(e.alice.set(uniq("versioned_notes/n"), map[string]any{"text": strings.Repeat("é", 10000), "version": 1}, nil, nil))
+		}},
+		{"smuggle an extra field into a versioned note", false, func(t *testing.T, e rulesEnv) error {
+			return e.alice.commit(e.alice.set(uniq("versioned_notes/n"), map[string]any{"text": "a", "version": 1, "admin": "yes"}, nil, nil))
+		}},
+		{"add an extra field to a versioned note on update", false, func(t *testing.T, e rulesEnv) error {
+			n := uniq("versioned_notes/n")
+			must(t, e.alice.commit(e.alice.set(n, map[string]any{"text": "a", "version": 1}, nil, nil)))
+			return e.bob.commit(e.bob.set(n, map[string]any{"text": "b", "version": 2, "blob": strings.Repeat("x", 500_000)}, nil, nil))
+		}},
+		{"versioned note text over 10,000 characters", false, func(t *testing.T, e rulesEnv) error {
+			return e.alice.commit(e.alice.set(uniq("versioned_notes/n"), map[string]any{"text": strings.Repeat("a", 10001), "version": 1}, nil, nil))
+		}},
+		{"versioned note text that is not a string", false, func(t *testing.T, e rulesEnv) error {
+			return e.alice.commit(e.alice.set(uniq("versioned_notes/n"), map[string]any{"text": 42, "version": 1}, nil, nil))
+		}},
+		{"versioned note version that is not an integer", false, func(t *testing.T, e rulesEnv) error {
+			return e.alice.commit(e.alice.set(uniq("versioned_notes/n"), map[string]any{"text": "a", "version": 1.0}, nil, nil))
+		}},
+		{"delete a versioned note", false, func(t *testing.T, e rulesEnv) error {
+			n := uniq("versioned_notes/n")
+			must(t, e.alice.commit(e.alice.set(n, map[string]any{"text": "a", "version": 1}, nil, nil)))
+			return e.alice.commit(e.alice.del(n))
+		}},
+		{"write a versioned note signed out", false, func(t *testing.T, e rulesEnv) error {
+			return e.nobody.commit(e.nobody.set(uniq("versioned_notes/n"), map[string]any{"text": "a", "version": 1}, nil, nil))
+		}},
+		// Public profiles: the name a user shows others (the mutex page's holder).
+		{"write own profile", true, func(t *testing.T, e rulesEnv) error {
+			return e.alice.commit(e.alice.set("profiles/"+e.alice.uid, map[string]any{"displayName": "Alice Liddell"}, nil, nil))
+		}},
+		{"rename own profile, to the longest name (64 characters)", true, func(t *testing.T, e rulesEnv) error {
+			must(t, e.bob.commit(e.bob.set("profiles/"+e.bob.uid, map[string]any{"displayName": "Bob"}, nil, nil)))
+			return e.bob.commit(e.bob.set("profiles/"+e.bob.uid, map[string]any{"displayName": strings.Repeat("ß", 64)}, nil, nil))
+		}},
+		{"write another user's profile", false, func(t *testing.T, e rulesEnv) error {
+			return e.bob.commit(e.bob.set("profiles/"+e.alice.uid, map[string]any{"displayName": "Alice (really Bob)"}, nil, nil))
+		}},
+		{"unauthenticated profile write", false, func(t *testing.T, e rulesEnv) error {
+			return e.nobody.commit(e.nobody.set("profiles/"+e.alice.uid, map[string]any{"displayName": "x"}, nil, nil))
+		}},
+		{"smuggle an extra field into a profile", false, func(t *testing.T, e rulesEnv) error {
+			return e.alice.commit(e.alice.set("profiles/"+e.alice.uid, map[string]any{"displayName": "Alice", "email": "alice@example.com"}, nil, nil))
+		}},
+		{"profile name over 64 characters", false, func(t *testing.T, e rulesEnv) error {
+			return e.alice.commit(e.alice.set("profiles/"+e.alice.uid, map[string]any{"displayName": strings.Repeat("a", 65)}, nil, nil))
+		}},
+		{"empty profile name", false, func(t *testing.T, e rulesEnv) error {
+			return e.alice.commit(e.alice.set("profiles/"+e.alice.uid, map[string]any{"displayName": ""}, nil, nil))
+		}},
+		{"profile name that is not a string", false, func(t *testing.T, e rulesEnv) error {
+			return e.alice.commit(e.alice.set("profiles/"+e.alice.uid, map[string]any{"displayName": 7}, nil, nil))
+		}},
+		{"profile without a name", false, func(t *testing.T, e rulesEnv) error {
+			return e.alice.commit(e.alice.set("profiles/"+e.alice.uid, map[string]any{}, nil, nil))
+		}},
+		{"read a profile signed in", true, func(t *testing.T, e rulesEnv) error {
+			p := uniq("profiles/u")
+			_, err := e.admin.Doc(p).Set(context.Background(), map[string]any{"displayName": "Carol"})
+			must(t, err)
+			return e.bob.get(p)
+		}},
+		{"read a profile signed out", false, func(t *testing.T, e rulesEnv) error {
+			p := uniq("profiles/u")
+			_, err := e.admin.Doc(p).Set(context.Background(), map[string]any{"displayName": "Carol"})
+			must(t, err)
+			return e.nobody.get(p)
+		}},
+		{"list everybody's profiles", false, func(t *testing.T, e rulesEnv) error {
+			return e.alice.query("profiles", "")
+		}},
+		{"delete own profile", true, func(t *testing.T, e rulesEnv) error {
+			p := "profiles/" + uniq("dan")
+			_, err := e.admin.Doc(p).Set(context.Background(), map[string]any{"displayName": "Dan"})
+			must(t, err)
+			dan := user{t: t, project: e.alice.project, uid: p[len("profiles/"):]}
+			return dan.commit(dan.del(p))
+		}},
+		{"delete another user's profile", false, func(t *testing.T, e rulesEnv) error {
+			p := uniq("profiles/u")
+			_, err := e.admin.Doc(p).Set(context.Background(), map[string]any{"displayName": "Carol"})
+			must(t, err)
+			return e.alice.commit(e.alice.del(p))
 		}},
 		// Reads the contract allows and denies.
 		{"read a screening signed out", true, func(t *testing.T, e rulesEnv) error {

@@ -28,14 +28,14 @@ export interface TestUser {
   idToken: string;
 }
 
-/** Creates a user in the Auth emulator. */
-export async function createUser(name = "user"): Promise<TestUser> {
+/** Creates a user in the Auth emulator (with `displayName` in their Auth profile, if given). */
+export async function createUser(name = "user", displayName?: string): Promise<TestUser> {
   const email = `${name}-${randomUUID().slice(0, 8)}@example.com`;
   const password = "correct-horse-9";
   const res = await fetch(`http://${env.auth}/identitytoolkit.googleapis.com/v1/accounts:signUp?key=fake-api-key`, {
     method: "POST",
     headers: { "Content-Type": "application/json" },
-    body: JSON.stringify({ email, password, returnSecureToken: true }),
+    body: JSON.stringify({ email, password, displayName, returnSecureToken: true }),
   });
   if (!res.ok) throw new Error(`signUp: ${String(res.status)} ${await res.text()}`);
   const body = (await res.json()) as { localId: string; idToken: string };

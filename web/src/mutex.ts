@@ -162,18 +162,26 @@ export class Mutex {
     return this.owner.renew(this);
   }
 
-  /** Gives the mutex up. Resolves also when the lease was already gone; {@link MutexNotHeldError} if another grant holds it. */
+  /**
+   * Gives the mutex up. Resolves also when the lease was already gone;
+   * {@link MutexNotHeldError} if another grant holds it,
+   * {@link MutexPermissionError} if the user signed out (or another signed in).
+   */
   release(): Promise<void> {
     return this.owner.release(this);
   }
 
   /**
    * Renews every third of the lease until `stop()`. The returned signal
-   * (the mutex's `lost`) aborts when the lease is lost (a renewal refused)
-   * or could not be renewed in time: no renewal landed within a lease of
-   * the last one, measured on this machine from before that renewal's
-   * request, so never later than the server's end. Offline, the SDK keeps
-   * writes queued; the signal fires all the same.
+   * (the mutex's `lost`) aborts when the lease is lost (a renewal refused:
+   * {@link MutexNotHeldError}), when no renewal can succeed any more (the
+   * user signed out: {@link MutexPermissionError}; the Firestore client was
+   * terminated), or when it could not be renewed in time: no renewal
+   * landed within a lease of the last one, measured on this machine from
+   * before that renewal's request, so never later than the server's end.
+   * A renewal that fails otherwise is tried again after 250 ms, doubling
+   * up to a third of the lease. Offline, the SDK keeps writes queued; the
+   * signal fires all the same.
    */
   keepAlive(): { signal: AbortSignal; stop: () => void } {
     return this.owner.keepAlive(this);
@@ -181,11 +189,27 @@ export class Mutex {
 }
 
 const defaultLeaseSeconds = 30;
+/** keepAlive's first wait after a failed renewal; it doubles up to a third of the lease. */
+const firstRenewalRetryMs = 250;
 
 // By code, not instanceof: in Node a bundle may hold two copies of the SDK's
 // error classes (its ESM and CJS builds).
 function isCode(err: unknown, code: FirestoreError["code"]): boolean {
   return typeof err === "object" && err !== null && "code" in err && err.code === code;
+}
+
+/**
+ * Why no renewal can succeed after this failure (the lease is as good as
+ * lost to this holder), or undefined for a failure worth retrying.
+ */
+function renewalCannotSucceed(id: string, err: unknown): MutexError | undefined {
+  if (err instanceof MutexError) return err; // refused (not held), or signed out
+  if (isCode(err, "permission-denied") || isCode(err, "unauthenticated")) return new MutexPermissionError(id, err);
+  // What a write with no precondition fails with once its client is terminated.
+  if (isCode(err, "failed-precondition")) {
+    return new MutexNotHeldError(id, `it cannot be renewed any more (${err instanceof Error ? err.message : String(err)})`);
+  }
+  return undefined;
 }
 
 function sameTime(a: Timestamp | undefined, b: Timestamp): boolean {
@@ -218,6 +242,25 @@ function asLease(s: DocumentSnapshot): LeaseDoc | undefined {
 
 function abortReason(signal: AbortSignal): Error {
   return signal.reason instanceof Error ? signal.reason : new Error(String(signal.reason));
+}
+
+/**
+ * p, or the signal's reason as soon as the signal aborts. p itself carries
+ * on: the SDK cannot take back a write it has queued (offline, it keeps it
+ * until the network returns).
+ */
+function unlessAborted<T>(p: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
+  if (!signal) return p;
+  if (signal.aborted) return Promise.reject(abortReason(signal));
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = (): void => {
+      reject(abortReason(signal));
+    };
+    signal.addEventListener("abort", onAbort, { once: true });
+    p.then(resolve, reject).finally(() => {
+      signal.removeEventListener("abort", onAbort);
+    });
+  });
 }
 
 function sleep(ms: number, signal?: AbortSignal): Promise<void> {
@@ -280,32 +323,69 @@ export class Mutexes {
    * grant's lease is live by the server's clock. One write (create, or
    * takeover of an ended lease), then one read of the grant for its token.
    */
-  async tryAcquire(id: string): Promise<Mutex> {
+  tryAcquire(id: string): Promise<Mutex> {
+    return this.grant(id, undefined);
+  }
+
+  /** {@link tryAcquire}, given up when signal aborts (the error is then the signal's reason). */
+  private async grant(id: string, signal: AbortSignal | undefined): Promise<Mutex> {
     const ref = this.mutexRef(id);
     const owner = this.ownerUid(id);
     let before = 0; // when the grant's write was sent (see Mutex.validFrom)
-    for (let attempt = 1; ; attempt++) {
-      before = performance.now();
-      try {
-        await setDoc(ref, { owner, acquiredAt: serverTimestamp(), renewedAt: serverTimestamp(), leaseSeconds: this.leaseSeconds });
-        break;
-      } catch (err) {
-        if (!isCode(err, "permission-denied")) throw err;
-        // Refused: a live lease (the usual case), or a request the rules
-        // refuse outright. The document tells which. A lease released
-        // between the refusal and the read leaves no document: try again.
-        const d = asLease(await serverRead(this.db, ref));
-        if (d) throw new MutexHeldError(id, d.owner, leaseEnd(d));
-        if (attempt === 3) throw new MutexPermissionError(id, err);
+    let sent: Promise<void> | undefined; // the last grant write
+    try {
+      for (let attempt = 1; ; attempt++) {
+        if (signal?.aborted) throw abortReason(signal); // before a write that could not be taken back
+        before = performance.now();
+        // Offline, the SDK queues this write and its promise stays pending
+        // until the network returns: hence the race with the signal.
+        sent = setDoc(ref, { owner, acquiredAt: serverTimestamp(), renewedAt: serverTimestamp(), leaseSeconds: this.leaseSeconds });
+        try {
+          await unlessAborted(sent, signal);
+          break;
+        } catch (err) {
+          if (!isCode(err, "permission-denied")) throw err;
+          // Refused: a live lease (the usual case), or a request the rules
+          // refuse outright. The document tells which. A lease released
+          // between the refusal and the read leaves no document: try again.
+          const d = asLease(await unlessAborted(serverRead(this.db, ref), signal));
+          if (d) throw new MutexHeldError(id, d.owner, leaseEnd(d));
+          if (attempt === 3) throw new MutexPermissionError(id, err);
+        }
       }
+      const d = asLease(await unlessAborted(serverRead(this.db, ref), signal));
+      if (!d || d.owner !== owner) {
+        // Our lease ended and was taken over between the write and the read:
+        // only possible with a lease shorter than a round trip.
+        throw new MutexNotHeldError(id, "the grant was taken over before it could be read back");
+      }
+      return new Mutex(this, id, d.acquiredAt, this.leaseSeconds, before);
+    } catch (err) {
+      // No Mutex comes of this grant, so nobody would renew or release it:
+      // if it landed, or lands later (a write queued offline whose caller
+      // gave up), free it at once instead of letting it block everyone for
+      // a lease. A refused write has nothing to free.
+      if (sent) this.freeOnceLanded(id, owner, sent);
+      throw err;
     }
-    const d = asLease(await serverRead(this.db, ref));
-    if (!d || d.owner !== owner) {
-      // Our lease ended and was taken over between the write and the read:
-      // only possible with a lease shorter than a round trip.
-      throw new MutexNotHeldError(id, "the grant was taken over before it could be read back");
-    }
-    return new Mutex(this, id, d.acquiredAt, this.leaseSeconds, before);
+  }
+
+  /**
+   * Deletes the lease of a grant nobody holds, once its write has landed:
+   * in a transaction, only while the document still names owner (ours,
+   * unless the lease already ended and this user took it again elsewhere,
+   * which takes a lease shorter than a round trip). Best effort: if the
+   * server cannot be reached, the lease ends by itself.
+   */
+  private freeOnceLanded(id: string, owner: string, write: Promise<void>): void {
+    const ref = this.mutexRef(id);
+    write
+      .then(() =>
+        runTransaction(this.db, async (tx) => {
+          if (asLease(await tx.get(ref))?.owner === owner) tx.delete(ref);
+        }),
+      )
+      .catch(() => undefined);
   }
 
   /**
@@ -323,8 +403,9 @@ export class Mutexes {
     for (;;) {
       if (signal?.aborted) throw this.gaveUp(id, signal, options, lastHeld);
       try {
-        return await this.tryAcquire(id);
+        return await this.grant(id, signal);
       } catch (err) {
+        if (signal?.aborted) throw this.gaveUp(id, signal, options, lastHeld);
         if (err instanceof MutexHeldError) lastHeld = err;
         else if (!isCode(err, "unavailable") && !isCode(err, "deadline-exceeded")) throw err;
         // held, or the network is down for now: wait and try again
@@ -406,14 +487,21 @@ export class Mutexes {
   /** @internal See {@link Mutex.release}. */
   async release(m: Mutex): Promise<void> {
     const ref = this.mutexRef(m.id);
-    await runTransaction(this.db, async (tx) => {
-      const d = asLease(await tx.get(ref));
-      if (!d) return; // already gone: nothing to give up
-      if (!sameTime(d.acquiredAt, m.token)) {
-        throw new MutexNotHeldError(m.id, `another grant holds it (owner ${d.owner})`);
-      }
-      tx.delete(ref);
-    });
+    this.ownerUid(m.id); // signed out: refused without a request
+    try {
+      await runTransaction(this.db, async (tx) => {
+        const d = asLease(await tx.get(ref));
+        if (!d) return; // already gone: nothing to give up
+        if (!sameTime(d.acquiredAt, m.token)) {
+          throw new MutexNotHeldError(m.id, `another grant holds it (owner ${d.owner})`);
+        }
+        tx.delete(ref);
+      });
+    } catch (err) {
+      // Signed in as another user than the grant's: the rules refuse the delete.
+      if (isCode(err, "permission-denied")) throw new MutexPermissionError(m.id, err);
+      throw err;
+    }
   }
 
   /** @internal See {@link Mutex.keepAlive}. */
@@ -437,20 +525,30 @@ export class Mutexes {
     stopped.signal.addEventListener("abort", disarm, { once: true });
     arm();
     const active = (): boolean => !stopped.signal.aborted && !m.lost.aborted;
+    let retryIn = 0; // after a failed renewal: the backoff before the next try
     const loop = async (): Promise<void> => {
       while (active()) {
         try {
-          // A third of the lease after the last renewal's request.
-          await sleep(Math.max(0, m.validFrom + every - performance.now()), stopped.signal);
+          // A third of the lease after the last renewal's request, or the
+          // backoff after a failure (which can come at once, and the third
+          // may have passed already: without it, this loop would spin).
+          await sleep(retryIn || Math.max(0, m.validFrom + every - performance.now()), stopped.signal);
         } catch {
           return;
         }
         try {
           await this.renew(m);
+          retryIn = 0;
           if (active()) arm();
         } catch (err) {
-          if (err instanceof MutexNotHeldError) return; // renew marked it lost
-          // Transient: the watchdog ends it if no renewal lands in time.
+          const final = renewalCannotSucceed(m.id, err);
+          if (final) {
+            m.markLost(final);
+            return;
+          }
+          // Transient: try again, backing off; the watchdog ends it if no
+          // renewal lands in time.
+          retryIn = Math.min(retryIn ? retryIn * 2 : firstRenewalRetryMs, every);
         }
       }
     };

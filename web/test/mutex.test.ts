@@ -5,7 +5,7 @@
 import { randomUUID } from "node:crypto";
 import { afterAll, describe, expect, it } from "vitest";
 import { type FirebaseApp, deleteApp, initializeApp } from "firebase/app";
-import { connectAuthEmulator, createUserWithEmailAndPassword, getAuth, signInWithEmailAndPassword } from "firebase/auth";
+import { connectAuthEmulator, createUserWithEmailAndPassword, getAuth, signInWithEmailAndPassword, signOut } from "firebase/auth";
 import {
   type DocumentReference,
   Timestamp,
@@ -15,9 +15,11 @@ import {
   doc,
   enableNetwork,
   getFirestore,
+  onSnapshot,
   setDoc,
+  terminate,
 } from "firebase/firestore";
-import { Mutex, MutexHeldError, MutexNotHeldError, Mutexes, serverRead } from "../src/mutex";
+import { Mutex, MutexError, MutexHeldError, MutexNotHeldError, MutexPermissionError, Mutexes, serverRead } from "../src/mutex";
 
 function emulatorHost(name: string): { host: string; port: number } {
   const v = process.env[name];
@@ -68,6 +70,47 @@ async function newClient(project: string, opts: { leaseSeconds?: number; email?:
 const serverGet = (ref: DocumentReference): ReturnType<typeof serverRead> => serverRead(ref.firestore, ref);
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+/** How p settled within ms, or "pending" if it had not by then. */
+async function settledWithin<T>(p: Promise<T>, ms: number): Promise<PromiseSettledResult<T> | "pending"> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const late = new Promise<"pending">((resolve) => (timer = setTimeout(() => resolve("pending"), ms)));
+  try {
+    return await Promise.race([Promise.allSettled([p]).then(([r]) => r as PromiseSettledResult<T>), late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** Resolves when signal aborts; rejects if it has not within ms. */
+function aborted(signal: AbortSignal, ms: number): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal.aborted) {
+      resolve();
+      return;
+    }
+    const t = setTimeout(() => reject(new Error(`signal did not abort within ${String(ms)} ms`)), ms);
+    signal.addEventListener(
+      "abort",
+      () => {
+        clearTimeout(t);
+        resolve();
+      },
+      { once: true },
+    );
+  });
+}
+
+/** Counts m's owner's renew calls (keepAlive renews through it); `fail` makes every one fail at once. */
+function countRenewals(mutexes: Mutexes, fail?: Error): { readonly calls: number } {
+  const counter = { calls: 0 };
+  const renew = mutexes.renew.bind(mutexes);
+  mutexes.renew = (m) => {
+    counter.calls++;
+    return fail ? Promise.reject(fail) : renew(m);
+  };
+  return counter;
+}
 
 function leaseEnd(m: Mutex): Timestamp {
   return new Timestamp(m.token.seconds + m.leaseSeconds, m.token.nanoseconds);
@@ -133,6 +176,45 @@ describe("Mutexes", () => {
     const m = await taking;
     expect((await serverGet(a.mutexes.mutexRef("doc"))).get("owner")).toBe(a.uid);
     await m.release();
+  });
+
+  it("acquire keeps its deadline and its signal while offline", async () => {
+    const project = newProject();
+    const a = await newClient(project);
+    const db = getFirestore(a.app);
+    await disableNetwork(db); // the grant's write stays queued in the SDK
+    const timedOut = await settledWithin(a.mutexes.acquire("doc", { timeoutMs: 500 }), 3000);
+    expect(timedOut).not.toBe("pending");
+    expect(timedOut).toMatchObject({ status: "rejected", reason: expect.any(MutexError) as unknown });
+    const ac = new AbortController();
+    setTimeout(() => ac.abort(new Error("user left")), 300);
+    const abandoned = await settledWithin(a.mutexes.acquire("doc", { signal: ac.signal }), 3000);
+    expect(abandoned).toMatchObject({ status: "rejected", reason: new Error("user left") });
+    await enableNetwork(db);
+  });
+
+  it("a grant that lands after acquire gave up is released at once", async () => {
+    const project = newProject();
+    const a = await newClient(project, { leaseSeconds: 30 });
+    const b = await newClient(project);
+    const owners: string[] = [];
+    const stopWatching = onSnapshot(b.mutexes.mutexRef("doc"), (s) => {
+      const owner: unknown = s.get("owner");
+      if (typeof owner === "string") owners.push(owner);
+    });
+    try {
+      const db = getFirestore(a.app);
+      await disableNetwork(db);
+      await expect(a.mutexes.acquire("doc", { timeoutMs: 300 })).rejects.toBeInstanceOf(MutexError);
+      await enableNetwork(db); // the abandoned grant lands now
+      await expect.poll(() => owners, { timeout: 10_000 }).toContain(a.uid);
+      // Well inside a's 30 s lease: the abandoned grant was given up.
+      const mb = await b.mutexes.acquire("doc", { timeoutMs: 10_000 });
+      expect((await serverGet(b.mutexes.mutexRef("doc"))).get("owner")).toBe(b.uid);
+      await mb.release();
+    } finally {
+      stopWatching();
+    }
   });
 
   it("acquire gives up at its deadline with who holds it", async () => {
@@ -202,6 +284,62 @@ describe("Mutexes", () => {
     expect(lostAt).toBeLessThanOrEqual(ma.validFrom + 2000 + 50);
     ka.stop();
     await enableNetwork(db);
+  });
+
+  it("keepAlive ends at the first renewal after sign-out, without spinning", async () => {
+    const project = newProject();
+    const a = await newClient(project, { leaseSeconds: 3 });
+    const ma = await a.mutexes.tryAcquire("doc");
+    const renewals = countRenewals(a.mutexes);
+    const ka = ma.keepAlive();
+    await signOut(getAuth(a.app));
+    await aborted(ka.signal, 5000);
+    expect(ka.signal.reason).toBeInstanceOf(MutexPermissionError);
+    await sleep(500); // nothing renews after the signal
+    expect(renewals.calls).toBe(1);
+    ka.stop();
+  });
+
+  it("keepAlive ends at the first renewal after its client was terminated", async () => {
+    const project = newProject();
+    const a = await newClient(project, { leaseSeconds: 3 });
+    const ma = await a.mutexes.tryAcquire("doc");
+    const renewals = countRenewals(a.mutexes);
+    const ka = ma.keepAlive();
+    await terminate(getFirestore(a.app));
+    await aborted(ka.signal, 5000);
+    expect(ka.signal.reason).toBeInstanceOf(MutexNotHeldError);
+    expect(String(ka.signal.reason)).toContain("terminated");
+    await sleep(500);
+    expect(renewals.calls).toBe(1);
+    ka.stop();
+  });
+
+  it("keepAlive backs off when renewals fail at once, until the lease ends", async () => {
+    const project = newProject();
+    const a = await newClient(project, { leaseSeconds: 3 });
+    const ma = await a.mutexes.tryAcquire("doc");
+    const renewals = countRenewals(a.mutexes, new Error("injected: renewal failed"));
+    const ka = ma.keepAlive();
+    await aborted(ka.signal, 5000);
+    expect(String(ka.signal.reason)).toContain("could not be renewed");
+    await sleep(500);
+    // First try a third into the lease, then backing off: a handful, not thousands.
+    expect(renewals.calls).toBeGreaterThanOrEqual(2);
+    expect(renewals.calls).toBeLessThanOrEqual(6);
+    ka.stop();
+  });
+
+  it("release signed out is a MutexPermissionError", async () => {
+    const project = newProject();
+    const a = await newClient(project);
+    const ma = await a.mutexes.tryAcquire("doc");
+    await signOut(getAuth(a.app));
+    await expect(ma.release()).rejects.toBeInstanceOf(MutexPermissionError);
+    // Another user signed in on the same app is refused the same way, and the lease stays.
+    await createUserWithEmailAndPassword(getAuth(a.app), `u-${randomUUID()}@example.com`, "secret-password");
+    await expect(ma.release()).rejects.toBeInstanceOf(MutexPermissionError);
+    expect((await serverGet(a.mutexes.mutexRef("doc"))).get("owner")).toBe(a.uid);
   });
 
   it("withMutex writes the guarded document in the batch of the mutex check", async () => {

@@ -3,11 +3,13 @@
  * under the mutex `mutex_critical_data/{id}`, with the mutex client of
  * ../mutex.ts. `data-mutex-state` shows, live, whether the mutex is free,
  * this tab's (`mine`) or someone else's (`other`, with who and how long).
+ * Who is the holder's public profile name (./profiles.ts), never a uid.
  */
 import type { User } from "firebase/auth";
 import { type Timestamp, type Unsubscribe, onSnapshot } from "firebase/firestore";
 import { type Mutex, MutexHeldError, MutexNotHeldError, Mutexes, serverRead } from "../mutex";
 import { services } from "./config";
+import { saveProfile, shownName, watchName } from "./profiles";
 import { countdown } from "./seats";
 import { $, $as, Status, mountAccount, runAction } from "./ui";
 
@@ -24,7 +26,8 @@ interface Lease {
 
 async function main(): Promise<void> {
   const id = new URLSearchParams(location.search).get("id") ?? "demo";
-  const status = new Status($("[data-status]"));
+  const statusEl = $("[data-status]");
+  const status = new Status(statusEl);
   const { auth, db } = await services();
   const mutexes = new Mutexes(db, "critical_data", { leaseSeconds: LEASE_SECONDS, auth });
   const editor = $(".editor");
@@ -44,6 +47,14 @@ async function main(): Promise<void> {
   let busy = false;
   /** Grants this tab released (by token): their lease may linger in the listener for a moment. */
   const released = new Set<number>();
+  /** Shown names by uid, from the profiles of the holders seen. */
+  const names = new Map<string, string>();
+  /** The live lookup of the current holder's name. */
+  let watchedName: { uid: string; stop: Unsubscribe } | null = null;
+  /** The holder the status line last followed (see followHolder); "" right after sign-in. */
+  let holderKey = "";
+  /** The words followHolder last put in the status line. */
+  let note: string | null = null;
 
   const leaseEndMs = (l: Lease) => (l.renewedAt ? l.renewedAt.toMillis() + l.leaseSeconds * 1000 : Infinity);
 
@@ -55,6 +66,56 @@ async function main(): Promise<void> {
     return "free";
   }
 
+  /** Keeps the name of uid (a holder) looked up, live; only one holder's at a time. */
+  function followName(uid: string | undefined): void {
+    if (watchedName?.uid === uid) return;
+    watchedName?.stop();
+    watchedName = null;
+    if (!uid || uid === user?.uid) return;
+    const stop = watchName(db, uid, (name) => {
+      if (name) names.set(uid, name);
+      else names.delete(uid);
+      paint();
+    });
+    watchedName = { uid, stop };
+  }
+
+  /** Who holds the lease of another tab or user, for the holder line. */
+  function holderName(owner: string): string {
+    if (owner === user?.uid) return "you, in another tab or window";
+    return names.get(owner) ?? "another user";
+  }
+
+  /** The lock as it stands, in words for the status line. */
+  function describe(s: MutexState): string {
+    if (s === "mine") return "You hold the lock.";
+    if (s === "other" && lease) {
+      if (lease.owner === user?.uid) return "You hold the lock in another tab or window.";
+      return `${names.get(lease.owner) ?? "Another user"} is editing the note. You can lock it once they unlock it.`;
+    }
+    return "Nobody is editing the note: take the lock to edit it.";
+  }
+
+  /**
+   * Keeps the status line from contradicting the badge: when the lock
+   * changes hands by someone else's doing (taken, unlocked, lapsed), the
+   * line says so instead of the last outcome, which no longer holds
+   * ("Anyone can take the lock now" beside "Locked"). This tab's own
+   * actions and the loss of its lock report themselves. A name that
+   * arrives later updates the words while they are still shown.
+   */
+  function followHolder(s: MutexState): void {
+    const key = s === "other" && lease ? `other ${lease.owner} ${String(lease.acquiredAt?.toMillis())}` : s;
+    const prev = holderKey;
+    holderKey = key;
+    const changedHands = key !== prev && !busy && prev !== "" && prev !== "mine" && s !== "mine";
+    const showingNote = key === prev && note !== null && statusEl.textContent === note;
+    if (!changedHands && !showingNote) return;
+    const text = describe(s);
+    if (statusEl.textContent !== text) status.ok(text);
+    note = text;
+  }
+
   function paint(): void {
     const s = user ? state() : "free";
     if (editor.dataset.mutexState !== s) editor.dataset.mutexState = s;
@@ -62,18 +123,22 @@ async function main(): Promise<void> {
     if (!user) {
       holder.textContent = "Sign in to see and edit this note.";
     } else if (s === "other" && lease) {
-      const who = lease.owner === user.uid ? "you, in another tab or window" : `user ${lease.owner}`;
       const since = lease.acquiredAt ? ` since ${lease.acquiredAt.toDate().toLocaleTimeString()}` : "";
-      holder.textContent = `Locked by ${who}${since}; it ends in ${countdown(leaseEndMs(lease) - Date.now())} unless they keep editing.`;
+      holder.textContent = `Locked by ${holderName(lease.owner)}${since}; it ends in ${countdown(leaseEndMs(lease) - Date.now())} unless they keep editing.`;
     } else if (s === "mine") {
-      holder.textContent = "You hold the lock; it is renewed while this page is open.";
+      const me = shownName(user);
+      holder.textContent = `You hold the lock${me ? ` (others see “${me}”)` : ""}; it is renewed while this page is open.`;
     } else {
       holder.textContent = "Nobody is editing.";
     }
+    if (user) followHolder(s);
     content.readOnly = s !== "mine";
     if (s !== "mine" && content.value !== saved) content.value = saved;
     lockButton.disabled = !user || busy || s === "mine";
     saveButton.disabled = unlockButton.disabled = !user || busy || s !== "mine";
+    // The button to press next stands out; locking a note someone else holds is only refused.
+    lockButton.classList.toggle("primary", s === "free");
+    saveButton.classList.toggle("primary", s === "mine");
   }
 
   function act(pending: string, fn: () => Promise<string>): Promise<void> {
@@ -83,7 +148,7 @@ async function main(): Promise<void> {
     };
     return runAction(status, setBusy, pending, fn, (err) => {
       if (err instanceof MutexHeldError) {
-        const who = err.owner === user?.uid ? "You hold it in another tab or window" : `User ${err.owner} is editing`;
+        const who = err.owner === user?.uid ? "You hold it in another tab or window" : `${names.get(err.owner) ?? "Another user"} is editing`;
         return { code: "mutex_held", message: `${who}. It frees up by ${err.until.toDate().toLocaleTimeString()} at the latest, unless they keep editing.` };
       }
       if (err instanceof MutexNotHeldError) {
@@ -155,13 +220,21 @@ async function main(): Promise<void> {
     user = u;
     lease = null;
     saved = "";
+    followName(undefined);
+    holderKey = "";
+    note = null;
     if (u) {
+      // Others see this user's name on the locks they take.
+      saveProfile(db, u).catch((err: unknown) => {
+        console.warn("profile not saved: others see this user as “another user”", err);
+      });
       unsubscribe = [
         onSnapshot(
           mutexes.mutexRef(id),
           (snap) => {
             const data = snap.data({ serverTimestamps: "estimate" }) as Lease | undefined;
             lease = data ?? null;
+            followName(lease?.owner);
             paint();
           },
           (err) => status.error("unavailable", `The lock state could not be loaded (${err.code}).`),
@@ -177,7 +250,11 @@ async function main(): Promise<void> {
       ];
     }
     paint();
-  }, "Signed in. Take the lock to edit the note.");
+  }, () => {
+    // Words that agree with the badge, and that followHolder keeps current.
+    note = `Signed in. ${describe(state())}`;
+    return note;
+  });
   setInterval(paint, 1000);
 }
 

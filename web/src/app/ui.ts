@@ -112,8 +112,17 @@ export function authError(err: unknown): { code: string; message: string } {
 /**
  * The sign-in panel: email and password with sign-in and create-account
  * buttons while signed out; who is signed in and sign-out while signed in.
+ * `welcome` is the status line once signed in (a function: its words as of
+ * then).
  */
-export function mountAccount(el: HTMLElement, auth: Auth, status: Status, onUser: (user: User | null) => void, welcome = "Signed in."): void {
+export function mountAccount(
+  el: HTMLElement,
+  auth: Auth,
+  status: Status,
+  onUser: (user: User | null) => void,
+  welcome: string | (() => string) = "Signed in.",
+): void {
+  const welcomeText = (): string => (typeof welcome === "function" ? welcome() : welcome);
   const email = h("input", { type: "email", "data-field": "email", autocomplete: "username", placeholder: "Email", "aria-label": "Email", required: "" });
   const password = h("input", {
     type: "password",
@@ -130,7 +139,7 @@ export function mountAccount(el: HTMLElement, auth: Auth, status: Status, onUser
   const signOutButton = h("button", { type: "button", "data-action": "sign-out" }, "Sign out");
   const signedIn = h("div", { class: "signedin" }, who, signOutButton);
 
-  const run = (label: string, action: () => Promise<unknown>, done: string) =>
+  const run = (label: string, action: () => Promise<unknown>, done: () => string) =>
     runAction(
       status,
       (on) => {
@@ -139,19 +148,19 @@ export function mountAccount(el: HTMLElement, auth: Auth, status: Status, onUser
       label,
       async () => {
         await action();
-        return done;
+        return done();
       },
       authError,
     );
   form.addEventListener("submit", (ev) => {
     ev.preventDefault();
-    void run("Signing in…", () => signInWithEmailAndPassword(auth, email.value.trim(), password.value), welcome);
+    void run("Signing in…", () => signInWithEmailAndPassword(auth, email.value.trim(), password.value), welcomeText);
   });
   signUp.addEventListener("click", () => {
-    void run("Creating your account…", () => createUserWithEmailAndPassword(auth, email.value.trim(), password.value), `Account created. ${welcome}`);
+    void run("Creating your account…", () => createUserWithEmailAndPassword(auth, email.value.trim(), password.value), () => `Account created. ${welcomeText()}`);
   });
   signOutButton.addEventListener("click", () => {
-    void run("Signing out…", () => signOut(auth), "Signed out.");
+    void run("Signing out…", () => signOut(auth), () => "Signed out.");
   });
 
   onAuthStateChanged(auth, (user) => {
