@@ -1,12 +1,21 @@
 // Package booking books cinema seats (CONTRACT §3): two users can never get
 // the same seat, and different seats of one screening book in parallel.
 //
-// Each seat has its own lease (lock/), taken for all requested seats at
-// once, all or nothing, in a fixed order. Under those leases one Firestore
-// transaction, guarded by their fencing tokens, checks the seats are free,
-// writes the seat documents and the booking, and bumps the screening's
-// tickets-sold counter (counter/). The leases are released whatever
-// happens. The package knows nothing of HTTP.
+// Each seat document is that seat's lock. A booking or a hold takes it
+// with a write that names the taking execution (lockedBy) and carries a
+// precondition: a create where the seat is free, or an update on the exact
+// version read where a hold on it has lapsed. A hold is a lease on the seat
+// that ends at heldUntil by Firestore's clock; a booking holds it until it
+// is cancelled. All seats of a request, its booking or hold document and
+// the tickets-sold counter shard go in one commit, so a request takes all
+// its seats or none, and of two requests for one seat exactly one commits.
+//
+// On free seats of an ungated screening that is not about to start, that
+// commit is the whole booking: one RPC. Everything else (a seat taken or
+// held, a lapsed hold, a screening close to its start, a gated screening, a
+// cold instance) reads first, one batched read, and decides by its read
+// time; the losers of a race learn why from that read. The package knows
+// nothing of HTTP.
 package booking
 
 import (
@@ -18,8 +27,11 @@ import (
 	"regexp"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"cloud.google.com/go/firestore"
 	"github.com/firelock/firelock/counter"
@@ -28,15 +40,13 @@ import (
 	"google.golang.org/grpc/status"
 )
 
-// Collections (CONTRACT §3) and the server-only seat leases.
+// Collections (CONTRACT §3) and limits.
 const (
 	Screenings     = "screenings"
 	Bookings       = "bookings"
-	SeatLocks      = "seatLocks"
-	MaxSeats       = 10  // per booking
-	MaxRequestID   = 128 // bytes
-	SeatLease      = 10 * time.Second
-	CounterShards  = 10
+	MaxSeats       = 10       // per booking
+	MaxRequestID   = 128      // bytes
+	CounterShards  = 10       // a new screening's tickets-sold shards: about 10 bookings/s sustained
 	StatusBooked   = "booked" // a seat document's status
 	StatusHeld     = "held"   // a seat's or a hold's status
 	StatusOK       = "confirmed"
@@ -54,8 +64,9 @@ var (
 	// ErrSeatHeld: a seat is under a live hold (the caller's own too:
 	// confirm that hold instead). The error is a *SeatsError.
 	ErrSeatHeld = errors.New("booking: seat held")
-	// ErrSeatBusy: another request holds a seat's lease right now; trying
-	// again shortly may succeed. The error is a *SeatsError.
+	// ErrSeatBusy: the seats kept changing under the request (other
+	// requests taking and freeing them); trying again shortly may succeed.
+	// The error is a *SeatsError.
 	ErrSeatBusy = errors.New("booking: seat busy")
 	// ErrScreeningStarted: the screening has begun (by Firestore's clock);
 	// it takes no booking or hold.
@@ -83,14 +94,6 @@ type Booking struct {
 	HoldID      string    `firestore:"holdId,omitempty" json:"-"`
 }
 
-// Screening is a screening document, written by admins.
-type Screening struct {
-	Title       string    `firestore:"title"`
-	StartsAt    time.Time `firestore:"startsAt"`
-	Rows        []string  `firestore:"rows"`
-	SeatsPerRow int       `firestore:"seatsPerRow"`
-}
-
 // Request asks for seats of one screening for one user.
 type Request struct {
 	UID         string
@@ -99,56 +102,110 @@ type Request struct {
 	RequestID   string // the client's idempotency key
 }
 
-// Service books and cancels. Safe for concurrent use.
+// Service books and cancels. Safe for concurrent use. Close it to stop the
+// snapshot listeners it keeps on screenings.
 type Service struct {
 	client     *firestore.Client
-	seatLease  time.Duration
+	gate       Gate
+	clock      serverClock
+	screenings screenings
+	taken      takenSeats
+	flights    flights
 	mu         sync.Mutex
 	counters   map[string]*counter.Counter
-	screenings map[string]cachedScreening
-	// afterLeases runs between taking the seat leases and the transaction;
-	// tests use it to stall a booking.
-	afterLeases func()
+	hooks      hooks
 }
 
-// New returns a Service on client.
-func New(client *firestore.Client) *Service {
-	return &Service{client: client, seatLease: SeatLease, counters: map[string]*counter.Counter{}, screenings: map[string]cachedScreening{}}
+// hooks are test-only: tests in this package set them to stall a request
+// or to plant a bug a checker must catch. Users cannot reach them.
+type hooks struct {
+	// beforeCommit runs before each commit that takes seats; fast tells
+	// whether it is the one-commit path.
+	beforeCommit func(fast bool)
+	// noSeatPrecondition plants a bug: seats are written without their
+	// preconditions (a blind overwrite of whoever has them).
+	noSeatPrecondition bool
+	// noHoldEndCheck plants a bug: ConfirmHold does not check the hold's end.
+	noHoldEndCheck bool
 }
+
+// Option configures a Service.
+type Option func(*Service)
+
+// WithGate puts holds and bookings of gated screenings under g (the
+// on-sale waiting room, CONTRACT §7).
+func WithGate(g Gate) Option { return func(s *Service) { s.gate = g } }
+
+// New returns a Service on client.
+func New(client *firestore.Client, opts ...Option) *Service {
+	s := &Service{client: client, counters: map[string]*counter.Counter{}}
+	s.screenings.client = client
+	for _, o := range opts {
+		o(s)
+	}
+	return s
+}
+
+// Close stops the Service's screening listeners. A closed Service still
+// works: every request then reads its screening first.
+func (s *Service) Close() { s.screenings.close() }
 
 // CounterID is the id of a screening's tickets-sold counter.
 func CounterID(screeningID string) string { return "tickets-" + screeningID }
 
 var seatPattern = regexp.MustCompile(`^([A-Z]{1,2})([1-9][0-9]{0,2})$`)
 
+// checkID refuses what cannot name a document or a request: empty, not
+// UTF-8, control characters, too long, or not a valid document ID.
+func checkID(name, id string, maxBytes int) error {
+	switch {
+	case id == "":
+		return fmt.Errorf("%w: %s is required", ErrInvalidArgument, name)
+	case len(id) > maxBytes:
+		return fmt.Errorf("%w: %s is longer than %d bytes", ErrInvalidArgument, name, maxBytes)
+	case !utf8.ValidString(id):
+		return fmt.Errorf("%w: %s is not valid UTF-8", ErrInvalidArgument, name)
+	case strings.ContainsFunc(id, unicode.IsControl):
+		return fmt.Errorf("%w: %s contains control characters", ErrInvalidArgument, name)
+	}
+	return nil
+}
+
+// checkDocID is checkID for ids that name documents.
+func checkDocID(name, id string) error {
+	if err := checkID(name, id, 200); err != nil {
+		return err
+	}
+	if lock.ValidateKey(id) != nil {
+		return fmt.Errorf("%w: %s %q is not a valid id", ErrInvalidArgument, name, id)
+	}
+	return nil
+}
+
 // validate checks a request's shape; it needs no Firestore.
 func (r Request) validate() error {
-	bad := func(format string, args ...any) error {
-		return fmt.Errorf("%w: %s", ErrInvalidArgument, fmt.Sprintf(format, args...))
+	if r.UID == "" {
+		return fmt.Errorf("%w: no user", ErrInvalidArgument)
+	}
+	if err := checkDocID("screeningId", r.ScreeningID); err != nil {
+		return err
+	}
+	if err := checkID("requestId", r.RequestID, MaxRequestID); err != nil {
+		return err
 	}
 	switch {
-	case r.UID == "":
-		return bad("no user")
-	case r.ScreeningID == "":
-		return bad("screeningId is required")
-	case lock.ValidateKey(r.ScreeningID) != nil || len(r.ScreeningID) > 200:
-		return bad("screeningId %q is not a valid id", r.ScreeningID)
-	case r.RequestID == "":
-		return bad("requestId is required")
-	case len(r.RequestID) > MaxRequestID:
-		return bad("requestId is longer than %d bytes", MaxRequestID)
 	case len(r.Seats) == 0:
-		return bad("seats is empty")
+		return fmt.Errorf("%w: seats is empty", ErrInvalidArgument)
 	case len(r.Seats) > MaxSeats:
-		return bad("%d seats, at most %d per booking", len(r.Seats), MaxSeats)
+		return fmt.Errorf("%w: %d seats, at most %d per booking", ErrInvalidArgument, len(r.Seats), MaxSeats)
 	}
 	seen := map[string]bool{}
 	for _, s := range r.Seats {
 		if !seatPattern.MatchString(s) {
-			return bad("seat %q is not a seat id like F12", s)
+			return fmt.Errorf("%w: seat %q is not a seat id like F12", ErrInvalidArgument, s)
 		}
 		if seen[s] {
-			return bad("seat %s appears twice", s)
+			return fmt.Errorf("%w: seat %s appears twice", ErrInvalidArgument, s)
 		}
 		seen[s] = true
 	}
@@ -171,14 +228,17 @@ func (sc Screening) checkSeats(seats []string) error {
 	return nil
 }
 
-// bookingID is derived from the user and the request ID, so a retry finds
-// the booking its first attempt made.
-func bookingID(uid, requestID string) string {
-	h := sha256.Sum256([]byte(uid + "\x00" + requestID))
+// docID derives a document ID from its kind, the user and a key, so a
+// retry finds what its first attempt made. The parts are length-prefixed:
+// no requestId can produce the ID of another kind or another user's.
+func docID(kind, uid, key string) string {
+	h := sha256.Sum256(fmt.Appendf(nil, "%s:%d:%s:%d:%s", kind, len(uid), uid, len(key), key))
 	return hex.EncodeToString(h[:16])
 }
 
-func seatKey(screeningID, seat string) string { return screeningID + "_" + seat }
+func bookingID(uid, requestID string) string   { return docID("booking", uid, requestID) }
+func holdID(uid, requestID string) string      { return docID("hold", uid, requestID) }
+func confirmationID(uid, holdID string) string { return docID("confirm", uid, holdID) }
 
 func (s *Service) seatDoc(screeningID, seat string) *firestore.DocumentRef {
 	return s.client.Collection(Screenings).Doc(screeningID).Collection("seats").Doc(seat)
@@ -186,36 +246,34 @@ func (s *Service) seatDoc(screeningID, seat string) *firestore.DocumentRef {
 
 // Book books all requested seats or none. It returns the booking and
 // whether this call created it (false: a retry of the same user and
-// requestId got the existing booking back, also while the first attempt
-// is still in flight: the retry joins it). executionID names the call in
-// logs; the seat leases belong to the request.
+// requestId got the existing booking back, also when the retry raced its
+// first attempt). executionID names the call in logs and in the seats it
+// takes (lockedBy).
+//
+// Costs: on free seats of a screening this instance keeps current, one
+// commit; otherwise one batched read and one commit. A loser learns why
+// from the failed commit and one read.
 //
 // Errors: ErrInvalidArgument, ErrScreeningNotFound, ErrScreeningStarted,
-// ErrSeatTaken, ErrSeatHeld and ErrSeatBusy (all three *SeatsError), or a
-// Firestore error. Nothing is written on any error.
+// ErrSeatTaken, ErrSeatHeld and ErrSeatBusy (all three *SeatsError), the
+// gate's ErrSaleNotOpen, ErrNotAdmitted and ErrSeatLimit, or a Firestore
+// error. Nothing is written on any error.
 func (s *Service) Book(ctx context.Context, executionID string, r Request) (Booking, bool, error) {
+	if err := r.validate(); err != nil {
+		return Booking{}, false, err
+	}
 	id := bookingID(r.UID, r.RequestID)
-	bref := s.client.Collection(Bookings).Doc(id)
 	seats := sortedSeats(r.Seats)
 	b := Booking{ID: id, UID: r.UID, ScreeningID: r.ScreeningID, Seats: seats, Status: StatusOK, RequestID: r.RequestID}
-	prev, err := s.claim(ctx, r, bref, func(w writes, prevSeats []*firestore.DocumentSnapshot, _ time.Time) error {
-		ctr, err := s.counter(ctx, r.ScreeningID)
-		if err != nil {
-			return err
-		}
-		for i, seat := range seats {
-			if err := w.seat(s.seatDoc(r.ScreeningID, seat), prevSeats[i], map[string]any{
-				"status": StatusBooked, "bookingId": id, "bookedAt": firestore.ServerTimestamp,
-			}); err != nil {
-				return err
-			}
-		}
-		if err := w.create(bref, b); err != nil {
-			return err
-		}
-		shard, ups := ctr.IncrementWrite(int64(len(seats)))
-		return w.update(shard, ups)
-	})
+	c := &claim{
+		r: r, kind: ClaimBooking, id: id, seats: seats, execID: executionID,
+		ref: s.client.Collection(Bookings).Doc(id),
+		seat: func(time.Time) map[string]any {
+			return map[string]any{"status": StatusBooked, "bookingId": id, "bookedAt": firestore.ServerTimestamp}
+		},
+		doc: func(time.Time) any { return b },
+	}
+	prev, err := s.take(ctx, c)
 	if err != nil {
 		return Booking{}, false, err
 	}
@@ -232,143 +290,12 @@ func (s *Service) Book(ctx context.Context, executionID string, r Request) (Book
 	return b, false, nil
 }
 
-// claim takes r's seats for the document at ref (a booking or a hold),
-// all or none. It returns ref's snapshot if the request made it already (a
-// retry), else nil once write, called in the deciding transaction with the
-// snapshot's read time (Firestore's clock), has committed.
-//
-// A seat is free when it has no document, or its hold ended by that read
-// time. The steps: one batched read that answers retries and losers
-// without locking; the seat leases, all or nothing, owned by the request
-// (so a retry of a request still in flight joins it instead of answering
-// seat_busy); one transaction, guarded by the leases, that reads the seats
-// again and writes, releasing the leases in the same commit.
-func (s *Service) claim(ctx context.Context, r Request, ref *firestore.DocumentRef, write func(w writes, seats []*firestore.DocumentSnapshot, now time.Time) error) (*firestore.DocumentSnapshot, error) {
-	if err := r.validate(); err != nil {
-		return nil, err
-	}
-	seats := sortedSeats(r.Seats) // one order for everybody
-	sc, err := s.screening(ctx, r.ScreeningID)
-	if err != nil {
-		return nil, err
-	}
-	if err := sc.checkSeats(seats); err != nil {
-		return nil, err
-	}
-	refs := make([]*firestore.DocumentRef, len(seats))
-	for i, seat := range seats {
-		refs[i] = s.seatDoc(r.ScreeningID, seat)
-	}
-	// Retries and losers are answered by one read, before any lease.
-	snaps, err := s.client.GetAll(ctx, append([]*firestore.DocumentRef{ref}, refs...))
-	if err != nil {
-		return nil, err
-	}
-	if snaps[0].Exists() {
-		return snaps[0], nil
-	}
-	if err := sc.decide(seats, snaps[1:], snaps[0].ReadTime); err != nil {
-		return nil, err
-	}
-
-	locker, err := lock.New(s.client, SeatLocks, lock.WithOwner("request-"+ref.ID), lock.WithLeaseDuration(s.seatLease))
-	if err != nil {
-		return nil, err
-	}
-	keys := make([]string, len(seats))
-	for i, seat := range seats {
-		keys[i] = seatKey(r.ScreeningID, seat)
-	}
-	leases, err := locker.TryAcquireAll(ctx, keys, lock.Reentrant())
-	var held *lock.HeldError
-	if errors.As(err, &held) {
-		return nil, &SeatsError{Kind: ErrSeatBusy, Seats: seatsOf(r.ScreeningID, held.Keys())}
-	}
-	if errors.Is(err, lock.ErrHeld) {
-		return nil, &SeatsError{Kind: ErrSeatBusy, Seats: seats}
-	}
-	if err != nil {
-		return nil, err
-	}
-	committed := false // the transaction released the leases with its writes
-	defer func() {
-		if committed {
-			return
-		}
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		defer cancel()
-		leases.Release(rctx) // a lease lost meanwhile is nobody's loss: the transaction checked
-	}()
-	if s.afterLeases != nil {
-		s.afterLeases()
-	}
-
-	// Fast path: one commit whose preconditions stand in for the
-	// transaction's reads: each seat exactly as the first read found it
-	// free, the document absent, every lease exactly this acquisition's
-	// (the fencing). Anything changed since fails it, and the transaction
-	// below decides again.
-	//lint:ignore SA1019 WriteBatch is the only atomic multi-document write that costs one RPC.
-	b := s.client.Batch()
-	if err := leases.ReleaseInBatch(b); err == nil {
-		if err := write(batchWrites{b}, snaps[1:], snaps[0].ReadTime); err != nil {
-			return nil, err
-		}
-		_, err := b.Commit(ctx)
-		switch {
-		case err == nil:
-			committed = true
-			return nil, nil
-		case !isConflict(err):
-			// It may have landed unheard: the document says so.
-			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-			defer cancel()
-			if got, rerr := ref.Get(rctx); rerr == nil && got.Exists() {
-				committed = true
-				return got, nil
-			}
-			return nil, err
-		}
-	}
-
-	var prev *firestore.DocumentSnapshot
-	err = s.client.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
-		prev = nil
-		// One read for the leases (fencing), the seats and the document.
-		snaps, err := leases.GuardWith(tx, append(refs, ref)...)
-		if errors.Is(err, lock.ErrNotHeld) {
-			return &SeatsError{Kind: ErrSeatBusy, Seats: seats}
-		}
-		if err != nil {
-			return err
-		}
-		if doc := snaps[len(seats)]; doc.Exists() { // the same request won a race with itself
-			prev = doc
-			return nil
-		}
-		now := snaps[0].ReadTime
-		if err := sc.decide(seats, snaps[:len(seats)], now); err != nil {
-			return err
-		}
-		if err := write(txWrites{tx}, snaps[:len(seats)], now); err != nil {
-			return err
-		}
-		return leases.ReleaseIn(tx)
-	}, firestore.MaxAttempts(3))
-	if err != nil {
-		return nil, err
-	}
-	committed = prev == nil
-	return prev, nil
-}
-
 // decide answers whether seats (their snapshots, read at now) can be taken:
 // ErrScreeningStarted once the screening has begun (a screening without
-// startsAt has no cutoff), else ErrSeatTaken
-// naming the booked seats, else ErrSeatHeld naming those under a live
-// hold, else nil.
+// startsAt has no cutoff), else ErrSeatTaken naming the booked seats, else
+// ErrSeatHeld naming those under a live hold, else nil.
 func (sc Screening) decide(seats []string, snaps []*firestore.DocumentSnapshot, now time.Time) error {
-	if !sc.StartsAt.IsZero() && !now.Before(sc.StartsAt) { // no startsAt: no cutoff
+	if sc.started(now) {
 		return ErrScreeningStarted
 	}
 	var taken, held []string
@@ -387,6 +314,11 @@ func (sc Screening) decide(seats []string, snaps []*firestore.DocumentSnapshot, 
 		return &SeatsError{Kind: ErrSeatHeld, Seats: held}
 	}
 	return nil
+}
+
+// started: the screening has begun at server time now.
+func (sc Screening) started(now time.Time) bool {
+	return !sc.StartsAt.IsZero() && !now.Before(sc.StartsAt)
 }
 
 // seatState is a seat's state at server time now: StatusBooked, StatusHeld
@@ -408,64 +340,23 @@ func seatState(snap *firestore.DocumentSnapshot, now time.Time) string {
 	return ""
 }
 
-// writes is where a claim's writes go: the deciding transaction, or the
-// fast path's single commit, whose preconditions stand in for the
-// transaction's reads.
-type writes interface {
-	// seat replaces a seat document that was read as prev and found free.
-	seat(ref *firestore.DocumentRef, prev *firestore.DocumentSnapshot, data map[string]any) error
-	create(ref *firestore.DocumentRef, data any) error
-	update(ref *firestore.DocumentRef, ups []firestore.Update) error
-}
-
-type txWrites struct{ tx *firestore.Transaction }
-
-func (w txWrites) seat(ref *firestore.DocumentRef, _ *firestore.DocumentSnapshot, data map[string]any) error {
-	return w.tx.Set(ref, data)
-}
-func (w txWrites) create(ref *firestore.DocumentRef, data any) error { return w.tx.Create(ref, data) }
-func (w txWrites) update(ref *firestore.DocumentRef, ups []firestore.Update) error {
-	return w.tx.Update(ref, ups)
-}
-
-type batchWrites struct{ b *firestore.WriteBatch }
-
-// seat writes only if the seat is still as read: absent (a create), or the
-// very document of a lapsed hold (an update on its update time that
-// replaces every field).
-func (w batchWrites) seat(ref *firestore.DocumentRef, prev *firestore.DocumentSnapshot, data map[string]any) error {
-	if prev == nil || !prev.Exists() {
-		w.b.Create(ref, data)
-		return nil
-	}
-	ups := make([]firestore.Update, 0, len(data)+len(prev.Data()))
-	for k, v := range data {
-		ups = append(ups, firestore.Update{Path: k, Value: v})
-	}
-	for k := range prev.Data() {
-		if _, ok := data[k]; !ok {
-			ups = append(ups, firestore.Update{Path: k, Value: firestore.Delete})
-		}
-	}
-	w.b.Update(ref, ups, firestore.LastUpdateTime(prev.UpdateTime))
-	return nil
-}
-func (w batchWrites) create(ref *firestore.DocumentRef, data any) error {
-	w.b.Create(ref, data)
-	return nil
-}
-func (w batchWrites) update(ref *firestore.DocumentRef, ups []firestore.Update) error {
-	w.b.Update(ref, ups)
-	return nil
-}
-
-// isConflict: a precondition failed (something changed since it was read).
+// isConflict: a precondition failed (something changed since it was read),
+// or a transaction lost to a concurrent one.
 func isConflict(err error) bool {
 	switch status.Code(err) {
 	case codes.AlreadyExists, codes.FailedPrecondition, codes.NotFound, codes.Aborted:
 		return true
 	}
 	return false
+}
+
+// isAmbiguous: a commit may or may not have landed.
+func isAmbiguous(err error) bool {
+	switch status.Code(err) {
+	case codes.Unavailable, codes.DeadlineExceeded, codes.Unknown, codes.Internal, codes.Canceled:
+		return true
+	}
+	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled)
 }
 
 func sortedSeats(seats []string) []string {
@@ -477,49 +368,6 @@ func sortedSeats(seats []string) []string {
 // sameRequest: a stored document (uid, screening, seats) is what r asks for.
 func sameRequest(uid, screeningID string, seats []string, r Request) bool {
 	return uid == r.UID && screeningID == r.ScreeningID && slices.Equal(seats, sortedSeats(r.Seats))
-}
-
-func seatsOf(screeningID string, keys []string) []string {
-	out := make([]string, len(keys))
-	for i, k := range keys {
-		out[i] = k[len(screeningID)+1:]
-	}
-	return out
-}
-
-// ScreeningCacheTTL is how long a Service trusts a screening's seat layout
-// before reading it again.
-const ScreeningCacheTTL = time.Minute
-
-type cachedScreening struct {
-	sc      Screening
-	expires time.Time
-}
-
-// screening reads a screening's layout, cached for ScreeningCacheTTL: the
-// layout only decides which seat ids are valid, never who has a seat.
-func (s *Service) screening(ctx context.Context, id string) (Screening, error) {
-	s.mu.Lock()
-	c, ok := s.screenings[id]
-	s.mu.Unlock()
-	if ok && time.Now().Before(c.expires) {
-		return c.sc, nil
-	}
-	snap, err := s.client.Collection(Screenings).Doc(id).Get(ctx)
-	if status.Code(err) == codes.NotFound {
-		return Screening{}, fmt.Errorf("%w: %q", ErrScreeningNotFound, id)
-	}
-	if err != nil {
-		return Screening{}, err
-	}
-	var sc Screening
-	if err := snap.DataTo(&sc); err != nil {
-		return Screening{}, fmt.Errorf("booking: screening %q is malformed: %w", id, err)
-	}
-	s.mu.Lock()
-	s.screenings[id] = cachedScreening{sc: sc, expires: time.Now().Add(ScreeningCacheTTL)}
-	s.mu.Unlock()
-	return sc, nil
 }
 
 // counter returns the screening's tickets-sold counter, creating it on
@@ -548,19 +396,25 @@ func (s *Service) counter(ctx context.Context, screeningID string) (*counter.Cou
 // goes down, in one transaction. Cancelling a cancelled booking returns it
 // unchanged. Errors: ErrBookingNotFound, ErrForbidden (another user's).
 func (s *Service) Cancel(ctx context.Context, uid, bookingID string) (Booking, error) {
-	if uid == "" || lock.ValidateKey(bookingID) != nil {
-		return Booking{}, fmt.Errorf("%w: bookingId %q is not a valid id", ErrInvalidArgument, bookingID)
+	if uid == "" {
+		return Booking{}, fmt.Errorf("%w: no user", ErrInvalidArgument)
+	}
+	if err := checkDocID("bookingId", bookingID); err != nil {
+		return Booking{}, err
 	}
 	ref := s.client.Collection(Bookings).Doc(bookingID)
 	var b Booking
+	var freed []*firestore.DocumentRef
 	err := s.client.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
+		freed = nil
 		snap, err := tx.Get(ref)
-		if status.Code(err) == codes.NotFound {
+		if notFound(err) {
 			return fmt.Errorf("%w: %q", ErrBookingNotFound, bookingID)
 		}
 		if err != nil {
 			return err
 		}
+		b = Booking{}
 		if err := snap.DataTo(&b); err != nil {
 			return err
 		}
@@ -578,16 +432,21 @@ func (s *Service) Cancel(ctx context.Context, uid, bookingID string) (Booking, e
 		for i, seat := range b.Seats {
 			refs[i] = s.seatDoc(b.ScreeningID, seat)
 		}
-		seats, err := tx.GetAll(refs)
+		pass := s.passRef(b.ScreeningID, uid)
+		snaps, err := tx.GetAll(append(refs, pass...))
 		if err != nil {
 			return err
 		}
-		for i, seat := range seats {
+		for i, seat := range snaps[:len(refs)] {
 			if seat.Exists() && seat.Data()["bookingId"] == bookingID {
 				if err := tx.Delete(refs[i]); err != nil {
 					return err
 				}
+				freed = append(freed, refs[i])
 			}
+		}
+		if err := s.settle(tx, snaps[len(refs):], Change{Kind: BookingCancelled, BookingID: bookingID, Seats: len(b.Seats)}, snap.ReadTime); err != nil {
+			return err
 		}
 		b.Status = StatusCanceled
 		if err := tx.Update(ref, []firestore.Update{{Path: "status", Value: StatusCanceled}}); err != nil {
@@ -599,6 +458,29 @@ func (s *Service) Cancel(ctx context.Context, uid, bookingID string) (Booking, e
 	if err != nil {
 		return Booking{}, err
 	}
+	s.taken.mark(false, freed...)
 	b.ID = bookingID
 	return b, nil
+}
+
+// passRef is the user's pass document under the gate, as a list of zero
+// (no gate) or one reference to read with the rest.
+func (s *Service) passRef(screeningID, uid string) []*firestore.DocumentRef {
+	if s.gate == nil {
+		return nil
+	}
+	return []*firestore.DocumentRef{s.gate.Pass(screeningID, uid)}
+}
+
+// settle records a change of an admitted claim on the user's pass (snaps:
+// what passRef read, zero or one snapshot), inside tx.
+func (s *Service) settle(tx *firestore.Transaction, snaps []*firestore.DocumentSnapshot, c Change, now time.Time) error {
+	if s.gate == nil || len(snaps) == 0 || !snaps[0].Exists() {
+		return nil
+	}
+	ups, err := s.gate.Settle(snaps[0], c, now)
+	if err != nil || len(ups) == 0 {
+		return err
+	}
+	return tx.Update(snaps[0].Ref, ups)
 }

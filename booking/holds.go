@@ -7,16 +7,13 @@ import (
 	"time"
 
 	"cloud.google.com/go/firestore"
-	"github.com/firelock/firelock/lock"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 )
 
-// Holds: seats kept for a checkout (CONTRACT §3). A hold is a lease with a
-// user as holder and a checkout as its work: its seats show as held to
-// everybody until heldUntil, by Firestore's clock, then they are free,
-// whether or not the hold's documents were cleaned up yet (sweepExpired
-// marks ended holds expired and clears their seats later).
+// Holds: seats kept for a checkout (CONTRACT §3). A hold is a lease on its
+// seats with a user as holder and a checkout as its work: its seats show as
+// held to everybody until heldUntil, by Firestore's clock, then they are
+// free, whether or not the hold's documents were cleaned up yet
+// (sweepExpired marks ended holds expired and clears their seats later).
 const (
 	Holds              = "holds"
 	DefaultHold        = 420 * time.Second
@@ -26,6 +23,11 @@ const (
 
 	StatusReleased = "released"
 	StatusExpired  = "expired"
+
+	// confirmMargin: a confirm needs at least this much of its hold left
+	// (by Firestore's clock, conservatively) so that it commits before the
+	// hold ends; with less, it answers hold_expired.
+	confirmMargin = time.Second
 )
 
 // Hold errors; the HTTP layer maps them.
@@ -45,7 +47,7 @@ type Hold struct {
 	Status      string    `firestore:"status" json:"status"`
 	HeldUntil   time.Time `firestore:"heldUntil" json:"heldUntil"`
 	RequestID   string    `firestore:"requestId" json:"-"`
-	CreatedAt   time.Time `firestore:"createdAt" json:"-"`
+	CreatedAt   time.Time `firestore:"createdAt,serverTimestamp" json:"-"`
 	BookingID   string    `firestore:"bookingId,omitempty" json:"bookingId,omitempty"`
 }
 
@@ -58,8 +60,10 @@ func checkHoldLength(d time.Duration) error {
 
 // Hold holds all requested seats or none for d (0: DefaultHold), until
 // server time now + d. It returns the hold and whether this call created
-// it (false: a retry of the same user and requestId, also while the first
-// attempt is in flight). Errors as Book's; nothing is written on any error.
+// it (false: a retry of the same user and requestId). Errors and costs as
+// Book's; a hold on free seats is one commit, its end placed by the bounds
+// this Service keeps of Firestore's clock (within a round trip of the
+// server's time of the request + d). Nothing is written on any error.
 func (s *Service) Hold(ctx context.Context, executionID string, r Request, d time.Duration) (Hold, bool, error) {
 	if d == 0 {
 		d = DefaultHold
@@ -67,21 +71,25 @@ func (s *Service) Hold(ctx context.Context, executionID string, r Request, d tim
 	if err := checkHoldLength(d); err != nil {
 		return Hold{}, false, err
 	}
-	id := bookingID(r.UID, "hold\x00"+r.RequestID)
-	href := s.client.Collection(Holds).Doc(id)
+	if err := r.validate(); err != nil {
+		return Hold{}, false, err
+	}
+	id := holdID(r.UID, r.RequestID)
 	seats := sortedSeats(r.Seats)
 	h := Hold{ID: id, UID: r.UID, ScreeningID: r.ScreeningID, Seats: seats, Status: StatusHeld, RequestID: r.RequestID}
-	prev, err := s.claim(ctx, r, href, func(w writes, prevSeats []*firestore.DocumentSnapshot, now time.Time) error {
-		h.HeldUntil, h.CreatedAt = now.Add(d), now
-		for i, seat := range seats {
-			if err := w.seat(s.seatDoc(r.ScreeningID, seat), prevSeats[i], map[string]any{
-				"status": StatusHeld, "holdId": id, "heldUntil": h.HeldUntil,
-			}); err != nil {
-				return err
-			}
-		}
-		return w.create(href, h)
-	})
+	c := &claim{
+		r: r, kind: ClaimHold, id: id, seats: seats, execID: executionID,
+		ref:   s.client.Collection(Holds).Doc(id),
+		until: func(now time.Time) time.Time { return now.Add(d) },
+		seat: func(now time.Time) map[string]any {
+			return map[string]any{"status": StatusHeld, "holdId": id, "heldUntil": now.Add(d)}
+		},
+		doc: func(now time.Time) any {
+			h.HeldUntil = now.Add(d)
+			return h
+		},
+	}
+	prev, err := s.take(ctx, c)
 	if err != nil {
 		return Hold{}, false, err
 	}
@@ -98,42 +106,85 @@ func (s *Service) Hold(ctx context.Context, executionID string, r Request, d tim
 	return h, false, nil
 }
 
-// onHold runs fn in a transaction on uid's hold holdID and its seat
-// documents (two reads: the hold names its seats), judged at Firestore's
-// time now (the hold snapshot's read time).
-func (s *Service) onHold(ctx context.Context, uid, holdID string, fn func(tx *firestore.Transaction, h *Hold, seats []*firestore.DocumentSnapshot, now time.Time) error) (Hold, error) {
-	if uid == "" || lock.ValidateKey(holdID) != nil {
-		return Hold{}, fmt.Errorf("%w: holdId %q is not a valid id", ErrInvalidArgument, holdID)
+// readHold reads uid's hold holdID outside any transaction.
+func (s *Service) readHold(ctx context.Context, uid, holdID string) (Hold, *firestore.DocumentSnapshot, error) {
+	if uid == "" {
+		return Hold{}, nil, fmt.Errorf("%w: no user", ErrInvalidArgument)
+	}
+	if err := checkDocID("holdId", holdID); err != nil {
+		return Hold{}, nil, err
+	}
+	sent := time.Now()
+	snap, err := s.client.Collection(Holds).Doc(holdID).Get(ctx)
+	if notFound(err) {
+		return Hold{}, nil, fmt.Errorf("%w: %q", ErrHoldNotFound, holdID)
+	}
+	if err != nil {
+		return Hold{}, nil, err
+	}
+	s.clock.observe(snap.ReadTime, sent, time.Now())
+	h, err := decodeHold(snap, uid)
+	return h, snap, err
+}
+
+func decodeHold(snap *firestore.DocumentSnapshot, uid string) (Hold, error) {
+	var h Hold
+	if err := snap.DataTo(&h); err != nil {
+		return Hold{}, err
+	}
+	h.ID = snap.Ref.ID
+	if h.UID != uid {
+		return Hold{}, fmt.Errorf("%w: the hold belongs to another user", ErrForbidden)
+	}
+	return h, nil
+}
+
+// onHold runs fn in a transaction on uid's hold holdID, its seat
+// documents, its screening and the user's pass under a gate (two reads: the
+// hold names the rest), judged at Firestore's time now (the hold
+// snapshot's read time).
+func (s *Service) onHold(ctx context.Context, uid, holdID string, fn func(tx *firestore.Transaction, h *Hold, r heldDocs, now time.Time) error) (Hold, error) {
+	if uid == "" {
+		return Hold{}, fmt.Errorf("%w: no user", ErrInvalidArgument)
+	}
+	if err := checkDocID("holdId", holdID); err != nil {
+		return Hold{}, err
 	}
 	href := s.client.Collection(Holds).Doc(holdID)
 	var h Hold
 	err := s.client.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
 		snap, err := tx.Get(href)
-		if status.Code(err) == codes.NotFound {
+		if notFound(err) {
 			return fmt.Errorf("%w: %q", ErrHoldNotFound, holdID)
 		}
 		if err != nil {
 			return err
 		}
-		h = Hold{}
-		if err := snap.DataTo(&h); err != nil {
+		if h, err = decodeHold(snap, uid); err != nil {
 			return err
-		}
-		h.ID = holdID
-		if h.UID != uid {
-			return fmt.Errorf("%w: the hold belongs to another user", ErrForbidden)
 		}
 		refs := make([]*firestore.DocumentRef, len(h.Seats))
 		for i, seat := range h.Seats {
 			refs[i] = s.seatDoc(h.ScreeningID, seat)
 		}
-		seats, err := tx.GetAll(refs)
+		refs = append(refs, s.client.Collection(Screenings).Doc(h.ScreeningID))
+		refs = append(refs, s.passRef(h.ScreeningID, uid)...)
+		snaps, err := tx.GetAll(refs)
 		if err != nil {
 			return err
 		}
-		return fn(tx, &h, seats, snap.ReadTime)
+		docs := heldDocs{hold: snap, seats: snaps[:len(h.Seats)], screening: snaps[len(h.Seats)], pass: snaps[len(h.Seats)+1:]}
+		return fn(tx, &h, docs, snap.ReadTime)
 	})
 	return h, err
+}
+
+// heldDocs are what onHold read besides the hold.
+type heldDocs struct {
+	hold      *firestore.DocumentSnapshot
+	seats     []*firestore.DocumentSnapshot
+	screening *firestore.DocumentSnapshot
+	pass      []*firestore.DocumentSnapshot // zero or one
 }
 
 // live: the hold still holds its seats at server time now.
@@ -151,7 +202,7 @@ func (s *Service) ExtendHold(ctx context.Context, uid, holdID string, d time.Dur
 	if err := checkHoldLength(d); err != nil {
 		return Hold{}, err
 	}
-	return s.onHold(ctx, uid, holdID, func(tx *firestore.Transaction, h *Hold, seats []*firestore.DocumentSnapshot, now time.Time) error {
+	return s.onHold(ctx, uid, holdID, func(tx *firestore.Transaction, h *Hold, docs heldDocs, now time.Time) error {
 		if !h.live(now) {
 			return ErrHoldExpired
 		}
@@ -160,7 +211,7 @@ func (s *Service) ExtendHold(ctx context.Context, uid, holdID string, d time.Dur
 			return fmt.Errorf("%w: a hold lasts at most %d seconds from its creation; it can be extended to %s at most",
 				ErrInvalidArgument, int(MaxHoldSinceCreate/time.Second), limit.UTC().Format(time.RFC3339))
 		}
-		for _, seat := range seats {
+		for _, seat := range docs.seats {
 			if !ours(seat, h.ID) {
 				return ErrHoldExpired
 			}
@@ -168,49 +219,80 @@ func (s *Service) ExtendHold(ctx context.Context, uid, holdID string, d time.Dur
 				return err
 			}
 		}
+		if err := s.settle(tx, docs.pass, Change{Kind: HoldExtended, HoldID: h.ID, Seats: len(h.Seats), Until: until}, now); err != nil {
+			return err
+		}
 		h.HeldUntil = until
-		return tx.Update(s.client.Collection(Holds).Doc(h.ID), []firestore.Update{{Path: "heldUntil", Value: until}})
+		return tx.Update(docs.hold.Ref, []firestore.Update{{Path: "heldUntil", Value: until}})
 	})
 }
 
 // ConfirmHold turns uid's live hold into a confirmed booking, atomically:
 // the seats become booked, the booking is written, the hold turns
-// confirmed and the tickets-sold counter goes up. Confirming again returns
-// the same booking (created false). An ended hold gives ErrHoldExpired and
-// books nothing.
+// confirmed and the tickets-sold counter goes up. It returns the booking
+// and whether this call made it. Confirming a confirmed hold again returns
+// its booking as stored (cancelled, if it was cancelled since). A hold
+// that has ended, or has less than a second left, gives ErrHoldExpired; a
+// screening that has started gives ErrScreeningStarted. Either books
+// nothing.
+//
+// Costs: one read of the hold, then one commit conditioned on the hold and
+// its seats being exactly as the hold's last write left them. A gated
+// screening, one this instance does not keep current, or a lost
+// precondition goes through a transaction that reads the hold, its seats,
+// the screening and the pass.
 func (s *Service) ConfirmHold(ctx context.Context, uid, holdID string) (Booking, bool, error) {
+	h, snap, err := s.readHold(ctx, uid, holdID)
+	if err != nil {
+		return Booking{}, false, err
+	}
+	switch {
+	case h.Status == StatusOK:
+		b, err := s.confirmed(ctx, h)
+		return b, false, err
+	case h.Status != StatusHeld:
+		return Booking{}, false, ErrHoldExpired
+	}
+	if b, done, err := s.confirmFast(ctx, h, snap); done || err != nil {
+		return b, done, err
+	}
 	var b Booking
 	created := false
-	_, err := s.onHold(ctx, uid, holdID, func(tx *firestore.Transaction, h *Hold, seats []*firestore.DocumentSnapshot, now time.Time) error {
+	_, err = s.onHold(ctx, uid, holdID, func(tx *firestore.Transaction, h *Hold, docs heldDocs, now time.Time) error {
 		created = false
-		bid := bookingID(uid, "confirm\x00"+h.ID)
-		b = Booking{ID: bid, UID: uid, ScreeningID: h.ScreeningID, Seats: h.Seats, Status: StatusOK, RequestID: h.RequestID, HoldID: h.ID}
-		if h.Status == StatusOK && h.BookingID == bid {
-			return nil // confirmed before: the same booking
+		if h.Status == StatusOK { // confirmed meanwhile (our own lost answer, or a retry)
+			return nil
 		}
-		if !h.live(now) {
-			return ErrHoldExpired
+		sc, err := decodeScreening(docs.screening)
+		if err != nil {
+			return err
 		}
-		for _, seat := range seats {
+		if err := s.confirmable(h, sc, now); err != nil {
+			return err
+		}
+		for _, seat := range docs.seats {
 			if !ours(seat, h.ID) {
 				return ErrHoldExpired
 			}
+		}
+		b = confirmation(h)
+		if err := s.settle(tx, docs.pass, Change{Kind: HoldConfirmed, HoldID: h.ID, BookingID: b.ID, Seats: len(h.Seats)}, now); err != nil {
+			return err
 		}
 		ctr, err := s.counter(ctx, h.ScreeningID)
 		if err != nil {
 			return err
 		}
-		for _, seat := range seats {
-			if err := tx.Set(seat.Ref, map[string]any{"status": StatusBooked, "bookingId": bid, "bookedAt": firestore.ServerTimestamp}); err != nil {
+		for _, seat := range docs.seats {
+			// The seat stays locked by the execution that held it.
+			if err := tx.Set(seat.Ref, map[string]any{"status": StatusBooked, "bookingId": b.ID, "bookedAt": firestore.ServerTimestamp, "lockedBy": seat.Data()["lockedBy"]}); err != nil {
 				return err
 			}
 		}
-		if err := tx.Create(s.client.Collection(Bookings).Doc(bid), b); err != nil {
+		if err := tx.Create(s.client.Collection(Bookings).Doc(b.ID), b); err != nil {
 			return err
 		}
-		if err := tx.Update(s.client.Collection(Holds).Doc(h.ID), []firestore.Update{
-			{Path: "status", Value: StatusOK}, {Path: "bookingId", Value: bid},
-		}); err != nil {
+		if err := tx.Update(docs.hold.Ref, []firestore.Update{{Path: "status", Value: StatusOK}, {Path: "bookingId", Value: b.ID}}); err != nil {
 			return err
 		}
 		shard, ups := ctr.IncrementWrite(int64(len(h.Seats)))
@@ -220,32 +302,129 @@ func (s *Service) ConfirmHold(ctx context.Context, uid, holdID string) (Booking,
 	if err != nil {
 		return Booking{}, false, err
 	}
-	return b, created, nil
+	if !created {
+		h, _, err := s.readHold(ctx, uid, holdID)
+		if err != nil {
+			return Booking{}, false, err
+		}
+		b, err := s.confirmed(ctx, h)
+		return b, false, err
+	}
+	return b, true, nil
+}
+
+// confirmable: a held hold can be confirmed at server time now.
+func (s *Service) confirmable(h *Hold, sc Screening, now time.Time) error {
+	if sc.started(now) {
+		return ErrScreeningStarted
+	}
+	if !s.hooks.noHoldEndCheck && !h.live(now.Add(confirmMargin)) {
+		return ErrHoldExpired
+	}
+	return nil
+}
+
+// confirmation is the booking that confirming h makes.
+func confirmation(h *Hold) Booking {
+	return Booking{ID: confirmationID(h.UID, h.ID), UID: h.UID, ScreeningID: h.ScreeningID, Seats: h.Seats, Status: StatusOK, RequestID: h.RequestID, HoldID: h.ID}
+}
+
+// confirmFast confirms h (read as snap) in one commit when this instance
+// keeps its screening current and it is ungated. The hold's seats were
+// written in the same commit as the hold's last write (a hold and its
+// extensions write both), so they share its update time: the commit is
+// conditioned on the hold and each seat still having it, which nothing but
+// this hold's own writes can keep. done is false when the request needs
+// the transaction.
+func (s *Service) confirmFast(ctx context.Context, h Hold, snap *firestore.DocumentSnapshot) (Booking, bool, error) {
+	got, ok := s.screenings.current(h.ScreeningID)
+	if !ok || got.err != nil || (s.gate != nil && s.gate.Gated(got.snap)) {
+		return Booking{}, false, nil
+	}
+	now := snap.ReadTime
+	if err := s.confirmable(&h, got.sc, now); err != nil {
+		return Booking{}, false, err
+	}
+	// Send nothing that could land after the hold ends: the deadline is
+	// half the margin before the hold's end by the latest the server's
+	// clock can read now.
+	_, hi, ok := s.clock.bounds()
+	if !ok {
+		return Booking{}, false, nil
+	}
+	cctx, cancel := context.WithTimeout(ctx, h.HeldUntil.Sub(hi)-confirmMargin/2)
+	defer cancel()
+	ctr, err := s.counter(ctx, h.ScreeningID)
+	if err != nil {
+		return Booking{}, false, err
+	}
+	b := confirmation(&h)
+	pre := firestore.LastUpdateTime(snap.UpdateTime)
+	//lint:ignore SA1019 WriteBatch is the only atomic multi-document write that costs one RPC.
+	wb := s.client.Batch()
+	for _, seat := range h.Seats {
+		wb.Update(s.seatDoc(h.ScreeningID, seat), []firestore.Update{
+			{Path: "status", Value: StatusBooked}, {Path: "bookingId", Value: b.ID}, {Path: "bookedAt", Value: firestore.ServerTimestamp},
+			{Path: "holdId", Value: firestore.Delete}, {Path: "heldUntil", Value: firestore.Delete},
+		}, pre)
+	}
+	wb.Create(s.client.Collection(Bookings).Doc(b.ID), b)
+	wb.Update(snap.Ref, []firestore.Update{{Path: "status", Value: StatusOK}, {Path: "bookingId", Value: b.ID}}, pre)
+	shard, ups := ctr.IncrementWrite(int64(len(h.Seats)))
+	wb.Update(shard, ups)
+	if hk := s.hooks.beforeCommit; hk != nil {
+		hk(true)
+	}
+	sent := time.Now()
+	res, err := wb.Commit(cctx)
+	if err != nil {
+		return Booking{}, false, nil // lost a precondition, or unheard: the transaction decides
+	}
+	s.clock.observe(res[0].UpdateTime, sent, time.Now())
+	return b, true, nil
+}
+
+// confirmed returns the booking a confirmed hold made, as stored.
+func (s *Service) confirmed(ctx context.Context, h Hold) (Booking, error) {
+	snap, err := s.client.Collection(Bookings).Doc(h.BookingID).Get(ctx)
+	if err != nil {
+		return Booking{}, fmt.Errorf("booking: the booking %q of confirmed hold %q: %w", h.BookingID, h.ID, err)
+	}
+	var b Booking
+	if err := snap.DataTo(&b); err != nil {
+		return Booking{}, err
+	}
+	b.ID = snap.Ref.ID
+	return b, nil
 }
 
 // ReleaseHold ends uid's hold at once: it turns released and its seats are
 // free. Releasing a hold that has ended already returns it unchanged.
 func (s *Service) ReleaseHold(ctx context.Context, uid, holdID string) (Hold, error) {
-	return s.onHold(ctx, uid, holdID, func(tx *firestore.Transaction, h *Hold, seats []*firestore.DocumentSnapshot, _ time.Time) error {
+	return s.onHold(ctx, uid, holdID, func(tx *firestore.Transaction, h *Hold, docs heldDocs, now time.Time) error {
 		if h.Status != StatusHeld {
 			return nil
 		}
-		return s.endHold(tx, h, seats, StatusReleased)
+		if err := s.settle(tx, docs.pass, Change{Kind: HoldReleased, HoldID: h.ID, Seats: len(h.Seats)}, now); err != nil {
+			return err
+		}
+		return s.endHold(tx, h, docs, StatusReleased)
 	})
 }
 
 // endHold turns h's status to end (released or expired) and clears the
 // seat documents that still show it.
-func (s *Service) endHold(tx *firestore.Transaction, h *Hold, seats []*firestore.DocumentSnapshot, end string) error {
-	for _, seat := range seats {
+func (s *Service) endHold(tx *firestore.Transaction, h *Hold, docs heldDocs, end string) error {
+	for _, seat := range docs.seats {
 		if ours(seat, h.ID) {
 			if err := tx.Delete(seat.Ref, firestore.LastUpdateTime(seat.UpdateTime)); err != nil {
 				return err
 			}
+			s.taken.mark(false, seat.Ref) // a hint only: should the transaction fail, a read tells
 		}
 	}
 	h.Status = end
-	return tx.Update(s.client.Collection(Holds).Doc(h.ID), []firestore.Update{{Path: "status", Value: end}})
+	return tx.Update(docs.hold.Ref, []firestore.Update{{Path: "status", Value: end}})
 }
 
 // ExpireHolds marks every hold that ended (by Firestore's clock) expired
@@ -268,13 +447,13 @@ func (s *Service) ExpireHolds(ctx context.Context) (int, error) {
 		}
 		uid, _ := snap.Data()["uid"].(string)
 		expired := false
-		_, err := s.onHold(ctx, uid, snap.Ref.ID, func(tx *firestore.Transaction, h *Hold, seats []*firestore.DocumentSnapshot, now time.Time) error {
+		_, err := s.onHold(ctx, uid, snap.Ref.ID, func(tx *firestore.Transaction, h *Hold, docs heldDocs, now time.Time) error {
 			expired = false
 			if h.Status != StatusHeld || h.live(now) {
 				return nil
 			}
 			expired = true
-			return s.endHold(tx, h, seats, StatusExpired)
+			return s.endHold(tx, h, docs, StatusExpired)
 		})
 		if err != nil {
 			errs = append(errs, err)

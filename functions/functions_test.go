@@ -153,7 +153,6 @@ func (e *env) book(user, requestID string, seats ...string) response {
 type state struct {
 	seats    map[string]map[string]any // seat -> document
 	bookings map[string]map[string]any
-	locks    int
 	sold     int64
 }
 
@@ -175,11 +174,6 @@ func (e *env) state() state {
 	for _, b := range bs {
 		st.bookings[b.Ref.ID] = b.Data()
 	}
-	locks, err := e.fs.Collection(booking.SeatLocks).Documents(ctx).GetAll()
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	st.locks = len(locks)
 	if c, err := counter.Open(ctx, e.fs, booking.CounterID("s1")); err == nil {
 		if st.sold, err = c.Count(ctx); err != nil {
 			e.t.Fatal(err)
@@ -189,8 +183,8 @@ func (e *env) state() state {
 }
 
 // checkInvariants: no seat in two confirmed bookings, every seat document
-// matches exactly one confirmed booking, the counter equals the booked
-// seats, and no lease is left.
+// matches exactly one confirmed booking, and the counter equals the booked
+// seats.
 func (st state) checkInvariants(t *testing.T) {
 	t.Helper()
 	owner := map[string]string{}
@@ -216,9 +210,6 @@ func (st state) checkInvariants(t *testing.T) {
 	}
 	if st.sold != int64(len(st.seats)) {
 		t.Errorf("tickets-sold counter %d, booked seats %d", st.sold, len(st.seats))
-	}
-	if st.locks != 0 {
-		t.Errorf("%d seat leases left behind", st.locks)
 	}
 }
 
@@ -252,8 +243,8 @@ func TestHundredUsersOneSeatExactlyOneWins(t *testing.T) {
 		t.Fatalf("%d won, %d got 409; want 1 and %d", won, lost, n-1)
 	}
 	st := e.state()
-	if len(st.seats) != 1 || len(st.bookings) != 1 || st.sold != 1 || st.locks != 0 {
-		t.Fatalf("Firestore holds %d seats, %d bookings, counter %d, %d leases; want 1, 1, 1, 0", len(st.seats), len(st.bookings), st.sold, st.locks)
+	if len(st.seats) != 1 || len(st.bookings) != 1 || st.sold != 1 {
+		t.Fatalf("Firestore holds %d seats, %d bookings, counter %d; want 1, 1, 1", len(st.seats), len(st.bookings), st.sold)
 	}
 	st.checkInvariants(t)
 }
@@ -447,8 +438,8 @@ func TestBadInputGetsContractErrorAndWritesNothing(t *testing.T) {
 		t.Fatalf("cancel without bookingId: %d %v", r.Status, r.Body)
 	}
 	st := e.state()
-	if len(st.seats)+len(st.bookings)+st.locks != 0 {
-		t.Fatalf("bad input wrote: %d seats, %d bookings, %d leases", len(st.seats), len(st.bookings), st.locks)
+	if len(st.seats)+len(st.bookings) != 0 {
+		t.Fatalf("bad input wrote: %d seats, %d bookings", len(st.seats), len(st.bookings))
 	}
 	counters, err := e.fs.Collection(counter.Collection).DocumentRefs(context.Background()).GetAll()
 	if err != nil || len(counters) != 0 {

@@ -2,14 +2,20 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"cloud.google.com/go/firestore"
 	"github.com/firelock/firelock/booking"
+	"github.com/firelock/firelock/internal/emulators"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 )
@@ -51,16 +57,34 @@ func bigScreening(ctx context.Context, c *firestore.Client, id string) error {
 // seatN is the n-th seat of a 26x999 screening.
 func seatN(n int64) string { return fmt.Sprintf("%c%d", 'A'+rune(n/999%26), 1+n%999) }
 
-func benchBookingDistinct(ctx context.Context, c *firestore.Client, cfg config) ([]result, comparison, error) {
-	name := fmt.Sprintf("booking, distinct seats, %d clients", cfg.concurrency)
+// benchBookingDistinct: every booking takes a seat nobody else wants, at
+// cfg.concurrency clients and at one: firelock against the seed's
+// transaction per seat (Go, same client) and, when Node is present, against
+// seed 002's withLock on firebase-admin (its own process, same emulator).
+func benchBookingDistinct(ctx context.Context, c *firestore.Client, cfg config) ([]result, []comparison, error) {
+	var rs []result
+	var comps []comparison
+	for _, clients := range []int{cfg.concurrency, 1} {
+		r, cs, err := distinctAt(ctx, c, cfg, clients)
+		if err != nil {
+			return nil, nil, err
+		}
+		rs, comps = append(rs, r...), append(comps, cs...)
+	}
+	return rs, comps, nil
+}
+
+func distinctAt(ctx context.Context, c *firestore.Client, cfg config, clients int) ([]result, []comparison, error) {
+	name := fmt.Sprintf("booking, distinct seats, %d clients", clients)
 	svc := booking.New(c)
+	defer svc.Close()
 	var rs []result
 	for _, v := range []struct {
 		variant string
 		book    func(ctx context.Context, screening string, seat string, w, i int) error
 	}{
 		{"firelock booking.Book", func(ctx context.Context, screening, seat string, w, i int) error {
-			_, _, err := svc.Book(ctx, fmt.Sprint("w", w), booking.Request{UID: fmt.Sprint("u", w), ScreeningID: screening, Seats: []string{seat}, RequestID: fmt.Sprint(w, "-", i)})
+			_, _, err := svc.Book(ctx, fmt.Sprint("w", w), booking.Request{UID: fmt.Sprint("u", w), ScreeningID: screening, Seats: []string{seat}, RequestID: screening + "/" + seat})
 			return err
 		}},
 		{"baseline: tx per seat, no lease", func(ctx context.Context, screening, seat string, w, i int) error {
@@ -69,44 +93,143 @@ func benchBookingDistinct(ctx context.Context, c *firestore.Client, cfg config) 
 	} {
 		screening := fmt.Sprint("distinct-", time.Now().UnixNano())
 		if err := bigScreening(ctx, c, screening); err != nil {
-			return nil, comparison{}, err
+			return nil, nil, err
 		}
 		var next atomic.Int64
-		rs = append(rs, measure(ctx, name, v.variant, cfg.concurrency, cfg.duration, func(ctx context.Context, w, i int) error {
+		rs = append(rs, measure(ctx, name, v.variant, clients, cfg.duration, func(ctx context.Context, w, i int) error {
 			return v.book(ctx, screening, seatN(next.Add(1)), w, i)
 		}, nil))
 	}
-	return rs, comparison{name, "bookings/s", rs[0].OpsPerS, rs[1].OpsPerS, ratio(rs[0].OpsPerS, rs[1].OpsPerS), "higher"}, nil
+	comps := []comparison{{name, "bookings/s vs the seed's tx per seat", rs[0].OpsPerS, rs[1].OpsPerS, ratio(rs[0].OpsPerS, rs[1].OpsPerS), "higher"}}
+	if node, err := seed002(ctx, c, name, clients, cfg.duration); err != nil {
+		fmt.Fprintf(os.Stderr, "\n  (seed 002 peer skipped: %v)\n", err)
+	} else {
+		rs = append(rs, node)
+		comps = append(comps, comparison{name, "bookings/s vs seed 002 withLock (Node)", rs[0].OpsPerS, node.OpsPerS, ratio(rs[0].OpsPerS, node.OpsPerS), "higher"})
+	}
+	return rs, comps, nil
 }
 
-// benchBookingScaling: distinct seats at growing concurrency. No global
-// serialization means throughput grows with clients until the machine (here
-// the emulator on the same cores) is the limit.
-func benchBookingScaling(ctx context.Context, c *firestore.Client, cfg config) ([]result, comparison, error) {
+// seed002 runs seed 002's withLock booking (tools/seed002-bench.mjs, Node
+// and firebase-admin) on c's emulator and project for d at clients
+// concurrent bookings of distinct seats, and reads its figures. Its RPCs
+// are not counted: it is another process.
+func seed002(ctx context.Context, c *firestore.Client, scenarioName string, clients int, d time.Duration) (result, error) {
+	node, err := exec.LookPath("node")
+	if err != nil {
+		return result{}, err
+	}
+	root, err := emulators.ProjectRoot()
+	if err != nil {
+		return result{}, err
+	}
+	project := strings.Split(c.Collection("x").Path, "/")[1]
+	screening := fmt.Sprint("seed002-", time.Now().UnixNano())
+	if err := bigScreening(ctx, c, screening); err != nil {
+		return result{}, err
+	}
+	cmd := exec.CommandContext(ctx, node, filepath.Join(root, "tools", "seed002-bench.mjs"), "--project", project, "--screening", screening,
+		"--concurrency", fmt.Sprint(clients), "--duration-ms", fmt.Sprint(d.Milliseconds()))
+	cmd.Stderr = os.Stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return result{}, fmt.Errorf("%s: %w", cmd, err)
+	}
+	var r struct {
+		Ops        int     `json:"ops"`
+		Errors     int     `json:"errors"`
+		OpsPerS    float64 `json:"opsPerSecond"`
+		P50ms      float64 `json:"p50Ms"`
+		P99ms      float64 `json:"p99Ms"`
+		FirstError string  `json:"firstError"`
+	}
+	if err := json.Unmarshal(out, &r); err != nil {
+		return result{}, fmt.Errorf("seed 002 peer answered %q: %w", out, err)
+	}
+	res := result{Scenario: scenarioName, Variant: "baseline: seed 002 withLock (Node)", Ops: r.Ops, Errors: r.Errors, OpsPerS: r.OpsPerS, P50ms: r.P50ms, P99ms: r.P99ms,
+		Note: "firebase-admin in its own process; RPCs not counted"}
+	if r.FirstError != "" {
+		res.Note += "; first error: " + r.FirstError
+	}
+	return res, nil
+}
+
+// benchBookingScaling: distinct seats at growing concurrency, on one
+// screening and spread over eight. No global serialization means
+// throughput grows with clients until the machine (here the emulator on
+// the same cores) is the limit; the interceptor lists the documents one
+// booking writes, to show that two bookings of different seats share none
+// but a counter shard.
+func benchBookingScaling(ctx context.Context, c *firestore.Client, cfg config) ([]result, []comparison, error) {
 	const name = "booking scaling, distinct seats"
 	svc := booking.New(c)
-	screening := fmt.Sprint("scale-", time.Now().UnixNano())
-	if err := bigScreening(ctx, c, screening); err != nil {
-		return nil, comparison{}, err
-	}
-	var next atomic.Int64
+	defer svc.Close()
 	var rs []result
-	for _, clients := range []int{1, 4, 16, cfg.concurrency} {
-		rs = append(rs, measure(ctx, name, fmt.Sprintf("firelock booking.Book, %d clients", clients), clients, cfg.duration, func(ctx context.Context, w, i int) error {
-			_, _, err := svc.Book(ctx, fmt.Sprint("w", w), booking.Request{UID: fmt.Sprint("u", w), ScreeningID: screening, Seats: []string{seatN(next.Add(1))}, RequestID: fmt.Sprint(clients, "-", w, "-", i)})
-			return err
-		}, nil))
+	for _, screenings := range []int{1, 8} {
+		for _, clients := range []int{1, 4, 16, cfg.concurrency} {
+			ids := make([]string, screenings)
+			for i := range ids {
+				ids[i] = fmt.Sprint("scale-", screenings, "-", clients, "-", i, "-", time.Now().UnixNano())
+				if err := bigScreening(ctx, c, ids[i]); err != nil {
+					return nil, nil, err
+				}
+			}
+			var next atomic.Int64
+			rs = append(rs, measure(ctx, name, fmt.Sprintf("%d screening(s), %d clients", screenings, clients), clients, cfg.duration, func(ctx context.Context, w, i int) error {
+				n := next.Add(1)
+				seat := seatN(n / int64(screenings))
+				_, _, err := svc.Book(ctx, fmt.Sprint("w", w), booking.Request{UID: fmt.Sprint("u", w), ScreeningID: ids[n%int64(screenings)], Seats: []string{seat}, RequestID: ids[n%int64(screenings)] + "/" + seat})
+				return err
+			}, nil))
+		}
 	}
-	last := rs[len(rs)-1]
-	return rs, comparison{name, fmt.Sprintf("bookings/s, %d vs 1 client", cfg.concurrency), last.OpsPerS, rs[0].OpsPerS, ratio(last.OpsPerS, rs[0].OpsPerS), "higher"}, nil
+	written, err := writtenByOneBooking(ctx, c, svc)
+	if err != nil {
+		return nil, nil, err
+	}
+	rs[0].Note = "one booking writes: " + written
+	one, eight := rs[len(rs)/2-1], rs[len(rs)-1]
+	return rs, []comparison{
+		{name, fmt.Sprintf("bookings/s, %d vs 1 client, 1 screening", cfg.concurrency), one.OpsPerS, rs[0].OpsPerS, ratio(one.OpsPerS, rs[0].OpsPerS), "higher"},
+		{name, fmt.Sprintf("bookings/s, %d clients, 8 screenings vs 1", cfg.concurrency), eight.OpsPerS, one.OpsPerS, ratio(eight.OpsPerS, one.OpsPerS), "higher"},
+	}, nil
+}
+
+// writtenByOneBooking books one seat and lists the documents its commits
+// wrote, as the interceptor saw them, with the ids generalized.
+func writtenByOneBooking(ctx context.Context, c *firestore.Client, svc *booking.Service) (string, error) {
+	screening := fmt.Sprint("written-", time.Now().UnixNano())
+	if err := bigScreening(ctx, c, screening); err != nil {
+		return "", err
+	}
+	// The screening's first booking creates its counter: book once before.
+	if _, _, err := svc.Book(ctx, "w", booking.Request{UID: "u", ScreeningID: screening, Seats: []string{"A1"}, RequestID: "first"}); err != nil {
+		return "", err
+	}
+	var mu sync.Mutex
+	var docs []string
+	stats.OnWrite = func(doc string, _ time.Time) {
+		_, rel, _ := strings.Cut(doc, "/documents/")
+		mu.Lock()
+		docs = append(docs, rel)
+		mu.Unlock()
+	}
+	defer func() { stats.OnWrite = nil }()
+	if _, _, err := svc.Book(ctx, "w", booking.Request{UID: "u", ScreeningID: screening, Seats: []string{"F12"}, RequestID: "one"}); err != nil {
+		return "", err
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	return strings.Join(docs, ", "), nil
 }
 
 // benchBookingHot: every client wants the same seat; one wins, the others
 // must learn they lost. The winner opens the next round on the next seat of
 // the same screening (warm caches, as for a real screening). Latency of the 409s.
-func benchBookingHot(ctx context.Context, c *firestore.Client, cfg config) ([]result, comparison, error) {
+func benchBookingHot(ctx context.Context, c *firestore.Client, cfg config) ([]result, []comparison, error) {
 	name := fmt.Sprintf("booking, one hot seat, %d clients", cfg.concurrency)
 	svc := booking.New(c)
+	defer svc.Close()
 	lost := func(err error) bool {
 		return errors.Is(err, booking.ErrSeatTaken) || errors.Is(err, booking.ErrSeatBusy) || errors.Is(err, errSeedTaken)
 	}
@@ -116,7 +239,7 @@ func benchBookingHot(ctx context.Context, c *firestore.Client, cfg config) ([]re
 		book    func(ctx context.Context, screening, seat string, w, i int) error
 	}{
 		{"firelock booking.Book (409s)", func(ctx context.Context, screening, seat string, w, i int) error {
-			_, _, err := svc.Book(ctx, fmt.Sprint("w", w), booking.Request{UID: fmt.Sprint("u", w), ScreeningID: screening, Seats: []string{seat}, RequestID: fmt.Sprint(w, "-", i)})
+			_, _, err := svc.Book(ctx, fmt.Sprint("w", w), booking.Request{UID: fmt.Sprint("u", w), ScreeningID: screening, Seats: []string{seat}, RequestID: fmt.Sprint(screening, "-", w, "-", i)})
 			return err
 		}},
 		{"baseline: tx per seat (409s)", func(ctx context.Context, screening, seat string, w, i int) error {
@@ -125,11 +248,11 @@ func benchBookingHot(ctx context.Context, c *firestore.Client, cfg config) ([]re
 	} {
 		r, err := hotRounds(ctx, c, name, v.variant, cfg, v.book, lost)
 		if err != nil {
-			return nil, comparison{}, err
+			return nil, nil, err
 		}
 		rs = append(rs, r)
 	}
-	return rs, comparison{name, "409 p99 ms", rs[0].P99ms, rs[1].P99ms, ratio(rs[0].P99ms, rs[1].P99ms), "lower"}, nil
+	return rs, []comparison{{name, "409 p99 ms", rs[0].P99ms, rs[1].P99ms, ratio(rs[0].P99ms, rs[1].P99ms), "lower"}}, nil
 }
 
 // hotRounds runs rounds on one hot seat of a fresh screening: every client
@@ -158,7 +281,8 @@ func hotRounds(ctx context.Context, c *firestore.Client, name, variant string, c
 		return err
 	}, lost)
 	lr := summarize(name, variant, losses.ds, r.Errors, time.Duration(float64(time.Second)*float64(r.Ops)/max(r.OpsPerS, 1)))
-	lr.Note = fmt.Sprintf("latency of %d 409 answers; %d answers in all at %.1f/s, %d rounds", len(losses.ds), r.Ops, r.OpsPerS, round.Load())
+	lr.RPCsPerOp = r.RPCsPerOp
+	lr.Note = fmt.Sprintf("latency of %d 409 answers; %d answers in all at %.1f/s, %d rounds; RPCs per answer, winners included", len(losses.ds), r.Ops, r.OpsPerS, round.Load())
 	return lr, nil
 }
 

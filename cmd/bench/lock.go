@@ -47,11 +47,11 @@ func isHeld(err error) bool { return errors.Is(err, lock.ErrHeld) || errors.Is(e
 // that many keys, so no key is written twice within a millisecond: the
 // emulator spaces writes to one document by at least 1ms (its timestamps
 // tick in ms), which on a single hot key costs more than an RPC.
-func benchUncontended(ctx context.Context, c *firestore.Client, cfg config) ([]result, comparison, error) {
+func benchUncontended(ctx context.Context, c *firestore.Client, cfg config) ([]result, []comparison, error) {
 	const name = "lock acquire+release, uncontended"
 	l, err := lock.New(c, "locks")
 	if err != nil {
-		return nil, comparison{}, err
+		return nil, nil, err
 	}
 	var rs []result
 	for _, keys := range []int{256, 1} {
@@ -72,18 +72,18 @@ func benchUncontended(ctx context.Context, c *firestore.Client, cfg config) ([]r
 			return err
 		}, nil))
 	}
-	return rs, comparison{name, "ops/s (256 keys)", rs[0].OpsPerS, rs[1].OpsPerS, ratio(rs[0].OpsPerS, rs[1].OpsPerS), "higher"}, nil
+	return rs, []comparison{{name, "ops/s (256 keys)", rs[0].OpsPerS, rs[1].OpsPerS, ratio(rs[0].OpsPerS, rs[1].OpsPerS), "higher"}}, nil
 }
 
 // benchRace16: 16 goroutines race for one free key; a round is decided when
 // all have their answer (one winner, fifteen held).
-func benchRace16(ctx context.Context, c *firestore.Client, cfg config) ([]result, comparison, error) {
+func benchRace16(ctx context.Context, c *firestore.Client, cfg config) ([]result, []comparison, error) {
 	const name, racers = "lock 16-way race on one key", 16
 	lockers := make([]*lock.Locker, racers)
 	for i := range lockers {
 		var err error
 		if lockers[i], err = lock.New(c, "locks"); err != nil {
-			return nil, comparison{}, err
+			return nil, nil, err
 		}
 	}
 	round := func(acquire func(ctx context.Context, r int) error) (time.Duration, bool) {
@@ -131,16 +131,16 @@ func benchRace16(ctx context.Context, c *firestore.Client, cfg config) ([]result
 		ref := c.Collection("seedlocks").Doc(key)
 		return func(ctx context.Context, r int) error { return seedAcquire(ctx, c, ref, fmt.Sprint(r)) }
 	})
-	return []result{fl, seed}, comparison{name, "median round ms", fl.P50ms, seed.P50ms, ratio(fl.P50ms, seed.P50ms), "lower"}, nil
+	return []result{fl, seed}, []comparison{{name, "median round ms", fl.P50ms, seed.P50ms, ratio(fl.P50ms, seed.P50ms), "lower"}}, nil
 }
 
 // benchAcquireLatency interleaves a bare create RPC and a TryAcquire of a
 // free key, so both see the same emulator load.
-func benchAcquireLatency(ctx context.Context, c *firestore.Client, cfg config) ([]result, comparison, error) {
+func benchAcquireLatency(ctx context.Context, c *firestore.Client, cfg config) ([]result, []comparison, error) {
 	const name = "lock acquire latency vs bare create"
 	l, err := lock.New(c, "locks")
 	if err != nil {
-		return nil, comparison{}, err
+		return nil, nil, err
 	}
 	var acq, create []time.Duration
 	errs := 0
@@ -163,18 +163,18 @@ func benchAcquireLatency(ctx context.Context, c *firestore.Client, cfg config) (
 	el := time.Since(start) / 2
 	fl := summarize(name, "firelock TryAcquire (free key)", acq, errs, el)
 	base := summarize(name, "baseline: one bare create RPC", create, 0, el)
-	return []result{fl, base}, comparison{name, "p50 ms", fl.P50ms, base.P50ms, ratio(fl.P50ms, base.P50ms), "lower"}, nil
+	return []result{fl, base}, []comparison{{name, "p50 ms", fl.P50ms, base.P50ms, ratio(fl.P50ms, base.P50ms), "lower"}}, nil
 }
 
 // benchManyKeys: N workers each take a random key of 64 (waiting when held),
 // hold it briefly, release it.
-func benchManyKeys(ctx context.Context, c *firestore.Client, cfg config) ([]result, comparison, error) {
+func benchManyKeys(ctx context.Context, c *firestore.Client, cfg config) ([]result, []comparison, error) {
 	name := fmt.Sprintf("lock 64 keys under %d workers", cfg.concurrency)
 	lockers := make([]*lock.Locker, cfg.concurrency)
 	for i := range lockers {
 		var err error
 		if lockers[i], err = lock.New(c, "locks", lock.WithBackoff(5*time.Millisecond, 200*time.Millisecond)); err != nil {
-			return nil, comparison{}, err
+			return nil, nil, err
 		}
 	}
 	key := func() string { return fmt.Sprintf("m%d", rand.IntN(64)) }
@@ -200,5 +200,5 @@ func benchManyKeys(ctx context.Context, c *firestore.Client, cfg config) ([]resu
 		_, err := ref.Delete(ctx)
 		return err
 	}, nil)
-	return []result{fl, seed}, comparison{name, "ops/s", fl.OpsPerS, seed.OpsPerS, ratio(fl.OpsPerS, seed.OpsPerS), "higher"}, nil
+	return []result{fl, seed}, []comparison{{name, "ops/s", fl.OpsPerS, seed.OpsPerS, ratio(fl.OpsPerS, seed.OpsPerS), "higher"}}, nil
 }

@@ -24,6 +24,7 @@ import (
 
 	"cloud.google.com/go/firestore"
 	"github.com/firelock/firelock/internal/emulators"
+	"github.com/firelock/firelock/internal/rpcstats"
 )
 
 type config struct {
@@ -41,7 +42,10 @@ type result struct {
 	OpsPerS  float64 `json:"opsPerSecond"`
 	P50ms    float64 `json:"p50Ms"`
 	P99ms    float64 `json:"p99Ms"`
-	Note     string  `json:"note,omitempty"`
+	// RPCsPerOp is counted by an interceptor on the client (internal/rpcstats):
+	// every RPC the variant sent, over its operations (failed ones included).
+	RPCsPerOp float64 `json:"rpcsPerOp"`
+	Note      string  `json:"note,omitempty"`
 }
 
 // comparison is a scenario's firelock result against its baseline.
@@ -57,10 +61,14 @@ type comparison struct {
 type scenario struct {
 	group string
 	name  string
-	run   func(ctx context.Context, c *firestore.Client, cfg config) ([]result, comparison, error)
+	run   func(ctx context.Context, c *firestore.Client, cfg config) ([]result, []comparison, error)
 }
 
 var scenarios []scenario
+
+// stats counts the RPCs of the running scenario's client; measure turns
+// them into each variant's rpcsPerOp.
+var stats = &rpcstats.Stats{}
 
 func main() {
 	var cfg config
@@ -96,7 +104,8 @@ func run(cfg config, only, jsonPath string) error {
 		}
 		fmt.Fprintf(os.Stderr, "running %-40s ...", s.name)
 		start := time.Now()
-		c, err := firestore.NewClient(ctx, fmt.Sprintf("demo-bench-%d", time.Now().UnixNano()))
+		stats = &rpcstats.Stats{}
+		c, err := rpcstats.NewClient(ctx, fmt.Sprintf("demo-bench-%d", time.Now().UnixNano()), stats)
 		if err != nil {
 			return err
 		}
@@ -107,7 +116,7 @@ func run(cfg config, only, jsonPath string) error {
 		}
 		fmt.Fprintf(os.Stderr, " %5.1fs\n", time.Since(start).Seconds())
 		results = append(results, rs...)
-		comps = append(comps, comp)
+		comps = append(comps, comp...)
 	}
 	printTable(results, comps)
 	out := map[string]any{
@@ -155,9 +164,9 @@ func warmUp(ctx context.Context, cfg config, only string) error {
 }
 
 func printTable(results []result, comps []comparison) {
-	fmt.Printf("\n%-34s %-34s %8s %6s %10s %9s %9s\n", "scenario", "variant", "ops", "errs", "ops/s", "p50 ms", "p99 ms")
+	fmt.Printf("\n%-34s %-34s %8s %6s %10s %9s %9s %8s\n", "scenario", "variant", "ops", "errs", "ops/s", "p50 ms", "p99 ms", "RPCs/op")
 	for _, r := range results {
-		fmt.Printf("%-34s %-34s %8d %6d %10.1f %9.2f %9.2f\n", r.Scenario, r.Variant, r.Ops, r.Errors, r.OpsPerS, r.P50ms, r.P99ms)
+		fmt.Printf("%-34s %-34s %8d %6d %10.1f %9.2f %9.2f %8.2f\n", r.Scenario, r.Variant, r.Ops, r.Errors, r.OpsPerS, r.P50ms, r.P99ms, r.RPCsPerOp)
 	}
 	fmt.Printf("\n%-34s %-26s %11s %11s %8s  %s\n", "scenario", "metric", "firelock", "baseline", "ratio", "better")
 	for _, c := range comps {
@@ -190,6 +199,7 @@ func measure(ctx context.Context, scenarioName, variant string, workers int, d t
 	var firstErr atomic.Value
 	deadline := time.Now().Add(d)
 	start := time.Now()
+	before := stats.Snapshot()
 	var wg sync.WaitGroup
 	for w := range workers {
 		wg.Go(func() {
@@ -211,6 +221,9 @@ func measure(ctx context.Context, scenarioName, variant string, workers int, d t
 	}
 	wg.Wait()
 	r := summarize(scenarioName, variant, lat, int(errs.Load()), time.Since(start))
+	if n := r.Ops + r.Errors; n > 0 {
+		r.RPCsPerOp = float64(stats.Snapshot().Sub(before).Calls()) / float64(n)
+	}
 	if e, ok := firstErr.Load().(string); ok {
 		r.Note = "first error: " + e
 	}

@@ -19,8 +19,8 @@ func init() {
 // benchOptimistic: writers increment one field of one document, with
 // lock.Update against RunTransaction (the Go client's pessimistic
 // read-write transaction). Attempts per success count calls of the body.
-func benchOptimistic(writers int) func(context.Context, *firestore.Client, config) ([]result, comparison, error) {
-	return func(ctx context.Context, c *firestore.Client, cfg config) ([]result, comparison, error) {
+func benchOptimistic(writers int) func(context.Context, *firestore.Client, config) ([]result, []comparison, error) {
+	return func(ctx context.Context, c *firestore.Client, cfg config) ([]result, []comparison, error) {
 		name := fmt.Sprintf("read-modify-write, %d writers", writers)
 		run := func(variant string, op func(ctx context.Context, doc *firestore.DocumentRef, calls *atomic.Int64) error) (result, error) {
 			doc := c.Collection("optimistic").Doc(fmt.Sprint(time.Now().UnixNano()))
@@ -47,7 +47,7 @@ func benchOptimistic(writers int) func(context.Context, *firestore.Client, confi
 			return err
 		})
 		if err != nil {
-			return nil, comparison{}, err
+			return nil, nil, err
 		}
 		tx, err := run("baseline: RunTransaction", func(ctx context.Context, doc *firestore.DocumentRef, calls *atomic.Int64) error {
 			return c.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
@@ -59,8 +59,8 @@ func benchOptimistic(writers int) func(context.Context, *firestore.Client, confi
 			})
 		})
 		if err != nil {
-			return nil, comparison{}, err
+			return nil, nil, err
 		}
-		return []result{opt, tx}, comparison{name, "updates/s", opt.OpsPerS, tx.OpsPerS, ratio(opt.OpsPerS, tx.OpsPerS), "higher"}, nil
+		return []result{opt, tx}, []comparison{{name, "updates/s", opt.OpsPerS, tx.OpsPerS, ratio(opt.OpsPerS, tx.OpsPerS), "higher"}}, nil
 	}
 }

@@ -1,0 +1,370 @@
+package booking
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"cloud.google.com/go/firestore"
+)
+
+// claim is one request to take seats: for a booking or for a hold.
+type claim struct {
+	r      Request
+	kind   ClaimKind
+	id     string                 // the booking's or hold's ID
+	ref    *firestore.DocumentRef // its document
+	seats  []string               // sorted: one order for everybody
+	execID string
+	// seat is a taken seat's document, and doc the booking or hold
+	// document, for a decision at server time now.
+	seat func(now time.Time) map[string]any
+	doc  func(now time.Time) any
+	// until is a hold's end at server time now (zero for a booking).
+	until func(now time.Time) time.Time
+}
+
+const (
+	// fastMargin: the one-commit path is taken only while the screening
+	// surely starts more than this after the commit could land; closer to
+	// the start, the request reads and its read time decides.
+	fastMargin = 30 * time.Second
+	// takeRounds bounds read-then-commit rounds lost to concurrent changes
+	// of seats that then turned out free; the last loss answers seat_busy.
+	takeRounds = 4
+)
+
+// take takes c's seats for c's document, all or none. It returns the
+// document's snapshot if the request made it already (a retry, also one
+// that raced its first attempt), else nil once the commit that took the
+// seats landed.
+func (s *Service) take(ctx context.Context, c *claim) (*firestore.DocumentSnapshot, error) {
+	refs := make([]*firestore.DocumentRef, len(c.seats))
+	for i, seat := range c.seats {
+		refs[i] = s.seatDoc(c.r.ScreeningID, seat)
+	}
+	if now, ok := s.fastTime(c); ok && !s.taken.any(refs) {
+		// Of this instance's requests for a seat, one at a time tries the
+		// one commit; the others wait for it and then read: when it won,
+		// they lose in that one read instead of queueing their own doomed
+		// commits on the seat's document behind it.
+		if wait, leave := s.flights.join(refs); wait != nil {
+			select {
+			case <-wait:
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		} else {
+			done, err := s.takeFast(ctx, c, refs, now)
+			leave()
+			if done || err != nil {
+				return nil, err
+			}
+		}
+	}
+	return s.takeRead(ctx, c, refs)
+}
+
+// flights are the one-commit attempts in flight in this instance, by seat.
+type flights struct {
+	mu sync.Mutex
+	m  map[string]chan struct{} // seat document path -> closed when its attempt ends
+}
+
+// join returns a channel that closes when another attempt on one of refs
+// ends, or, when there is none, registers this attempt on all of refs and
+// returns the function that ends it.
+func (f *flights) join(refs []*firestore.DocumentRef) (<-chan struct{}, func()) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, r := range refs {
+		if ch, ok := f.m[r.Path]; ok {
+			return ch, nil
+		}
+	}
+	if f.m == nil {
+		f.m = map[string]chan struct{}{}
+	}
+	ch := make(chan struct{})
+	for _, r := range refs {
+		f.m[r.Path] = ch
+	}
+	return nil, func() {
+		f.mu.Lock()
+		for _, r := range refs {
+			delete(f.m, r.Path)
+		}
+		f.mu.Unlock()
+		close(ch)
+	}
+}
+
+// takenSeats remembers seats this instance saw taken (it took them, or a
+// read found them booked or held) for a while. It decides nothing: a seat
+// it names skips the one-commit attempt, which would fail, and reads first,
+// so a request for a known-taken seat loses in one read instead of a failed
+// commit and a read.
+type takenSeats struct {
+	mu sync.Mutex
+	m  map[string]time.Time // seat document path -> when seen taken (local)
+}
+
+const (
+	takenFor = 10 * time.Second
+	takenMax = 10000
+)
+
+func (t *takenSeats) any(refs []*firestore.DocumentRef) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, r := range refs {
+		if at, ok := t.m[r.Path]; ok {
+			if time.Since(at) < takenFor {
+				return true
+			}
+			delete(t.m, r.Path)
+		}
+	}
+	return false
+}
+
+// mark records refs as seen taken (taken true) or as freed by this
+// instance (false).
+func (t *takenSeats) mark(taken bool, refs ...*firestore.DocumentRef) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.m == nil {
+		t.m = map[string]time.Time{}
+	}
+	if taken && len(t.m) >= takenMax {
+		clear(t.m)
+	}
+	for _, r := range refs {
+		if taken {
+			t.m[r.Path] = time.Now()
+		} else {
+			delete(t.m, r.Path)
+		}
+	}
+}
+
+// fastTime says whether c may take the one-commit path, and the server
+// time its writes are built for: the screening is current (its listener
+// delivers), valid for the seats, ungated, and surely not starting within
+// fastMargin of now by the bounds of Firestore's clock.
+func (s *Service) fastTime(c *claim) (time.Time, bool) {
+	got, ok := s.screenings.current(c.r.ScreeningID)
+	if !ok || got.err != nil || got.sc.checkSeats(c.seats) != nil {
+		return time.Time{}, false
+	}
+	if s.gate != nil && s.gate.Gated(got.snap) {
+		return time.Time{}, false
+	}
+	lo, hi, ok := s.clock.bounds()
+	if !ok || (!got.sc.StartsAt.IsZero() && !hi.Add(fastMargin).Before(got.sc.StartsAt)) {
+		return time.Time{}, false
+	}
+	// The middle of the bounds: a hold's heldUntil is off from "the
+	// server's time of the request + its length" by at most half their
+	// width (a round trip, milliseconds). Firestore stores microseconds.
+	return lo.Add(hi.Sub(lo) / 2).Truncate(time.Microsecond), true
+}
+
+// takeFast is the one-commit path: creates of the seat documents (each
+// fails if the seat has a document), the create of c's document, and the
+// counter, in one commit. done is false when the commit lost a
+// precondition: something is on one of the seats, or the document exists
+// (a retry); the read path then finds out which.
+func (s *Service) takeFast(ctx context.Context, c *claim, refs []*firestore.DocumentRef, now time.Time) (done bool, err error) {
+	//lint:ignore SA1019 WriteBatch is the only atomic multi-document write that costs one RPC.
+	b := s.client.Batch()
+	for _, ref := range refs {
+		s.writeSeat(b, c, ref, nil, now)
+	}
+	b.Create(c.ref, c.doc(now))
+	if err := s.count(ctx, b, c); err != nil {
+		return false, err
+	}
+	if h := s.hooks.beforeCommit; h != nil {
+		h(true)
+	}
+	sent := time.Now()
+	res, err := b.Commit(ctx)
+	switch {
+	case err == nil:
+		s.observe(res[0].UpdateTime, sent, c, now)
+		s.taken.mark(true, refs...)
+		return true, nil
+	case isConflict(err):
+		return false, nil
+	}
+	return false, err // ambiguous ones included: the read path settles them
+}
+
+// observe records a commit's time in the clock estimate. A hold whose end
+// was placed by the estimate is checked against the commit: an estimate off
+// by more than a second is dropped (the hold stands as stored; the next
+// request reads first and samples again).
+func (s *Service) observe(committed, sent time.Time, c *claim, now time.Time) {
+	s.clock.observe(committed, sent, time.Now())
+	if off := committed.Sub(now); off > time.Second || off < -time.Second {
+		s.clock.forget()
+	}
+}
+
+// takeRead reads first: c's document, the screening, the user's pass under
+// a gate and the seats, in one batched read; decides by its read time;
+// then commits with every decision as a precondition (each seat exactly as
+// read, the document absent, the pass as read). A commit that loses to a
+// concurrent change reads again.
+func (s *Service) takeRead(ctx context.Context, c *claim, refs []*firestore.DocumentRef) (*firestore.DocumentSnapshot, error) {
+	scRef := s.client.Collection(Screenings).Doc(c.r.ScreeningID)
+	pass := s.passRef(c.r.ScreeningID, c.r.UID)
+	all := append([]*firestore.DocumentRef{c.ref, scRef}, pass...)
+	all = append(all, refs...)
+	var lastErr error
+	for round := range takeRounds {
+		if round > 0 { // let the winner of the race we lost finish
+			sleep(ctx, time.Duration(rand.Int64N(int64(2*time.Millisecond)<<round)))
+		}
+		sent := time.Now()
+		snaps, err := s.client.GetAll(ctx, all)
+		if err != nil {
+			if lastErr != nil && isAmbiguous(lastErr) {
+				return nil, fmt.Errorf("%w (and the answer of the commit before was lost: %v)", err, lastErr)
+			}
+			return nil, err
+		}
+		now := snaps[0].ReadTime
+		s.clock.observe(now, sent, time.Now())
+		if snaps[0].Exists() { // this request's document: a retry, or our own lost answer
+			return snaps[0], nil
+		}
+		got := cached{snap: snaps[1]}
+		got.sc, got.err = decodeScreening(snaps[1])
+		s.screenings.put(got)
+		if got.err != nil {
+			return nil, got.err
+		}
+		if err := got.sc.checkSeats(c.seats); err != nil {
+			return nil, err
+		}
+		if got.sc.started(now) {
+			return nil, ErrScreeningStarted
+		}
+		seats := snaps[2+len(pass):]
+		var passUps []firestore.Update
+		gated := s.gate != nil && s.gate.Gated(snaps[1])
+		if gated {
+			passUps, err = s.gate.Admit(snaps[1], snaps[2], Claim{Kind: c.kind, ID: c.id, UID: c.r.UID, ScreeningID: c.r.ScreeningID, Seats: c.seats, Until: c.holdUntil(now)}, now)
+			if err != nil {
+				return nil, err
+			}
+		}
+		if err := got.sc.decide(c.seats, seats, now); err != nil {
+			var se *SeatsError
+			if errors.As(err, &se) {
+				for i, seat := range seats {
+					if seatState(seat, now) != "" {
+						s.taken.mark(true, refs[i])
+					}
+				}
+			}
+			return nil, err
+		}
+		//lint:ignore SA1019 WriteBatch is the only atomic multi-document write that costs one RPC.
+		b := s.client.Batch()
+		for i, ref := range refs {
+			s.writeSeat(b, c, ref, seats[i], now)
+		}
+		b.Create(c.ref, c.doc(now))
+		if gated && len(passUps) > 0 {
+			if snaps[2].Exists() {
+				b.Update(snaps[2].Ref, passUps, firestore.LastUpdateTime(snaps[2].UpdateTime))
+			} else {
+				return nil, fmt.Errorf("booking: the gate admitted %s without a pass document", c.r.UID)
+			}
+		}
+		if err := s.count(ctx, b, c); err != nil {
+			return nil, err
+		}
+		if h := s.hooks.beforeCommit; h != nil {
+			h(false)
+		}
+		sent = time.Now()
+		res, err := b.Commit(ctx)
+		if err == nil {
+			s.clock.observe(res[0].UpdateTime, sent, time.Now())
+			s.taken.mark(true, refs...)
+			return nil, nil
+		}
+		if !isConflict(err) && !isAmbiguous(err) {
+			return nil, err
+		}
+		lastErr = err // read again: a lost answer shows as our document
+	}
+	if isAmbiguous(lastErr) {
+		return nil, lastErr
+	}
+	return nil, &SeatsError{Kind: ErrSeatBusy, Seats: c.seats}
+}
+
+// holdUntil is the claim's hold end at server time now, or zero.
+func (c *claim) holdUntil(now time.Time) time.Time {
+	if c.until == nil {
+		return time.Time{}
+	}
+	return c.until(now)
+}
+
+// writeSeat adds the write that takes one seat to b: a create where the
+// seat had no document (prev nil or absent), else a replacement of every
+// field on the exact version read (a lapsed hold's document).
+func (s *Service) writeSeat(b *firestore.WriteBatch, c *claim, ref *firestore.DocumentRef, prev *firestore.DocumentSnapshot, now time.Time) {
+	data := c.seat(now)
+	data["lockedBy"] = c.execID
+	if s.hooks.noSeatPrecondition { // a planted bug for the checkers
+		b.Set(ref, data)
+		return
+	}
+	if prev == nil || !prev.Exists() {
+		b.Create(ref, data)
+		return
+	}
+	ups := make([]firestore.Update, 0, len(data)+len(prev.Data()))
+	for k, v := range data {
+		ups = append(ups, firestore.Update{Path: k, Value: v})
+	}
+	for k := range prev.Data() {
+		if _, ok := data[k]; !ok {
+			ups = append(ups, firestore.Update{Path: k, Value: firestore.Delete})
+		}
+	}
+	b.Update(ref, ups, firestore.LastUpdateTime(prev.UpdateTime))
+}
+
+// count adds a booking's tickets-sold increment to b (holds sell nothing).
+func (s *Service) count(ctx context.Context, b *firestore.WriteBatch, c *claim) error {
+	if c.kind != ClaimBooking {
+		return nil
+	}
+	ctr, err := s.counter(ctx, c.r.ScreeningID)
+	if err != nil {
+		return err
+	}
+	shard, ups := ctr.IncrementWrite(int64(len(c.seats)))
+	b.Update(shard, ups)
+	return nil
+}
+
+func sleep(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}
