@@ -403,6 +403,8 @@ func TestBadInputGetsContractErrorAndWritesNothing(t *testing.T) {
 		{"missing screeningId", alice, with("screeningId", nil), nil, 400, "invalid_argument"},
 		{"missing requestId", alice, with("requestId", nil), nil, 400, "invalid_argument"},
 		{"unknown field", alice, with("price", 0), nil, 400, "invalid_argument"},
+		{"invalid UTF-8 (it would decode to U+FFFD)", alice, "{\"screeningId\":\"s1\",\"seats\":[\"A1\"],\"requestId\":\"r\xff\"}", nil, 400, "invalid_argument"},
+		{"a charset other than UTF-8", alice, valid, func(r *http.Request) { r.Header.Set("Content-Type", "application/json; charset=utf-16") }, 415, "unsupported_media_type"},
 		{"unknown screening", alice, with("screeningId", "nope"), nil, 404, "screening_not_found"},
 		{"screening id with a slash", alice, with("screeningId", "s1/seats"), nil, 400, "invalid_argument"},
 		{"seat outside the rows", alice, with("seats", []string{"Z1"}), nil, 400, "invalid_argument"},

@@ -18,6 +18,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"cloud.google.com/go/firestore"
 	firebase "firebase.google.com/go/v4"
@@ -212,8 +213,9 @@ func (a *API) decode(w http.ResponseWriter, r *http.Request, v any) (string, err
 	if r.Method != http.MethodPost {
 		return "", errorf(http.StatusMethodNotAllowed, "method_not_allowed", "use POST")
 	}
-	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
-		return "", errorf(http.StatusUnsupportedMediaType, "unsupported_media_type", "send Content-Type: application/json")
+	if mt, params, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" ||
+		(params["charset"] != "" && !strings.EqualFold(params["charset"], "utf-8")) {
+		return "", errorf(http.StatusUnsupportedMediaType, "unsupported_media_type", "send Content-Type: application/json (UTF-8)")
 	}
 	uid, err := a.authenticate(r)
 	if err != nil {
@@ -226,6 +228,9 @@ func (a *API) decode(w http.ResponseWriter, r *http.Request, v any) (string, err
 			return "", errorf(http.StatusRequestEntityTooLarge, "payload_too_large", "the body is larger than %d bytes", MaxBody)
 		}
 		return "", errorf(http.StatusBadRequest, "invalid_argument", "the body could not be read: %v", err)
+	}
+	if !utf8.Valid(body) { // encoding/json would turn bad bytes into U+FFFD: two ids into one
+		return "", errorf(http.StatusBadRequest, "invalid_argument", "the body is not valid UTF-8")
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
