@@ -410,3 +410,110 @@ func TestMisconfiguredSaleAdmitsNobody(t *testing.T) {
 		t.Fatalf("no ERROR naming the problem; log:\n%s", log)
 	}
 }
+
+// marks let a client estimate how many wait ahead of it: with admission
+// stalled (maxActive reached), every published mark is exact, early marks
+// from the ranking and late ones from counting the line.
+func TestMarksCountThePlacesAhead(t *testing.T) {
+	e := newEnv(t, 10, 20, saleOpening(time.Now().Add(time.Hour), 600, 5, 60))
+	for i := range 40 {
+		e.join(fmt.Sprintf("early-%02d", i))
+	}
+	opensAt := e.serverNow()
+	e.setSale(map[string]any{"opensAt": opensAt})
+	runDone := make(chan error, 1)
+	go func() { runDone <- e.run(e.admitter(), 7*time.Second) }()
+	time.Sleep(1500 * time.Millisecond)
+	for i := range 10 {
+		e.join(fmt.Sprintf("late-%02d", i))
+	}
+	if err := <-runDone; err != nil {
+		t.Fatal(err)
+	}
+	pub := e.public()
+	places := e.places()
+	if pub.Admitted != 5 || pub.Active != 5 || pub.Waiting != 45 || pub.State != StateOpen || pub.SeatsLeft != 200 {
+		t.Fatalf("public: %+v", pub)
+	}
+	if len(pub.Marks) < 10 || len(pub.Marks) > MaxMarks {
+		t.Fatalf("%d marks", len(pub.Marks))
+	}
+	late := 0
+	for i, m := range pub.Marks {
+		if i > 0 && m.Order <= pub.Marks[i-1].Order {
+			t.Fatalf("marks out of order: %v", pub.Marks)
+		}
+		var ahead int64
+		for _, p := range places {
+			if p.Status == StatusWaiting && p.Order < m.Order {
+				ahead++
+			}
+		}
+		if m.Ahead != ahead {
+			t.Errorf("mark %s: ahead %d, but %d wait before it", m.Order, m.Ahead, ahead)
+		}
+		if strings.HasPrefix(m.Order, latePrefix) {
+			late++
+		}
+	}
+	if late == 0 {
+		t.Fatalf("no mark along the later joiners: %v", pub.Marks)
+	}
+}
+
+func TestThinKeepsMarksSpreadAndBounded(t *testing.T) {
+	var marks []rankMark
+	for i := range 250 {
+		marks = append(marks, rankMark{Order: fmt.Sprintf("1%05d", i), Rank: int64(i * i)})
+	}
+	got := thin(slices.Clone(marks), MaxMarks)
+	if len(got) != MaxMarks || got[0] != marks[0] || got[len(got)-1] != marks[len(marks)-1] {
+		t.Fatalf("thinned to %d: first %v last %v", len(got), got[0], got[len(got)-1])
+	}
+	for i := 1; i < len(got); i++ {
+		if got[i].Order <= got[i-1].Order {
+			t.Fatal("thin broke the order")
+		}
+	}
+}
+
+// An early join that committed after the ranking passed it (it overran
+// its join window) is not lost: it is ranked last of the early joiners and
+// admitted before any later joiner still waiting.
+func TestAStragglingEarlyJoinIsRankedBeforeLaterJoiners(t *testing.T) {
+	e := newEnv(t, 10, 20, saleOpening(time.Now().Add(time.Hour), 600, 100, 60))
+	ctx := context.Background()
+	e.join("early")
+	e.setSale(map[string]any{"opensAt": e.serverNow()})
+	a := e.admitter()
+	if err := e.run(a, 1500*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	if !e.state().RankDone {
+		t.Fatal("the ranking is not over")
+	}
+	// What the overdue commit would have written.
+	id := QueueID(e.id, "straggler")
+	before := e.serverNow().Add(-5 * time.Second)
+	if _, err := e.fs.Batch().
+		Create(e.fs.Collection(Draws).Doc(id), map[string]any{"screeningId": e.id, "draw": "00"}).
+		Create(e.fs.Collection(Queue).Doc(id), Place{UID: "straggler", ScreeningID: e.id, Status: StatusWaiting, JoinedAt: before, Shard: shardOf(id)}).
+		Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	later := e.join("later")
+	time.Sleep(600 * time.Millisecond) // the later join's window passes
+	if err := e.run(a, 1500*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	snap, err := e.fs.Collection(Queue).Doc(id).Get(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, _ := placeOf(snap)
+	snap, _ = e.fs.Collection(Queue).Doc(later.ID).Get(ctx)
+	l, _ := placeOf(snap)
+	if !strings.HasPrefix(s.Order, stragglerPrefix) || s.AdmittedAt == nil || l.AdmittedAt == nil || l.AdmittedAt.Before(*s.AdmittedAt) || s.Order >= l.Order {
+		t.Fatalf("straggler %+v, later %+v", s, l)
+	}
+}

@@ -142,8 +142,8 @@ func (s *Service) Admit(screening, pass *firestore.DocumentSnapshot, c booking.C
 // booking admitted before (nil when the pass does not exist or never
 // counted it): an extended hold counts until its new end; a confirmed hold
 // becomes a booking; a released hold and a cancelled booking stop
-// counting. When the user is left holding nothing with a booking made, a
-// live pass turns done. It never checks the pass itself: a hold made under
+// counting. When a confirmation leaves the user holding nothing, a live
+// pass turns done. It never checks the pass itself: a hold made under
 // a pass may be confirmed after the pass ended.
 func (s *Service) Settle(pass *firestore.DocumentSnapshot, c booking.Change, now time.Time) ([]firestore.Update, error) {
 	if pass == nil || !pass.Exists() {
@@ -173,8 +173,9 @@ func (s *Service) Settle(pass *firestore.DocumentSnapshot, c booking.Change, now
 		if !counted {
 			return nil, nil
 		}
-		t := tallyOf(pass, now, c.HoldID)
-		return append([]firestore.Update{{FieldPath: holdPath, Value: firestore.Delete}}, t.done(now)...), nil
+		// No done here: a user who lets seats go may pick others while the
+		// pass lives. Only a booking ends a pass early.
+		return []firestore.Update{{FieldPath: holdPath, Value: firestore.Delete}}, nil
 	case booking.BookingCancelled:
 		if _, ok := bookings[c.BookingID]; !ok {
 			return nil, nil
