@@ -56,10 +56,11 @@ const (
 	DefaultMaxSeatsPerUser = 6
 	MinPass                = 30 * time.Second
 	MaxPass                = 3600 * time.Second
-	// MaxAdmitPerMinute keeps admissions under 500 a second: admittedAt and
-	// passUntil grow with time, and their indexes take about 500 writes a
-	// second (docs/waiting-room.md).
-	MaxAdmitPerMinute = 30000
+	// MaxAdmitPerMinute keeps admissions (about 170 a second) well under
+	// what the indexes of admittedAt and passUntil, which grow with time,
+	// take (about 500 writes a second), and the bookings they bring within
+	// what the tickets-sold counter's shards take (docs/waiting-room.md).
+	MaxAdmitPerMinute = 10000
 	// MaxActive bounds live passes; it is far beyond any hall.
 	MaxActive = 100000
 	// Shards is how many ranges the waiting line is indexed in: the first
