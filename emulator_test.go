@@ -722,7 +722,7 @@ func saleCases() []rulesCase {
 			return e.bob.get("screenings/" + id + "/seats/A1")
 		}},
 	}
-	for _, p := range []string{"queue/q1", "sales/s1", "queueDraws/q1", "saleStates/s1"} {
+	for _, p := range []string{"queue/q1", "sales/s1", "queueDraws/q1", "saleStates/s1", "saleRankings/s1"} {
 		cs = append(cs, rulesCase{"client writes server-only " + p, false, func(t *testing.T, e rulesEnv) error {
 			return e.alice.commit(e.alice.set(p, map[string]any{"uid": "alice", "status": "admitted", "state": "open"}, nil, nil))
 		}})

@@ -41,19 +41,15 @@ type Mark struct {
 	Ahead int64  `firestore:"ahead"`
 }
 
-// admitState is a sale's private admitter state, saleStates/{screeningId},
-// written only in transactions guarded by the sale's admitter lease.
+// admitState is a sale's private admission state, saleStates/{screeningId},
+// written only in transactions guarded by the sale's admitter lease, at
+// most once a tick.
 type admitState struct {
 	Admitted int64       `firestore:"admitted"` // admissions ever
 	Recent   []admission `firestore:"recent"`   // admissions within the rate window
 	Through  string      `firestore:"admittedThrough"`
-	// The ranking of early joiners: how many are ranked of the total
-	// counted when it began, the last draw ranked, and whether it is over.
-	Ranked       int64  `firestore:"ranked"`
-	RankTotal    int64  `firestore:"rankTotal"`
-	RankFrontier string `firestore:"rankFrontier"`
-	RankDone     bool   `firestore:"rankDone"`
-	// Marks: orders with the number of places ranked before them.
+	// Marks along the later joiners: orders with the number of places
+	// before them when laid (the ranking keeps the early joiners' marks).
 	Marks       []rankMark `firestore:"marks"`
 	MarkedAt    time.Time  `firestore:"markedAt"`
 	PublishedAt time.Time  `firestore:"publishedAt"`
@@ -65,18 +61,12 @@ type admission struct {
 	N  int64     `firestore:"n"`
 }
 
-type rankMark struct {
-	Order string `firestore:"order"`
-	Rank  int64  `firestore:"rank"`
-}
-
 // Tuning of the admitter; not part of the contract.
 const (
-	rankPage       = 200 // early joiners ranked per transaction
-	rankBudget     = 600 * time.Millisecond
+	rankPage       = 500             // early joiners ranked per tick: ahead of any admission rate
 	maxBatch       = 200             // admissions per transaction
 	expireBatch    = 200             // expirations per transaction
-	earlyMarks     = 50              // marks laid over the early joiners
+	earlyMarks     = MaxMarks / 2    // marks laid over the early joiners
 	markEvery      = 5 * time.Second // a mark at the tail of the line this often
 	publishEvery   = time.Second     // sales/{id} at most this often
 	heartbeat      = 30 * time.Second
@@ -120,9 +110,11 @@ type saleRun struct {
 	ctx     context.Context // ends when the lease is lost
 	stop    func()
 	st      admitState // as of this run's last commit
+	rank    rankState  // as of this run's last commit
 	counter bool       // the tickets-sold counter has its shards
 	bad     string     // the misconfiguration last logged
 	last    *Public    // as last published by this run
+	due     time.Time  // when to step it next (local clock: scheduling only)
 }
 
 // Run admits until the local clock reaches until (the next tick of the
@@ -159,6 +151,10 @@ func (a *Admitter) Run(ctx context.Context, until time.Time) error {
 		wake := a.s.o.idleTick
 		var errs []error
 		for id, r := range runs {
+			if left := time.Until(r.due); left > 0 { // each sale on its own ticks
+				wake = min(wake, left)
+				continue
+			}
 			if r.lease == nil {
 				held, err := a.take(ctx, r)
 				if err != nil {
@@ -190,6 +186,7 @@ func (a *Admitter) Run(ctx context.Context, until time.Time) error {
 				finished[id] = true
 				continue
 			}
+			r.due = time.Now().Add(w)
 			wake = min(wake, w)
 		}
 		if until.IsZero() {
@@ -244,16 +241,17 @@ func (a *Admitter) take(ctx context.Context, r *saleRun) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	snap, err := a.stateRef(r.id).Get(ctx)
 	var st admitState
+	var rs rankState
+	snaps, err := a.s.client.GetAll(ctx, []*firestore.DocumentRef{a.stateRef(r.id), a.rankingRef(r.id)})
 	if err == nil {
-		err = snap.DataTo(&st)
+		err = errors.Join(decode(snaps[0], &st), decode(snaps[1], &rs))
 	}
-	if err != nil && status.Code(err) != codes.NotFound {
+	if err != nil {
 		lease.Release(ctx)
 		return false, err
 	}
-	r.lease, r.st, r.last = lease, st, nil
+	r.lease, r.st, r.rank, r.last = lease, st, rs, nil
 	r.ctx, r.stop = lease.KeepAlive(ctx)
 	return true, nil
 }
@@ -346,10 +344,10 @@ func (a *Admitter) step(r *saleRun) (time.Duration, bool, error) {
 		}
 		bound := ""
 		switch {
-		case r.st.RankDone:
+		case r.rank.Done:
 			bound = lateBound(t0.Add(-o.joinWindow))
-		case r.st.RankFrontier != "":
-			bound = earlyOrder(r.st.RankFrontier)
+		case r.rank.Frontier != "":
+			bound = earlyOrder(r.rank.Frontier)
 		}
 		if free > 0 && bound != "" && c.waiting > 0 {
 			if heads, err = a.heads(ctx, r.id, bound, int(free)); err != nil {
@@ -357,26 +355,22 @@ func (a *Admitter) step(r *saleRun) (time.Duration, bool, error) {
 			}
 		}
 	}
-	next, err := a.admit(r, cfg, c, heads)
-	if err != nil {
+	if err := a.admit(r, cfg, c, heads); err != nil {
 		return 0, false, err
 	}
 	if a.crash != nil && a.crash(r.st.Admitted) {
 		return 0, false, errCrash
 	}
 
-	// When to look again: at the opening, at the next pass end or when the
-	// rate window lets the next admission in, and at least every tick
-	// while anyone waits or holds a pass.
+	// When to look again: at the opening, and every tick while anyone
+	// waits or holds a pass: a pass that ends or turns done is refilled
+	// within a tick, and the sale's documents take at most a write a tick.
 	wake := o.idleTick
 	if !opened {
 		wake = min(wake, cfg.OpensAt.Add(o.joinWindow).Sub(t0))
 	}
-	if c.waiting > 0 || c.live > 0 || (opened && !r.st.RankDone) {
+	if c.waiting > 0 || c.live > 0 || (opened && !r.rank.Done) {
 		wake = min(wake, o.tick)
-	}
-	if !next.IsZero() {
-		wake = min(wake, next.Sub(t0))
 	}
 	return max(wake, 10*time.Millisecond), false, nil
 }
@@ -474,153 +468,46 @@ func orderOf(s *firestore.DocumentSnapshot) string {
 	return o
 }
 
-// rank ranks early joiners for up to rankBudget. Once the ranking is over,
-// it only looks for a straggler (one read).
-func (a *Admitter) rank(r *saleRun) error {
-	if r.st.RankDone {
-		late, err := a.s.client.Collection(Draws).Where("screeningId", "==", r.id).Limit(1).Documents(r.ctx).GetAll()
-		if err != nil || len(late) == 0 {
-			return err
-		}
-	}
-	deadline := time.Now().Add(rankBudget)
-	for time.Now().Before(deadline) {
-		more, err := a.rankPage(r)
-		if err != nil || !more {
-			return err
-		}
-	}
-	return nil
-}
-
-// rankPage ranks the next page of early joiners, best draw first, in one
-// guarded transaction: each place gets its order and its draw is deleted.
-// It reports whether more may be left. The ranking is over once a page
-// comes back short: every early join has committed by then (the join
-// window), so a draw found later is a join that overran its window; it
-// goes last among the early joiners (stragglerPrefix).
-func (a *Admitter) rankPage(r *saleRun) (bool, error) {
-	ctx := r.ctx
-	draws := a.s.client.Collection(Draws).Where("screeningId", "==", r.id)
-	more := false
-	var st admitState
-	err := a.s.client.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
-		more = false
-		stSnap, err := a.readState(tx, r)
-		if err != nil {
-			return err
-		}
-		if err := r.lease.Guard(tx); err != nil {
-			return err
-		}
-		st = admitState{}
-		if stSnap.Exists() {
-			if err := stSnap.DataTo(&st); err != nil {
-				return err
-			}
-		}
-		docs, err := tx.Documents(draws.OrderBy("draw", firestore.Asc).Limit(rankPage)).GetAll()
-		if err != nil {
-			return err
-		}
-		if len(docs) == 0 && st.RankDone {
-			return nil // nothing to write
-		}
-		if st.Ranked == 0 && !st.RankDone && len(docs) > 0 {
-			total, err := countOf(ctx, draws, tx)
-			if err != nil {
-				return err
-			}
-			st.RankTotal = total
-		}
-		refs := make([]*firestore.DocumentRef, len(docs))
-		for i, d := range docs {
-			refs[i] = a.s.place(d.Ref.ID)
-		}
-		places, err := tx.GetAll(refs)
-		if err != nil {
-			return err
-		}
-		spacing := max(1, int64(math.Ceil(float64(st.RankTotal)/earlyMarks)))
-		for i, d := range docs {
-			draw, _ := d.Data()["draw"].(string)
-			if err := tx.Delete(d.Ref); err != nil {
-				return err
-			}
-			if !places[i].Exists() || orderOf(places[i]) != "" {
-				continue
-			}
-			order := earlyOrder(draw)
-			if st.RankDone || draw <= st.RankFrontier {
-				order = stragglerPrefix + draw
-				a.s.o.log.Warn("sale: an early join committed after the ranking passed it; it goes last of the early joiners", "screeningId", r.id, "queueId", d.Ref.ID)
-			} else {
-				st.RankFrontier = draw
-				if st.Ranked%spacing == 0 {
-					st.Marks = append(st.Marks, rankMark{Order: order, Rank: st.Ranked})
-				}
-			}
-			st.Ranked++
-			if err := tx.Update(refs[i], []firestore.Update{{Path: "order", Value: order}}); err != nil {
-				return err
-			}
-		}
-		more = len(docs) == rankPage
-		st.RankDone = st.RankDone || !more
-		return tx.Set(a.stateRef(r.id), st)
-	})
-	if err != nil {
-		return false, err
-	}
-	r.st = st
-	return more, nil
-}
-
-// readState reads the sale's state in tx (missing: zero).
-func (a *Admitter) readState(tx *firestore.Transaction, r *saleRun) (*firestore.DocumentSnapshot, error) {
-	snap, err := tx.Get(a.stateRef(r.id))
+// readState reads a sale's private document at ref in tx into v (zero
+// when missing).
+func readState(tx *firestore.Transaction, ref *firestore.DocumentRef, v any) (*firestore.DocumentSnapshot, error) {
+	snap, err := tx.Get(ref)
 	if err != nil && status.Code(err) != codes.NotFound {
 		return nil, err
 	}
-	return snap, nil
+	return snap, decode(snap, v)
+}
+
+// decode decodes snap into v, leaving v as it is when snap is missing.
+func decode(snap *firestore.DocumentSnapshot, v any) error {
+	if snap == nil || !snap.Exists() {
+		return nil
+	}
+	return snap.DataTo(v)
 }
 
 // admit is a step's one guarded transaction: it expires ended passes,
 // admits as many of heads as maxActive and the rate window allow (judged
 // at its read time), lays a mark at the tail of the line now and then, and
-// publishes the sale (at most once per publishEvery). It returns the next
-// time something is due: the next pass end, or when the rate window lets
-// the next admission in.
-func (a *Admitter) admit(r *saleRun, cfg Config, c counts, heads []*firestore.DocumentSnapshot) (time.Time, error) {
+// publishes the sale (at most once per publishEvery).
+func (a *Admitter) admit(r *saleRun, cfg Config, c counts, heads []*firestore.DocumentSnapshot) error {
 	ctx, o := r.ctx, a.s.o
 	var st admitState
 	var pub *Public
-	var next time.Time
 	err := a.s.client.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
-		pub, next = nil, time.Time{}
-		stSnap, err := a.readState(tx, r)
+		pub, st = nil, admitState{}
+		stSnap, err := readState(tx, a.stateRef(r.id), &st)
 		if err != nil {
 			return err
 		}
 		if err := r.lease.Guard(tx); err != nil {
 			return err
 		}
-		st = admitState{}
-		if stSnap.Exists() {
-			if err := stSnap.DataTo(&st); err != nil {
-				return err
-			}
-		}
 		now := stSnap.ReadTime
-		changed := false
 
 		// Every read first (a transaction reads before it writes).
-		admitted := a.queue(r.id).Where("status", "==", StatusAdmitted)
-		ended, err := tx.Documents(admitted.Where("passUntil", "<=", now).OrderBy("passUntil", firestore.Asc).Limit(expireBatch)).GetAll()
-		if err != nil {
-			return err
-		}
-		upcoming, err := tx.Documents(admitted.Where("passUntil", ">", now).OrderBy("passUntil", firestore.Asc).Limit(1)).GetAll()
+		ended, err := tx.Documents(a.queue(r.id).Where("status", "==", StatusAdmitted).Where("passUntil", "<=", now).
+			OrderBy("passUntil", firestore.Asc).Limit(expireBatch)).GetAll()
 		if err != nil {
 			return err
 		}
@@ -628,7 +515,7 @@ func (a *Admitter) admit(r *saleRun, cfg Config, c counts, heads []*firestore.Do
 		if err != nil {
 			return err
 		}
-		recent := slices.DeleteFunc(st.Recent, func(ad admission) bool { return !ad.At.After(now.Add(-o.rateWindow)) })
+		recent := slices.DeleteFunc(slices.Clone(st.Recent), func(ad admission) bool { return !ad.At.After(now.Add(-o.rateWindow)) })
 		free := min(int64(cfg.MaxActive)-live, int64(cfg.AdmitPerMinute)-inWindow(recent, now, o.rateWindow))
 		if a.ignoreLimits {
 			free = int64(len(heads))
@@ -645,17 +532,12 @@ func (a *Admitter) admit(r *saleRun, cfg Config, c counts, heads []*firestore.Do
 			}
 		}
 
+		changed := len(recent) != len(st.Recent)
 		for _, p := range ended {
 			if err := tx.Update(p.Ref, []firestore.Update{{Path: "status", Value: StatusExpired}}); err != nil {
 				return err
 			}
 			changed = true
-		}
-		if len(ended) == expireBatch {
-			next = now // more to expire
-		}
-		if len(upcoming) > 0 {
-			next = earliest(next, upcoming[0].Data()["passUntil"].(time.Time))
 		}
 		var admittedNow int64
 		until := now.Add(cfg.Pass())
@@ -670,7 +552,6 @@ func (a *Admitter) admit(r *saleRun, cfg Config, c counts, heads []*firestore.Do
 			}
 			admittedNow++
 			st.Through = max(st.Through, orderOf(p))
-			next = earliest(next, until)
 		}
 		if admittedNow > 0 {
 			recent = append(recent, admission{At: now, N: admittedNow})
@@ -678,13 +559,7 @@ func (a *Admitter) admit(r *saleRun, cfg Config, c counts, heads []*firestore.Do
 			live += admittedNow
 			changed = true
 		}
-		if len(recent) != len(st.Recent) {
-			changed = true
-		}
 		st.Recent = recent
-		if !a.ignoreLimits && int64(cfg.AdmitPerMinute)-inWindow(recent, now, o.rateWindow) <= 0 && len(recent) > 0 {
-			next = earliest(next, recent[0].At.Add(o.rateWindow))
-		}
 
 		// A mark at the tail of the line: everyone counted waiting, plus
 		// everyone admitted, is ahead of an order joined at c.at.
@@ -694,12 +569,12 @@ func (a *Admitter) admit(r *saleRun, cfg Config, c counts, heads []*firestore.Do
 			changed = true
 		}
 		if n := len(st.Marks); n > 0 {
-			st.Marks = thin(slices.DeleteFunc(st.Marks, func(m rankMark) bool { return m.Rank < st.Admitted }), MaxMarks)
+			st.Marks = thin(slices.DeleteFunc(st.Marks, func(m rankMark) bool { return m.Rank < st.Admitted }), MaxMarks-earlyMarks)
 			changed = changed || len(st.Marks) != n
 		}
 
 		if now.Sub(st.PublishedAt) >= publishEvery {
-			p := a.public(st, cfg, c, live, admittedNow, now)
+			p := public(st, r.rank, cfg, c, live, admittedNow, now)
 			if r.last == nil || !samePublic(*r.last, p) || now.Sub(st.PublishedAt) >= heartbeat {
 				if err := tx.Set(a.s.client.Collection(Sales).Doc(r.id), p); err != nil {
 					return err
@@ -715,24 +590,18 @@ func (a *Admitter) admit(r *saleRun, cfg Config, c counts, heads []*firestore.Do
 		return tx.Set(a.stateRef(r.id), st)
 	})
 	if err != nil {
-		return time.Time{}, err
+		return err
 	}
 	r.st = st
 	if pub != nil {
 		r.last = pub
 	}
-	return next, nil
+	return nil
 }
 
-func earliest(a, b time.Time) time.Time {
-	if a.IsZero() || b.Before(a) {
-		return b
-	}
-	return a
-}
-
-// public is the sale's public document at now.
-func (a *Admitter) public(st admitState, cfg Config, c counts, live, admittedNow int64, now time.Time) Public {
+// public is the sale's public document at now. Its marks are the
+// ranking's and the line's that still have someone ahead.
+func public(st admitState, rs rankState, cfg Config, c counts, live, admittedNow int64, now time.Time) Public {
 	p := Public{
 		State: StateOpen, OpensAt: cfg.OpensAt, Waiting: max(0, c.waiting-admittedNow),
 		Admitted: st.Admitted, Active: live, SeatsLeft: max(0, c.seats-c.booked-c.held),
@@ -744,12 +613,11 @@ func (a *Admitter) public(st admitState, cfg Config, c counts, live, admittedNow
 	case c.soldOut():
 		p.State = StateSoldOut
 	}
-	for _, m := range st.Marks {
+	for _, m := range thin(append(slices.Clone(rs.Marks), st.Marks...), MaxMarks) {
 		if ahead := m.Rank - st.Admitted; ahead > 0 {
 			p.Marks = append(p.Marks, Mark{Order: m.Order, Ahead: ahead})
 		}
 	}
-	slices.SortFunc(p.Marks, func(x, y Mark) int { return cmp.Compare(x.Order, y.Order) })
 	return p
 }
 
@@ -760,40 +628,19 @@ func samePublic(x, y Public) bool {
 		x.Active == y.Active && x.SeatsLeft == y.SeatsLeft && x.AdmittedThrough == y.AdmittedThrough && slices.Equal(x.Marks, y.Marks)
 }
 
-// thin keeps at most n marks, in order: it drops the mark closest to its
-// predecessor (by rank) until n are left, so the survivors spread evenly.
-func thin(marks []rankMark, n int) []rankMark {
-	slices.SortFunc(marks, func(x, y rankMark) int { return cmp.Compare(x.Order, y.Order) })
-	for len(marks) > n {
-		drop, gap := 1, int64(math.MaxInt64)
-		for i := 1; i < len(marks)-1; i++ { // keep the first and the last
-			if g := marks[i].Rank - marks[i-1].Rank; g < gap {
-				drop, gap = i, g
-			}
-		}
-		marks = slices.Delete(marks, drop, drop+1)
-	}
-	return marks
-}
-
 // close publishes a sale whose screening has started as closed, once.
 func (a *Admitter) close(r *saleRun, cfg Config) error {
 	if r.st.Closed {
 		return nil
 	}
 	return a.s.client.RunTransaction(r.ctx, func(ctx context.Context, tx *firestore.Transaction) error {
-		stSnap, err := a.readState(tx, r)
+		var st admitState
+		stSnap, err := readState(tx, a.stateRef(r.id), &st)
 		if err != nil {
 			return err
 		}
 		if err := r.lease.Guard(tx); err != nil {
 			return err
-		}
-		var st admitState
-		if stSnap.Exists() {
-			if err := stSnap.DataTo(&st); err != nil {
-				return err
-			}
 		}
 		if st.Closed {
 			return nil

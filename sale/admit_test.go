@@ -489,7 +489,7 @@ func TestAStragglingEarlyJoinIsRankedBeforeLaterJoiners(t *testing.T) {
 	if err := e.run(a, 1500*time.Millisecond); err != nil {
 		t.Fatal(err)
 	}
-	if !e.state().RankDone {
+	if !e.ranking().Done {
 		t.Fatal("the ranking is not over")
 	}
 	// What the overdue commit would have written.

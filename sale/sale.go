@@ -25,8 +25,11 @@ const (
 	// it at opensAt: queueDraws/{QueueID} {screeningId, draw}. Server-only,
 	// so nobody learns a rank before the opening.
 	Draws = "queueDraws"
-	// States holds each sale's private admitter state: saleStates/{screeningId}.
+	// States holds each sale's private admission state: saleStates/{screeningId}.
 	States = "saleStates"
+	// Rankings holds the ranking of each sale's early joiners:
+	// saleRankings/{screeningId}.
+	Rankings = "saleRankings"
 	// Locks holds the admitter leases, one per sale: locks/admit-{screeningId}.
 	Locks = "locks"
 )

@@ -132,6 +132,19 @@ func (e *env) state() admitState {
 	return st
 }
 
+func (e *env) ranking() rankState {
+	e.t.Helper()
+	snap, err := e.fs.Collection(Rankings).Doc(e.id).Get(context.Background())
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	var rs rankState
+	if err := snap.DataTo(&rs); err != nil {
+		e.t.Fatal(err)
+	}
+	return rs
+}
+
 func (e *env) admitter() *Admitter {
 	e.t.Helper()
 	a, err := e.svc.Admitter()
