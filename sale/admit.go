@@ -63,13 +63,18 @@ type admission struct {
 
 // Tuning of the admitter; not part of the contract.
 const (
-	rankPage       = 500             // early joiners ranked per tick: ahead of any admission rate
-	maxBatch       = 200             // admissions per transaction
-	expireBatch    = 200             // expirations per transaction
-	earlyMarks     = MaxMarks / 2    // marks laid over the early joiners
-	markEvery      = 5 * time.Second // a mark at the tail of the line this often
-	publishEvery   = time.Second     // sales/{id} at most this often
-	heartbeat      = 30 * time.Second
+	rankPage     = 500             // early joiners ranked per tick: ahead of any admission rate
+	maxBatch     = 200             // admissions per transaction
+	expireBatch  = 200             // expirations per transaction
+	earlyMarks   = MaxMarks / 2    // marks laid over the early joiners
+	markEvery    = 5 * time.Second // a mark at the tail of the line this often
+	publishEvery = time.Second     // sales/{id} at most this often
+	heartbeat    = 30 * time.Second
+	// fanOutReads bounds what the listeners of sales/{id} pay: each update
+	// is one read per listener, so with more than this many people in the
+	// line, its numbers are published less often than once a second (a
+	// change of state still goes out within a second).
+	fanOutReads    = 10000 // a second
 	rediscover     = 15 * time.Second
 	takeRetry      = 250 * time.Millisecond
 	discoverWindow = time.Hour // screenings that started longer ago are done
@@ -573,9 +578,11 @@ func (a *Admitter) admit(r *saleRun, cfg Config, c counts, heads []*firestore.Do
 			changed = changed || len(st.Marks) != n
 		}
 
-		if now.Sub(st.PublishedAt) >= publishEvery {
+		if since := now.Sub(st.PublishedAt); since >= publishEvery {
 			p := public(st, r.rank, cfg, c, live, admittedNow, now)
-			if r.last == nil || !samePublic(*r.last, p) || now.Sub(st.PublishedAt) >= heartbeat {
+			due := r.last == nil || p.State != r.last.State || since >= heartbeat ||
+				(!samePublic(*r.last, p) && since >= publishInterval(p.Waiting+p.Active))
+			if due {
 				if err := tx.Set(a.s.client.Collection(Sales).Doc(r.id), p); err != nil {
 					return err
 				}
@@ -597,6 +604,15 @@ func (a *Admitter) admit(r *saleRun, cfg Config, c counts, heads []*firestore.Do
 		r.last = pub
 	}
 	return nil
+}
+
+// publishInterval is how often the numbers of a sale with audience
+// listeners are published: once a second up to fanOutReads listeners, then
+// less often, so listeners pay at most about fanOutReads reads a second
+// (at 150,000 in the line, every 15 s), and never less often than the
+// heartbeat.
+func publishInterval(audience int64) time.Duration {
+	return min(heartbeat, max(publishEvery, time.Duration(audience)*time.Second/fanOutReads))
 }
 
 // public is the sale's public document at now. Its marks are the

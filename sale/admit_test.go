@@ -517,3 +517,14 @@ func TestAStragglingEarlyJoinIsRankedBeforeLaterJoiners(t *testing.T) {
 		t.Fatalf("straggler %+v, later %+v", s, l)
 	}
 }
+
+func TestPublishIntervalBoundsTheFanOut(t *testing.T) {
+	for _, c := range []struct {
+		audience int64
+		want     time.Duration
+	}{{0, time.Second}, {10000, time.Second}, {150000, 15 * time.Second}, {10000000, 30 * time.Second}} {
+		if got := publishInterval(c.audience); got != c.want {
+			t.Errorf("publishInterval(%d) = %v, want %v", c.audience, got, c.want)
+		}
+	}
+}
