@@ -64,8 +64,8 @@ type admission struct {
 // Tuning of the admitter; not part of the contract.
 const (
 	rankPage     = 500             // early joiners ranked per tick: ahead of any admission rate
-	maxBatch     = 200             // admissions per transaction
-	expireBatch  = 200             // expirations per transaction
+	maxBatch     = 500             // admissions per transaction
+	expireBatch  = 500             // expirations per transaction
 	earlyMarks   = MaxMarks / 2    // marks laid over the early joiners
 	markEvery    = 5 * time.Second // a mark at the tail of the line this often
 	publishEvery = time.Second     // sales/{id} at most this often
