@@ -107,7 +107,7 @@ func (s *Service) join(ctx context.Context, uid, screeningID string) (Place, boo
 		return p, false, err
 	}
 	cfg, err := s.config(screening)
-	if errors.Is(err, ErrMisconfigured) {
+	if errors.Is(err, ErrMisconfigured) && s.shouldLog(screeningID, err) {
 		s.o.log.Error("sale: refusing joins to a misconfigured sale", "screeningId", screeningID, "error", err.Error())
 	}
 	if err != nil {

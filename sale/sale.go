@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"math"
 	"os"
+	"sync"
 	"time"
 
 	"cloud.google.com/go/firestore"
@@ -175,6 +176,29 @@ func WithLogger(l *slog.Logger) Option { return func(o *options) { o.log = l } }
 type Service struct {
 	client *firestore.Client
 	o      options
+	mu     sync.Mutex
+	logged map[string]logged // misconfigurations logged, by screening
+}
+
+type logged struct {
+	problem string
+	at      time.Time
+}
+
+// shouldLog says whether to log a sale's misconfiguration: once a minute
+// per screening and instance, or when the problem changes, so a crowd of
+// joins does not flood the log.
+func (s *Service) shouldLog(screeningID string, problem error) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if l, ok := s.logged[screeningID]; ok && l.problem == problem.Error() && time.Since(l.at) < time.Minute {
+		return false
+	}
+	if len(s.logged) > 1000 {
+		clear(s.logged)
+	}
+	s.logged[screeningID] = logged{problem.Error(), time.Now()}
+	return true
 }
 
 var _ booking.Gate = (*Service)(nil)
@@ -189,7 +213,7 @@ func New(client *firestore.Client, opts ...Option) *Service {
 	for _, opt := range opts {
 		opt(&o)
 	}
-	return &Service{client: client, o: o}
+	return &Service{client: client, o: o, logged: map[string]logged{}}
 }
 
 func (s *Service) place(queueID string) *firestore.DocumentRef {
