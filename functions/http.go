@@ -133,7 +133,7 @@ func NewAPI(ctx context.Context, fs *firestore.Client, authProject string) (*API
 	}
 	table := jobs.Standard(fs)
 	table[sale.AdmitJob] = admitter.Job() // jobs cannot import sale (sale uses jobs)
-	return &API{Bookings: booking.New(fs), Sales: sales, Jobs: jobs.New(fs, table), Auth: ac, Log: log,
+	return &API{Bookings: booking.New(fs, booking.WithGate(sales)), Sales: sales, Jobs: jobs.New(fs, table), Auth: ac, Log: log,
 		CORS: CORSFromEnv(), Project: authProject}, nil
 }
 

@@ -95,3 +95,30 @@ func TestJoinQueueErrors(t *testing.T) {
 		t.Fatalf("refused joins wrote %d places (%v)", len(places), err)
 	}
 }
+
+// During a sale, holds and bookings answer the §7 codes through the real
+// functions: before the opening, sale_not_open; without a live pass,
+// not_admitted.
+func TestHoldsDuringASaleNeedAPass(t *testing.T) {
+	e := newEnv(t)
+	e.onSale("soon", time.Now().Add(time.Hour), map[string]any{"opensAt": time.Now().Add(time.Hour), "admitPerMinute": 100, "maxActive": 50})
+	e.onSale("open", time.Now().Add(time.Hour), map[string]any{"opensAt": time.Now().Add(-time.Minute), "admitPerMinute": 100, "maxActive": 50})
+	if r := e.joinQueue("alice", "open"); r.Status != 201 || r.Body["status"] != "waiting" {
+		t.Fatalf("join: %d %v", r.Status, r.Body)
+	}
+	for _, c := range []struct {
+		screening, fn string
+		status        int
+		code          string
+	}{
+		{"soon", "HoldSeats", 409, "sale_not_open"},
+		{"soon", "BookSeats", 409, "sale_not_open"},
+		{"open", "HoldSeats", 403, "not_admitted"},
+		{"open", "BookSeats", 403, "not_admitted"},
+	} {
+		r := e.call(c.fn, token(t, "alice"), map[string]any{"screeningId": c.screening, "seats": []string{"A1"}, "requestId": c.fn + c.screening})
+		if r.Status != c.status || r.code() != c.code {
+			t.Errorf("%s on %s: %d %v, want %d %s", c.fn, c.screening, r.Status, r.Body, c.status, c.code)
+		}
+	}
+}
