@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Deploys firelock to Google Cloud: the HTTP functions BookSeats,
-# CancelBooking, HoldSeats, ExtendHold, ConfirmHold and ReleaseHold (CORS for
-# --allowed-origins), the Pub/Sub-triggered RunScheduledJob (with retries), the
-# Cloud Scheduler jobs that publish to scheduled-jobs, firestore.rules, the
-# TTL policy on the lease documents' expireAt, and the web app (web/) on
-# Firebase Hosting, built to call the deployed functions.
+# CancelBooking, HoldSeats, ExtendHold, ConfirmHold, ReleaseHold and JoinQueue
+# (CORS for --allowed-origins), the Pub/Sub-triggered RunScheduledJob (with
+# retries), the Cloud Scheduler jobs that publish to scheduled-jobs,
+# firestore.rules and firestore.indexes.json, the TTL policy on the lease
+# documents' expireAt, and the web app (web/) on Firebase Hosting, built to
+# call the deployed functions.
 set -euo pipefail
 
 usage() {
@@ -16,6 +17,8 @@ usage: ./deploy.sh --project PROJECT --region REGION [options]
   --runtime ID          Cloud Functions runtime (default go126; checked against `gcloud functions runtimes list`)
   --schedule CRON       when rollupCounters runs (default "0 * * * *": hourly)
   --sweep-schedule CRON when sweepExpired runs (default "30 3 * * *": daily)
+  --admit-schedule CRON when admitQueue runs; each run admits until the next tick
+                        (default "* * * * *": every minute)
   --time-zone TZ        time zone of the schedules (default Etc/UTC)
   --allowed-origins LIST  browser origins allowed to call the HTTP functions (CORS),
                         comma-separated, e.g. https://tickets.example.com (or FIRELOCK_ALLOWED_ORIGINS;
@@ -37,6 +40,7 @@ REGION="${FIRELOCK_REGION:-}"
 RUNTIME="${FIRELOCK_RUNTIME:-go126}"
 SCHEDULE="${FIRELOCK_SCHEDULE:-0 * * * *}"
 SWEEP_SCHEDULE="${FIRELOCK_SWEEP_SCHEDULE:-30 3 * * *}"
+ADMIT_SCHEDULE="${FIRELOCK_ADMIT_SCHEDULE:-* * * * *}"
 TIME_ZONE="${FIRELOCK_TIME_ZONE:-Etc/UTC}"
 ALLOWED_ORIGINS="${FIRELOCK_ALLOWED_ORIGINS:-}"
 DRY_RUN=0
@@ -45,11 +49,12 @@ HOSTING=1
 need_value() { [ $# -ge 2 ] && [ -n "$2" ] || { echo "deploy.sh: $1 needs a value" >&2; usage >&2; exit 2; }; }
 while [ $# -gt 0 ]; do
   case "$1" in
-    --project|--region|--runtime|--schedule|--sweep-schedule|--time-zone|--allowed-origins)
+    --project|--region|--runtime|--schedule|--sweep-schedule|--admit-schedule|--time-zone|--allowed-origins)
       need_value "$@"
       case "$1" in
         --project) PROJECT=$2 ;; --region) REGION=$2 ;; --runtime) RUNTIME=$2 ;;
         --schedule) SCHEDULE=$2 ;; --sweep-schedule) SWEEP_SCHEDULE=$2 ;; --time-zone) TIME_ZONE=$2 ;;
+        --admit-schedule) ADMIT_SCHEDULE=$2 ;;
         --allowed-origins) ALLOWED_ORIGINS=$2 ;;
       esac
       shift 2 ;;
@@ -58,6 +63,7 @@ while [ $# -gt 0 ]; do
     --runtime=*) RUNTIME=${1#*=}; shift ;;
     --schedule=*) SCHEDULE=${1#*=}; shift ;;
     --sweep-schedule=*) SWEEP_SCHEDULE=${1#*=}; shift ;;
+    --admit-schedule=*) ADMIT_SCHEDULE=${1#*=}; shift ;;
     --time-zone=*) TIME_ZONE=${1#*=}; shift ;;
     --allowed-origins=*) ALLOWED_ORIGINS=${1#*=}; shift ;;
     --dry-run) DRY_RUN=1; shift ;;
@@ -87,7 +93,7 @@ done
 
 # The function reads the schedule from each message to find its tick: a
 # schedule it cannot parse would make every message a dropped bad payload.
-for s in "$SCHEDULE" "$SWEEP_SCHEDULE"; do
+for s in "$SCHEDULE" "$SWEEP_SCHEDULE" "$ADMIT_SCHEDULE"; do
   if [ "$(wc -w <<<"$s")" -ne 5 ] || [[ "$s" == *'"'* ]]; then
     echo "deploy.sh: schedule \"$s\" is not a 5-field cron expression (minute hour day-of-month month day-of-week)" >&2
     exit 2
@@ -134,7 +140,7 @@ common=(--gen2 "--runtime=$RUNTIME" "--region=$REGION" "--project=$PROJECT" --so
 
 # HTTP functions: they verify Firebase ID tokens themselves, so IAM lets every caller in.
 # The origins go in with gcloud's alternate delimiter (^;^), as they hold commas.
-for fn in BookSeats CancelBooking HoldSeats ExtendHold ConfirmHold ReleaseHold; do
+for fn in BookSeats CancelBooking HoldSeats ExtendHold ConfirmHold ReleaseHold JoinQueue; do
   run gcloud functions deploy "$fn" "${common[@]}" "--entry-point=$fn" --trigger-http --allow-unauthenticated \
     "--set-env-vars=^;^FIRELOCK_ALLOWED_ORIGINS=$ALLOWED_ORIGINS"
 done
@@ -143,8 +149,10 @@ if ! gcloud pubsub topics describe scheduled-jobs --project="$PROJECT" >/dev/nul
   run gcloud pubsub topics create scheduled-jobs --project="$PROJECT"
 fi
 # The timeout lies well above the run lease (60s) and a delivery's wait for a
-# running event (lease + 10s): a run is never cut off while its lease could
-# still be held. --retry redelivers every event the function does not ack.
+# running event (lease + 10s), and above an admitQueue run (until the next
+# tick of its schedule: a minute) plus that wait: a run is never cut off
+# while its lease could still be held. --retry redelivers every event the
+# function does not ack.
 run gcloud functions deploy RunScheduledJob "${common[@]}" --entry-point=RunScheduledJob --trigger-topic=scheduled-jobs --retry --timeout=540s
 
 # Pub/Sub retries with backoff (an event in progress elsewhere is not
@@ -176,8 +184,11 @@ scheduler_job() {
 }
 scheduler_job firelock-rollup-counters "$SCHEDULE" rollupCounters
 scheduler_job firelock-sweep-expired "$SWEEP_SCHEDULE" sweepExpired
+scheduler_job firelock-admit-queue "$ADMIT_SCHEDULE" admitQueue
 
-run "$FIREBASE" deploy --only firestore:rules --project "$PROJECT" --non-interactive
+# The rules, and the indexes the waiting room queries (with the exemptions
+# that keep its time-ordered fields off single-field indexes).
+run "$FIREBASE" deploy --only firestore:rules,firestore:indexes --project "$PROJECT" --non-interactive
 
 # The web app, built from its lock file to call this deployment's functions.
 if [ "$HOSTING" = 1 ]; then

@@ -68,12 +68,14 @@ func TestDeployDryRunPrintsEveryCommand(t *testing.T) {
 		`+ gcloud functions deploy ExtendHold --gen2 --runtime=go126 --region=europe-west1 --project=demo-p --source=. --entry-point=ExtendHold --trigger-http --allow-unauthenticated --set-env-vars=\^\;\^FIRELOCK_ALLOWED_ORIGINS=https://demo-p.web.app\,https://demo-p.firebaseapp.com`,
 		`+ gcloud functions deploy ConfirmHold --gen2 --runtime=go126 --region=europe-west1 --project=demo-p --source=. --entry-point=ConfirmHold --trigger-http --allow-unauthenticated --set-env-vars=\^\;\^FIRELOCK_ALLOWED_ORIGINS=https://demo-p.web.app\,https://demo-p.firebaseapp.com`,
 		`+ gcloud functions deploy ReleaseHold --gen2 --runtime=go126 --region=europe-west1 --project=demo-p --source=. --entry-point=ReleaseHold --trigger-http --allow-unauthenticated --set-env-vars=\^\;\^FIRELOCK_ALLOWED_ORIGINS=https://demo-p.web.app\,https://demo-p.firebaseapp.com`,
+		`+ gcloud functions deploy JoinQueue --gen2 --runtime=go126 --region=europe-west1 --project=demo-p --source=. --entry-point=JoinQueue --trigger-http --allow-unauthenticated --set-env-vars=\^\;\^FIRELOCK_ALLOWED_ORIGINS=https://demo-p.web.app\,https://demo-p.firebaseapp.com`,
 		`+ gcloud pubsub topics create scheduled-jobs --project=demo-p`,
 		`+ gcloud functions deploy RunScheduledJob --gen2 --runtime=go126 --region=europe-west1 --project=demo-p --source=. --entry-point=RunScheduledJob --trigger-topic=scheduled-jobs --retry --timeout=540s`,
 		`+ gcloud pubsub subscriptions update SUBSCRIPTION-OF-RunScheduledJob --project=demo-p --ack-deadline=600 --min-retry-delay=10s --max-retry-delay=600s`,
 		`+ gcloud scheduler jobs create pubsub firelock-rollup-counters --location=europe-west1 --project=demo-p --schedule=0\ \*\ \*\ \*\ \* --time-zone=Etc/UTC --topic=scheduled-jobs --message-body=\{\"job\":\ \"rollupCounters\"\,\ \"schedule\":\ \"0\ \*\ \*\ \*\ \*\"\,\ \"timeZone\":\ \"Etc/UTC\"\}`,
 		`+ gcloud scheduler jobs create pubsub firelock-sweep-expired --location=europe-west1 --project=demo-p --schedule=30\ 3\ \*\ \*\ \* --time-zone=Etc/UTC --topic=scheduled-jobs --message-body=\{\"job\":\ \"sweepExpired\"\,\ \"schedule\":\ \"30\ 3\ \*\ \*\ \*\"\,\ \"timeZone\":\ \"Etc/UTC\"\}`,
-		`+ firebase deploy --only firestore:rules --project demo-p --non-interactive`,
+		`+ gcloud scheduler jobs create pubsub firelock-admit-queue --location=europe-west1 --project=demo-p --schedule=\*\ \*\ \*\ \*\ \* --time-zone=Etc/UTC --topic=scheduled-jobs --message-body=\{\"job\":\ \"admitQueue\"\,\ \"schedule\":\ \"\*\ \*\ \*\ \*\ \*\"\,\ \"timeZone\":\ \"Etc/UTC\"\}`,
+		`+ firebase deploy --only firestore:rules\,firestore:indexes --project demo-p --non-interactive`,
 		`+ npm --prefix web ci --no-audit --no-fund`,
 		`+ env VITE_FUNCTIONS_URL=https://europe-west1-demo-p.cloudfunctions.net npm --prefix web run build`,
 		`+ firebase deploy --only hosting --project demo-p --non-interactive`,
@@ -102,7 +104,7 @@ func TestDeployRunsCommandsAndUpdatesExistingSchedulerJobs(t *testing.T) {
 	os.WriteFile(gcloud, bytes.Replace(b, []byte("*describe*) exit 1"), []byte(`*"functions describe"*) echo projects/demo-p/locations/us-central1/triggers/runscheduledjob-1 ;;
   *"eventarc triggers describe runscheduledjob-1"*) echo projects/demo-p/subscriptions/eventarc-us-central1-runscheduledjob-1-sub-9 ;;
   *describe*) exit 0`), 1), 0o755)
-	_, errOut, code := runDeploy(t, pathEnv, "--project=demo-p", "--region=us-central1", "--schedule", "*/15 * * * *",
+	_, errOut, code := runDeploy(t, pathEnv, "--project=demo-p", "--region=us-central1", "--schedule", "*/15 * * * *", "--admit-schedule=*/2 * * * *",
 		"--allowed-origins", "https://tickets.example.com,http://localhost:5173")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
@@ -115,7 +117,10 @@ func TestDeployRunsCommandsAndUpdatesExistingSchedulerJobs(t *testing.T) {
 		"gcloud scheduler jobs update pubsub firelock-rollup-counters --location=us-central1 --project=demo-p --schedule=*/15 * * * *",
 		`--message-body={"job": "rollupCounters", "schedule": "*/15 * * * *", "timeZone": "Etc/UTC"}`,
 		"gcloud pubsub subscriptions update eventarc-us-central1-runscheduledjob-1-sub-9 --project=demo-p --ack-deadline=600 --min-retry-delay=10s --max-retry-delay=600s",
-		"firebase deploy --only firestore:rules --project demo-p",
+		"gcloud functions deploy JoinQueue --gen2 --runtime=go126 --region=us-central1",
+		"gcloud scheduler jobs update pubsub firelock-admit-queue --location=us-central1 --project=demo-p --schedule=*/2 * * * *",
+		`--message-body={"job": "admitQueue", "schedule": "*/2 * * * *", "timeZone": "Etc/UTC"}`,
+		"firebase deploy --only firestore:rules,firestore:indexes --project demo-p",
 		"npm --prefix web ci",
 		"VITE_FUNCTIONS_URL=https://us-central1-demo-p.cloudfunctions.net npm --prefix web run build",
 		"firebase deploy --only hosting --project demo-p",
@@ -161,6 +166,7 @@ func TestDeployChecksSettingsUpFront(t *testing.T) {
 		{"origin with a path", []string{"--project=p", "--region=r", "--allowed-origins=https://a.example/app", "--dry-run"}, 2, "is not scheme://host[:port]"},
 		{"wildcard origin", []string{"--project=p", "--region=r", "--allowed-origins=*", "--dry-run"}, 2, "is not scheme://host[:port]"},
 		{"schedule not 5-field cron", []string{"--project=p", "--region=r", "--schedule", "0 0 * * * *", "--dry-run"}, 2, "is not a 5-field cron expression"},
+		{"admit schedule not 5-field cron", []string{"--project=p", "--region=r", "--admit-schedule", "* * *", "--dry-run"}, 2, "is not a 5-field cron expression"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

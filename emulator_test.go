@@ -24,6 +24,7 @@ import (
 	"cloud.google.com/go/firestore"
 	"github.com/firelock/firelock/internal/emulators"
 	"github.com/firelock/firelock/lock"
+	"github.com/firelock/firelock/sale"
 )
 
 func TestMain(m *testing.M) { os.Exit(emulators.RunTests(m, emulators.Firestore)) }
@@ -593,6 +594,147 @@ func serverOnlyCases() []rulesCase {
 	return cs
 }
 
+// CONTRACT §7: places, sales and the gated seat map.
+
+// queryUnder lists collection under the document parent, as a client's
+// query on a subcollection does.
+func (u user) queryUnder(parent, collection string) error {
+	q := map[string]any{"from": []map[string]any{{"collectionId": collection}}}
+	return u.do("POST", u.docName(parent)+":runQuery", map[string]any{"structuredQuery": q})
+}
+
+// onSale writes a screening with a sale, one booked seat, its public
+// document in state (none if ""), and passes: uid -> {status, passUntil}.
+func onSale(t *testing.T, e rulesEnv, state string, passes map[string]map[string]any) string {
+	t.Helper()
+	ctx := context.Background()
+	id := uniq("sale")
+	_, err := e.admin.Doc("screenings/"+id).Set(ctx, map[string]any{"title": "x", "startsAt": time.Now().Add(time.Hour),
+		"rows": []string{"A"}, "seatsPerRow": 2, "sale": map[string]any{"opensAt": time.Now(), "admitPerMinute": 10, "maxActive": 10}})
+	must(t, err)
+	_, err = e.admin.Doc("screenings/"+id+"/seats/A1").Set(ctx, map[string]any{"status": "booked", "bookingId": "b1"})
+	must(t, err)
+	if state != "" {
+		_, err = e.admin.Doc("sales/"+id).Set(ctx, map[string]any{"state": state, "seatsLeft": 1})
+		must(t, err)
+	}
+	for uid, p := range passes {
+		doc := map[string]any{"uid": uid, "screeningId": id, "joinedAt": time.Now(), "shard": 0}
+		for k, v := range p {
+			doc[k] = v
+		}
+		if doc["screeningId"] == "" { // a pass for another screening
+			doc["screeningId"] = id + "-other"
+			_, err = e.admin.Doc("queue/"+sale.QueueID(id+"-other", uid)).Set(ctx, doc)
+		} else {
+			_, err = e.admin.Doc("queue/"+sale.QueueID(id, uid)).Set(ctx, doc)
+		}
+		must(t, err)
+	}
+	return id
+}
+
+func livePass() map[string]any {
+	return map[string]any{"status": "admitted", "passUntil": time.Now().Add(time.Hour)}
+}
+
+func saleCases() []rulesCase {
+	cs := []rulesCase{
+		{"read own place in the queue", true, func(t *testing.T, e rulesEnv) error {
+			id := onSale(t, e, "open", map[string]map[string]any{"alice": {"status": "waiting"}})
+			return e.alice.get("queue/" + sale.QueueID(id, "alice"))
+		}},
+		{"read another user's place in the queue", false, func(t *testing.T, e rulesEnv) error {
+			id := onSale(t, e, "open", map[string]map[string]any{"alice": {"status": "waiting"}})
+			return e.bob.get("queue/" + sale.QueueID(id, "alice"))
+		}},
+		{"read a place in the queue signed out", false, func(t *testing.T, e rulesEnv) error {
+			id := onSale(t, e, "open", map[string]map[string]any{"alice": {"status": "waiting"}})
+			return e.nobody.get("queue/" + sale.QueueID(id, "alice"))
+		}},
+		{"query everybody's places to learn the line", false, func(t *testing.T, e rulesEnv) error {
+			onSale(t, e, "open", map[string]map[string]any{"alice": {"status": "waiting"}})
+			return e.alice.query("queue", "")
+		}},
+		{"read an early joiner's secret draw", false, func(t *testing.T, e rulesEnv) error {
+			id := onSale(t, e, "scheduled", nil)
+			q := sale.QueueID(id, "alice")
+			_, err := e.admin.Doc("queueDraws/"+q).Set(context.Background(), map[string]any{"screeningId": id, "draw": "ab"})
+			must(t, err)
+			return e.alice.get("queueDraws/" + q)
+		}},
+		{"read the admitter's private state", false, func(t *testing.T, e rulesEnv) error {
+			id := onSale(t, e, "open", nil)
+			_, err := e.admin.Doc("saleStates/"+id).Set(context.Background(), map[string]any{"admitted": 1})
+			must(t, err)
+			return e.alice.get("saleStates/" + id)
+		}},
+		{"read a sale's public document signed out", true, func(t *testing.T, e rulesEnv) error {
+			return e.nobody.get("sales/" + onSale(t, e, "open", nil))
+		}},
+		{"read the seat map of an open sale with a live pass", true, func(t *testing.T, e rulesEnv) error {
+			id := onSale(t, e, "open", map[string]map[string]any{"alice": livePass()})
+			return e.alice.get("screenings/" + id + "/seats/A1")
+		}},
+		{"listen to the seat map of an open sale with a live pass", true, func(t *testing.T, e rulesEnv) error {
+			id := onSale(t, e, "open", map[string]map[string]any{"alice": livePass()})
+			return e.alice.queryUnder("screenings/"+id, "seats")
+		}},
+		{"read the seat map of a sold-out sale without a pass", true, func(t *testing.T, e rulesEnv) error {
+			return e.nobody.get("screenings/" + onSale(t, e, "soldout", nil) + "/seats/A1")
+		}},
+		{"read the seat map of a closed sale without a pass", true, func(t *testing.T, e rulesEnv) error {
+			return e.bob.queryUnder("screenings/"+onSale(t, e, "closed", nil), "seats")
+		}},
+		{"read the seat map of an open sale while waiting", false, func(t *testing.T, e rulesEnv) error {
+			id := onSale(t, e, "open", map[string]map[string]any{"alice": {"status": "waiting"}})
+			return e.alice.get("screenings/" + id + "/seats/A1")
+		}},
+		{"listen to the seat map of an open sale while waiting", false, func(t *testing.T, e rulesEnv) error {
+			id := onSale(t, e, "open", map[string]map[string]any{"alice": {"status": "waiting"}})
+			return e.alice.queryUnder("screenings/"+id, "seats")
+		}},
+		{"read the seat map of a scheduled sale", false, func(t *testing.T, e rulesEnv) error {
+			return e.alice.get("screenings/" + onSale(t, e, "scheduled", nil) + "/seats/A1")
+		}},
+		{"read the seat map of a sale not yet published", false, func(t *testing.T, e rulesEnv) error {
+			return e.alice.get("screenings/" + onSale(t, e, "", nil) + "/seats/A1")
+		}},
+		{"read the seat map signed out during a sale", false, func(t *testing.T, e rulesEnv) error {
+			return e.nobody.queryUnder("screenings/"+onSale(t, e, "open", nil), "seats")
+		}},
+		{"read the seat map with a pass that has ended", false, func(t *testing.T, e rulesEnv) error {
+			id := onSale(t, e, "open", map[string]map[string]any{"alice": {"status": "admitted", "passUntil": time.Now().Add(-time.Second)}})
+			return e.alice.get("screenings/" + id + "/seats/A1")
+		}},
+		{"read the seat map with a pass marked done", false, func(t *testing.T, e rulesEnv) error {
+			id := onSale(t, e, "open", map[string]map[string]any{"alice": {"status": "done", "passUntil": time.Now().Add(time.Hour)}})
+			return e.alice.get("screenings/" + id + "/seats/A1")
+		}},
+		{"read the seat map with another screening's pass", false, func(t *testing.T, e rulesEnv) error {
+			pass := livePass()
+			pass["screeningId"] = ""
+			id := onSale(t, e, "open", map[string]map[string]any{"alice": pass})
+			return e.alice.get("screenings/" + id + "/seats/A1")
+		}},
+		{"read the seat map with someone else's pass", false, func(t *testing.T, e rulesEnv) error {
+			id := onSale(t, e, "open", map[string]map[string]any{"alice": livePass()})
+			return e.bob.get("screenings/" + id + "/seats/A1")
+		}},
+	}
+	for _, p := range []string{"queue/q1", "sales/s1", "queueDraws/q1", "saleStates/s1", "saleRankings/s1"} {
+		cs = append(cs, rulesCase{"client writes server-only " + p, false, func(t *testing.T, e rulesEnv) error {
+			return e.alice.commit(e.alice.set(p, map[string]any{"uid": "alice", "status": "admitted", "state": "open"}, nil, nil))
+		}})
+		cs = append(cs, rulesCase{"client deletes server-only " + p, false, func(t *testing.T, e rulesEnv) error {
+			_, err := e.admin.Doc(p).Set(context.Background(), map[string]any{"uid": "alice"})
+			must(t, err)
+			return e.alice.commit(e.alice.del(p))
+		}})
+	}
+	return cs
+}
+
 func TestSecurityRulesMatrix(t *testing.T) {
 	project := emulators.ProjectID(t)
 	env := rulesEnv{
@@ -601,7 +743,7 @@ func TestSecurityRulesMatrix(t *testing.T) {
 		nobody: user{t: t, project: project},
 		admin:  emulators.NewFirestoreFor(t, project),
 	}
-	cases := append(rulesMatrix(), serverOnlyCases()...)
+	cases := append(append(rulesMatrix(), serverOnlyCases()...), saleCases()...)
 	var allowed, denied int
 	for _, c := range cases {
 		if c.allow {

@@ -21,6 +21,7 @@ import (
 	"github.com/firelock/firelock/counter"
 	"github.com/firelock/firelock/functions"
 	"github.com/firelock/firelock/internal/emulators"
+	"github.com/firelock/firelock/sale"
 )
 
 func TestMain(m *testing.M) {
@@ -59,6 +60,7 @@ func newEnvOn(t *testing.T, fs *firestore.Client) *env {
 	buf := &bytes.Buffer{}
 	var mu sync.Mutex
 	api.Log = functions.NewLogger(writerFunc(func(b []byte) (int, error) { mu.Lock(); defer mu.Unlock(); return buf.Write(b) }))
+	api.Sales = sale.New(fs, sale.WithLogger(api.Log))
 	mux := http.NewServeMux()
 	mux.HandleFunc("/BookSeats", api.BookSeats)
 	mux.HandleFunc("/CancelBooking", api.CancelBooking)
@@ -66,6 +68,7 @@ func newEnvOn(t *testing.T, fs *firestore.Client) *env {
 	mux.HandleFunc("/ExtendHold", api.ExtendHold)
 	mux.HandleFunc("/ConfirmHold", api.ConfirmHold)
 	mux.HandleFunc("/ReleaseHold", api.ReleaseHold)
+	mux.HandleFunc("/JoinQueue", api.JoinQueue)
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
 	return &env{t: t, fs: fs, api: api, srv: srv, log: buf}

@@ -26,6 +26,7 @@ import (
 	"github.com/firelock/firelock/booking"
 	"github.com/firelock/firelock/internal/jobs"
 	"github.com/firelock/firelock/lock"
+	"github.com/firelock/firelock/sale"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 )
@@ -37,18 +38,20 @@ func init() {
 	functions.HTTP("ExtendHold", func(w http.ResponseWriter, r *http.Request) { defaultAPI().ExtendHold(w, r) })
 	functions.HTTP("ConfirmHold", func(w http.ResponseWriter, r *http.Request) { defaultAPI().ConfirmHold(w, r) })
 	functions.HTTP("ReleaseHold", func(w http.ResponseWriter, r *http.Request) { defaultAPI().ReleaseHold(w, r) })
+	functions.HTTP("JoinQueue", func(w http.ResponseWriter, r *http.Request) { defaultAPI().JoinQueue(w, r) })
 }
 
-// HTTPFunctions names every HTTP function (CONTRACT §3), for deploy.sh and
-// the local run.
-var HTTPFunctions = []string{"BookSeats", "CancelBooking", "HoldSeats", "ExtendHold", "ConfirmHold", "ReleaseHold"}
+// HTTPFunctions names every HTTP function (CONTRACT §3, §7), for deploy.sh
+// and the local run.
+var HTTPFunctions = []string{"BookSeats", "CancelBooking", "HoldSeats", "ExtendHold", "ConfirmHold", "ReleaseHold", "JoinQueue"}
 
 // MaxBody bounds request bodies.
 const MaxBody = 16 << 10
 
-// API serves the functions of CONTRACT §3 and §4.
+// API serves the functions of CONTRACT §3, §4 and §7.
 type API struct {
 	Bookings *booking.Service
+	Sales    *sale.Service
 	Jobs     *jobs.Runner
 	Auth     Users
 	Log      *slog.Logger
@@ -123,7 +126,15 @@ func NewAPI(ctx context.Context, fs *firestore.Client, authProject string) (*API
 	if err != nil {
 		return nil, fmt.Errorf("functions: firebase auth: %w", err)
 	}
-	return &API{Bookings: booking.New(fs), Jobs: jobs.New(fs, jobs.Standard(fs)), Auth: ac, Log: NewLogger(os.Stdout),
+	log := NewLogger(os.Stdout)
+	sales := sale.New(fs, sale.WithLogger(log))
+	admitter, err := sales.Admitter()
+	if err != nil {
+		return nil, err
+	}
+	table := jobs.Standard(fs)
+	table[sale.AdmitJob] = admitter.Job() // jobs cannot import sale (sale uses jobs)
+	return &API{Bookings: booking.New(fs, booking.WithGate(sales)), Sales: sales, Jobs: jobs.New(fs, table), Auth: ac, Log: log,
 		CORS: CORSFromEnv(), Project: authProject}, nil
 }
 
@@ -145,6 +156,9 @@ func errorf(status int, code, format string, args ...any) *apiError {
 func toAPIError(err error) *apiError {
 	var ae *apiError
 	var se *booking.SeatsError
+	if ae := saleError(err); ae != nil {
+		return ae
+	}
 	switch {
 	case errors.As(err, &ae):
 		return ae

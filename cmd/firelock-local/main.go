@@ -2,8 +2,10 @@
 // emulator with firestore.rules, the Pub/Sub and Auth emulators (each only
 // if its *_EMULATOR_HOST variable does not already name a running one), every
 // function on one Functions Framework server, the topic scheduled-jobs with
-// a push subscription to RunScheduledJob, a demo screening, a demo user, and
-// a stand-in for Cloud Scheduler that publishes job messages on an interval,
+// a push subscription to RunScheduledJob, a demo screening, a demo sale (a
+// screening whose waiting room opens two minutes after the start), a demo
+// user, and a stand-in for Cloud Scheduler that publishes job messages on an
+// interval,
 // and the web app (web/: the seat map and the mutex page) on Vite, set up to
 // talk to all of these.
 //
@@ -48,7 +50,7 @@ func main() {
 	port := flag.Int("port", 8086, "port of the functions server (0: a free one)")
 	schedule := flag.String("schedule", "* * * * *", "cron schedule (5 fields) on which the Cloud Scheduler stand-in publishes each job (empty: never)")
 	zone := flag.String("tz", "UTC", "IANA time zone of the schedule")
-	jobsFlag := flag.String("jobs", "rollupCounters,sweepExpired", "jobs the stand-in publishes, comma-separated")
+	jobsFlag := flag.String("jobs", "rollupCounters,sweepExpired,admitQueue", "jobs the stand-in publishes, comma-separated")
 	origins := flag.String("allow-origins", "", "browser origins the functions allow (CORS), comma-separated; default: the web app's")
 	web := flag.String("web", webDev, "serve the web app: dev (Vite dev server), preview (build, then serve the build) or off")
 	webPort := flag.Int("web-port", 5173, "port of the web app (0: a free one)")
@@ -172,6 +174,10 @@ func run(cfg config) (int, error) {
 	if err := seedScreening(ctx, fs); err != nil {
 		return 0, err
 	}
+	opensAt, err := seedSale(ctx, fs)
+	if err != nil {
+		return 0, err
+	}
 	token, uid, err := emulators.SignIn("demo@example.com", "demo-password")
 	if err != nil {
 		return 0, err
@@ -208,7 +214,7 @@ func run(cfg config) (int, error) {
 	if len(cfg.command) > 0 {
 		commandDone = runCommand(ctx, cfg.command, cfg.stdout, base, app)
 	} else {
-		printBanner(cfg.stdout, emu, base, app, project, token, uid, sched, jobNames)
+		printBanner(cfg.stdout, emu, base, app, project, token, uid, sched, jobNames, opensAt)
 	}
 
 	for {
@@ -252,6 +258,26 @@ func seedScreening(ctx context.Context, fs *firestore.Client) error {
 	return nil
 }
 
+// DemoSale is the screening of the demo sale.
+const DemoSale = "onsale"
+
+// seedSale writes the demo sale: a small hall whose waiting room opens two
+// minutes from now, one pass at a time, so two browser windows show the
+// whole flow (both join, one is admitted, books, and the other gets in).
+// It returns the opening.
+func seedSale(ctx context.Context, fs *firestore.Client) (time.Time, error) {
+	opensAt := time.Now().Add(2 * time.Minute).Truncate(time.Second)
+	_, err := fs.Collection(booking.Screenings).Doc(DemoSale).Set(ctx, map[string]any{
+		"title": "Nosferatu (demo sale)", "startsAt": time.Now().Add(24 * time.Hour).Truncate(time.Hour),
+		"rows": []string{"A", "B", "C", "D", "E"}, "seatsPerRow": 8,
+		"sale": map[string]any{"opensAt": opensAt, "admitPerMinute": 10, "maxActive": 1, "passSeconds": 180, "maxSeatsPerUser": 4},
+	})
+	if err != nil {
+		return time.Time{}, fmt.Errorf("seed the demo sale: %w", err)
+	}
+	return opensAt, nil
+}
+
 // functionURLs lists where every function answers on the local server.
 func functionURLs(base string) string {
 	var urls []string
@@ -288,11 +314,13 @@ func runCommand(ctx context.Context, argv []string, stdout *os.File, functionsUR
 	return done
 }
 
-func printBanner(out *os.File, emu *emulators.Running, base string, app *webApp, project, token, uid string, sched scheduler, jobNames []string) {
-	webLine := "off (-web off)"
+func printBanner(out *os.File, emu *emulators.Running, base string, app *webApp, project, token, uid string, sched scheduler, jobNames []string, opensAt time.Time) {
+	webLine, saleLine := "off (-web off)", "screening "+DemoSale
 	if app != nil {
 		webLine = app.URL + "/?screening=demo   (mutex page: " + app.URL + "/critical.html?id=demo)"
+		saleLine = app.URL + "/?screening=" + DemoSale
 	}
+	saleLine += fmt.Sprintf("   (opens %s; one pass at a time)", opensAt.Local().Format(time.TimeOnly))
 	started := func(k emulators.Kind) string {
 		if emu.Started(k) {
 			return "started here"
@@ -303,6 +331,7 @@ func printBanner(out *os.File, emu *emulators.Running, base string, app *webApp,
 firelock is running on loopback (project %s)
 
   web app             %s
+  demo sale           %s
   Firestore emulator  %s  (%s; rules: firestore.rules)
   Pub/Sub emulator    %s  (%s; topic %s, push to RunScheduledJob)
   Auth emulator       %s  (%s)
@@ -324,12 +353,17 @@ Cancel it with the bookingId it returns:
   curl -s -X POST %s/CancelBooking -H "Authorization: Bearer $ID_TOKEN" \
     -H 'Content-Type: application/json' -d '{"bookingId": "<bookingId>"}'
 
+Join the demo sale's waiting room (admitQueue admits at the opening):
+
+  curl -s -X POST %s/JoinQueue -H "Authorization: Bearer $ID_TOKEN" \
+    -H 'Content-Type: application/json' -d '{"screeningId": "%s"}'
+
 Press Ctrl-C to stop everything.
-`, project, webLine,
+`, project, webLine, saleLine,
 		emu.Host(emulators.Firestore), started(emulators.Firestore),
 		emu.Host(emulators.PubSub), started(emulators.PubSub), localrun.Topic,
 		emu.Host(emulators.Auth), started(emulators.Auth),
 		functionURLs(base),
 		strings.Join(jobNames, ", "), sched.schedule, sched.zone,
-		uid, token, base, base)
+		uid, token, base, base, base, DemoSale)
 }

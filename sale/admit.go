@@ -1,0 +1,702 @@
+package sale
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"sync"
+	"time"
+
+	"cloud.google.com/go/firestore"
+	pb "cloud.google.com/go/firestore/apiv1/firestorepb"
+	"github.com/firelock/firelock/booking"
+	"github.com/firelock/firelock/counter"
+	"github.com/firelock/firelock/lock"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+// Public is a sale's public document, sales/{screeningId} (CONTRACT §7).
+type Public struct {
+	State     string    `firestore:"state"`
+	OpensAt   time.Time `firestore:"opensAt"`
+	Waiting   int64     `firestore:"waiting"`
+	Admitted  int64     `firestore:"admitted"` // ever admitted
+	Active    int64     `firestore:"active"`   // passes live now
+	SeatsLeft int64     `firestore:"seatsLeft"`
+	// AdmittedThrough: every place whose order sorts at or before it has
+	// been admitted ("" before the first admission).
+	AdmittedThrough string    `firestore:"admittedThrough"`
+	Marks           []Mark    `firestore:"marks"`
+	UpdatedAt       time.Time `firestore:"updatedAt"`
+}
+
+// Mark is a point along the waiting line: about Ahead places that have
+// not been admitted sort before Order.
+type Mark struct {
+	Order string `firestore:"order"`
+	Ahead int64  `firestore:"ahead"`
+}
+
+// admitState is a sale's private admission state, saleStates/{screeningId},
+// written only in transactions guarded by the sale's admitter lease, at
+// most once a tick.
+type admitState struct {
+	Admitted int64       `firestore:"admitted"` // admissions ever
+	Recent   []admission `firestore:"recent"`   // admissions within the rate window
+	Through  string      `firestore:"admittedThrough"`
+	// Marks along the later joiners: orders with the number of places
+	// before them when laid (the ranking keeps the early joiners' marks).
+	Marks       []rankMark `firestore:"marks"`
+	MarkedAt    time.Time  `firestore:"markedAt"`
+	PublishedAt time.Time  `firestore:"publishedAt"`
+	Closed      bool       `firestore:"closed"`
+}
+
+type admission struct {
+	At time.Time `firestore:"at"`
+	N  int64     `firestore:"n"`
+}
+
+// Tuning of the admitter; not part of the contract.
+const (
+	rankPage     = 500             // early joiners ranked per tick: ahead of any admission rate
+	maxBatch     = 500             // admissions per transaction
+	expireBatch  = 500             // expirations per transaction
+	earlyMarks   = MaxMarks / 2    // marks laid over the early joiners
+	markEvery    = 5 * time.Second // a mark at the tail of the line this often
+	publishEvery = time.Second     // sales/{id} at most this often
+	heartbeat    = 30 * time.Second
+	// fanOutReads bounds what the listeners of sales/{id} pay: each update
+	// is one read per listener, so with more than this many people in the
+	// line, its numbers are published less often than once a second (a
+	// change of state still goes out within a second).
+	fanOutReads    = 10000 // a second
+	rediscover     = 15 * time.Second
+	takeRetry      = 250 * time.Millisecond
+	discoverWindow = time.Hour // screenings that started longer ago are done
+)
+
+// errCrash: a test hook stopped the run as a crash would (leases kept).
+var errCrash = errors.New("sale: crashed (test hook)")
+
+// Admitter admits people from the queues of every sale, as the job
+// admitQueue. Each sale is admitted under a lease of its own
+// (locks/admit-{screeningId}), and every transaction that admits, ranks or
+// publishes is guarded by it: of concurrent admitters (a duplicate run, a
+// takeover after a crash) one admits a sale at a time, and a stale one
+// commits nothing.
+type Admitter struct {
+	s      *Service
+	locker *lock.Locker
+	// Test hooks: ignoreLimits admits every head at once (a planted bug
+	// for the metering checker); crash stops the run after an admission
+	// commit, leaving its leases to end by themselves.
+	ignoreLimits bool
+	crash        func(admitted int64) bool
+}
+
+// Admitter returns an admitter with an owner ID of its own.
+func (s *Service) Admitter() (*Admitter, error) {
+	l, err := lock.New(s.client, Locks, lock.WithLeaseDuration(s.o.lease))
+	if err != nil {
+		return nil, err
+	}
+	return &Admitter{s: s, locker: l}, nil
+}
+
+// saleRun is what one run knows of a sale it admits.
+type saleRun struct {
+	id      string
+	lease   *lock.Lease
+	ctx     context.Context // ends when the lease is lost
+	stop    func()
+	st      admitState // as of this run's last commit
+	rank    rankState  // as of this run's last commit
+	counter bool       // the tickets-sold counter has its shards
+	bad     string     // the misconfiguration last logged
+	last    *Public    // as last published by this run
+	due     time.Time  // when to step it next (local clock: scheduling only)
+}
+
+// Run admits until the local clock reaches until (the next tick of the
+// job's schedule), or, with until zero, makes one pass over every sale and
+// returns. A sale another admitter holds is left to it (and taken over
+// when its lease ends). Leases are released at the end, so the next run
+// goes on at once.
+func (a *Admitter) Run(ctx context.Context, until time.Time) error {
+	runs := map[string]*saleRun{}
+	finished := map[string]bool{}
+	crashed := false
+	defer func() {
+		for _, r := range runs {
+			a.drop(r, !crashed)
+		}
+	}()
+	var discovered time.Time
+	for {
+		if discovered.IsZero() || time.Since(discovered) >= rediscover {
+			ids, err := a.discover(ctx)
+			if err != nil && until.IsZero() {
+				return err
+			}
+			if err != nil {
+				a.s.o.log.Warn("sale: admitter: list sales", "error", err.Error())
+			}
+			for _, id := range ids {
+				if runs[id] == nil && !finished[id] {
+					runs[id] = &saleRun{id: id}
+				}
+			}
+			discovered = time.Now()
+		}
+		wake := a.s.o.idleTick
+		var errs []error
+		for id, r := range runs {
+			if left := time.Until(r.due); left > 0 { // each sale on its own ticks
+				wake = min(wake, left)
+				continue
+			}
+			if r.lease == nil {
+				held, err := a.take(ctx, r)
+				if err != nil {
+					errs = append(errs, err)
+					continue
+				}
+				if !held {
+					wake = min(wake, takeRetry)
+					continue
+				}
+			}
+			w, done, err := a.step(r)
+			switch {
+			case errors.Is(err, errCrash):
+				crashed = true
+				return err
+			case err != nil && r.ctx.Err() != nil: // the lease was lost: take it again later
+				a.drop(r, false)
+				wake = min(wake, takeRetry)
+				continue
+			case err != nil:
+				a.s.o.log.Warn("sale: admitter step failed", "screeningId", id, "error", err.Error())
+				errs = append(errs, fmt.Errorf("sale %s: %w", id, err))
+				w = a.s.o.tick
+			}
+			if done {
+				a.drop(r, true)
+				delete(runs, id)
+				finished[id] = true
+				continue
+			}
+			r.due = time.Now().Add(w)
+			wake = min(wake, w)
+		}
+		if until.IsZero() {
+			return errors.Join(errs...)
+		}
+		left := time.Until(until)
+		if ctx.Err() != nil {
+			return context.Cause(ctx)
+		}
+		if left <= 0 {
+			return nil
+		}
+		t := time.NewTimer(max(min(wake, left), 10*time.Millisecond))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return context.Cause(ctx)
+		case <-t.C:
+		}
+	}
+}
+
+// discover lists the sales to look after: screenings with a sale that have
+// not started, or started within the last hour (they are closed then).
+// The filter on startsAt is the local clock's, for listing only: every
+// decision is taken on Firestore's.
+func (a *Admitter) discover(ctx context.Context) ([]string, error) {
+	snaps, err := a.s.client.Collection(booking.Screenings).Where("startsAt", ">=", time.Now().Add(-discoverWindow)).Documents(ctx).GetAll()
+	if err != nil {
+		return nil, err
+	}
+	var ids []string
+	for _, s := range snaps {
+		if a.s.Gated(s) {
+			ids = append(ids, s.Ref.ID)
+		}
+	}
+	return ids, nil
+}
+
+func (a *Admitter) stateRef(id string) *firestore.DocumentRef {
+	return a.s.client.Collection(States).Doc(id)
+}
+
+// take tries the sale's admitter lease once; false: another admitter
+// holds it.
+func (a *Admitter) take(ctx context.Context, r *saleRun) (bool, error) {
+	lease, err := a.locker.TryAcquire(ctx, "admit-"+r.id)
+	if errors.Is(err, lock.ErrHeld) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	var st admitState
+	var rs rankState
+	snaps, err := a.s.client.GetAll(ctx, []*firestore.DocumentRef{a.stateRef(r.id), a.rankingRef(r.id)})
+	if err == nil {
+		err = errors.Join(decode(snaps[0], &st), decode(snaps[1], &rs))
+	}
+	if err != nil {
+		lease.Release(ctx)
+		return false, err
+	}
+	r.lease, r.st, r.rank, r.last = lease, st, rs, nil
+	r.ctx, r.stop = lease.KeepAlive(ctx)
+	return true, nil
+}
+
+// drop stops renewing the sale's lease and, if release, gives it up.
+func (a *Admitter) drop(r *saleRun, release bool) {
+	if r.lease == nil {
+		return
+	}
+	r.stop()
+	if release {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		r.lease.Release(ctx) // a lease not released ends by itself
+		cancel()
+	}
+	r.lease = nil
+}
+
+// counts are the aggregations a step reads outside its transaction.
+type counts struct {
+	waiting    int64 // places waiting
+	booked     int64 // seats booked
+	held       int64 // seats under live holds
+	seats      int64 // seats in the hall
+	live       int64 // passes live (an estimate for the heads' query)
+	at         time.Time
+	admittedAt int64 // r.st.Admitted when counted
+}
+
+func (c counts) soldOut() bool { return c.booked >= c.seats }
+
+// step looks after one sale once: it ranks early joiners (from opensAt on),
+// admits who may be admitted, expires ended passes, and publishes. It
+// returns when to look again, and done when the sale needs no more looking
+// after (closed, or gone).
+func (a *Admitter) step(r *saleRun) (time.Duration, bool, error) {
+	ctx, o := r.ctx, a.s.o
+	snap, err := a.s.client.Collection(booking.Screenings).Doc(r.id).Get(ctx)
+	if status.Code(err) == codes.NotFound {
+		return 0, true, nil
+	}
+	if err != nil {
+		return 0, false, err
+	}
+	t0 := snap.ReadTime
+	cfg, err := a.s.config(snap)
+	if errors.Is(err, ErrNoSale) {
+		return 0, true, nil
+	}
+	var sc booking.Screening
+	if err == nil {
+		if err = snap.DataTo(&sc); err != nil {
+			err = fmt.Errorf("%w: %v", ErrMisconfigured, err)
+		}
+	}
+	if err != nil {
+		if err.Error() != r.bad {
+			o.log.Error("sale: admitting nobody: the sale is misconfigured", "screeningId", r.id, "error", err.Error())
+			r.bad = err.Error()
+		}
+		return o.idleTick, false, nil
+	}
+	r.bad = ""
+	if !t0.Before(sc.StartsAt) {
+		return 0, true, a.close(r, cfg)
+	}
+	if !r.counter {
+		if err := a.ensureCounter(ctx, r.id, cfg); err != nil {
+			return 0, false, err
+		}
+		r.counter = true
+	}
+
+	opened := !t0.Before(cfg.OpensAt.Add(o.joinWindow))
+	if opened {
+		if err := a.rank(r); err != nil {
+			return 0, false, err
+		}
+	}
+
+	c, err := a.count(ctx, r, sc, t0)
+	if err != nil {
+		return 0, false, err
+	}
+	var heads []*firestore.DocumentSnapshot
+	if opened && !c.soldOut() {
+		free := int64(min(maxBatch, cfg.MaxActive-int(c.live), cfg.AdmitPerMinute-int(inWindow(r.st.Recent, t0, o.rateWindow))))
+		if a.ignoreLimits {
+			free = maxBatch
+		}
+		bound := ""
+		switch {
+		case r.rank.Done:
+			bound = lateBound(t0.Add(-o.joinWindow))
+		case r.rank.Frontier != "":
+			bound = earlyOrder(r.rank.Frontier)
+		}
+		if free > 0 && bound != "" && c.waiting > 0 {
+			if heads, err = a.heads(ctx, r.id, bound, int(free)); err != nil {
+				return 0, false, err
+			}
+		}
+	}
+	if err := a.admit(r, cfg, c, heads); err != nil {
+		return 0, false, err
+	}
+	if a.crash != nil && a.crash(r.st.Admitted) {
+		return 0, false, errCrash
+	}
+
+	// When to look again: at the opening, and every tick while anyone
+	// waits or holds a pass: a pass that ends or turns done is refilled
+	// within a tick, and the sale's documents take at most a write a tick.
+	wake := o.idleTick
+	if !opened {
+		wake = min(wake, cfg.OpensAt.Add(o.joinWindow).Sub(t0))
+	}
+	if c.waiting > 0 || c.live > 0 || (opened && !r.rank.Done) {
+		wake = min(wake, o.tick)
+	}
+	return max(wake, 10*time.Millisecond), false, nil
+}
+
+// inWindow counts the admissions within the rate window before now.
+func inWindow(recent []admission, now time.Time, window time.Duration) int64 {
+	var n int64
+	for _, ad := range recent {
+		if ad.At.After(now.Add(-window)) {
+			n += ad.N
+		}
+	}
+	return n
+}
+
+func (a *Admitter) queue(id string) firestore.Query {
+	return a.s.client.Collection(Queue).Where("screeningId", "==", id)
+}
+
+// count reads the aggregations a step needs, outside any transaction (a
+// count inside one would lock the seats and the line it counts).
+func (a *Admitter) count(ctx context.Context, r *saleRun, sc booking.Screening, now time.Time) (counts, error) {
+	seats := a.s.client.Collection(booking.Screenings).Doc(r.id).Collection("seats")
+	c := counts{seats: int64(len(sc.Rows) * sc.SeatsPerRow), at: now, admittedAt: r.st.Admitted}
+	var errs [4]error
+	var wg sync.WaitGroup
+	wg.Go(func() { c.waiting, errs[0] = countOf(ctx, a.queue(r.id).Where("status", "==", StatusWaiting), nil) })
+	wg.Go(func() { c.booked, errs[1] = countOf(ctx, seats.Where("status", "==", booking.StatusBooked), nil) })
+	wg.Go(func() { c.held, errs[2] = countOf(ctx, seats.Where("heldUntil", ">", now), nil) })
+	wg.Go(func() { c.live, errs[3] = a.live(ctx, r.id, now, nil) })
+	wg.Wait()
+	return c, errors.Join(errs[:]...)
+}
+
+// live counts the passes live at now: admitted, passUntil after now.
+func (a *Admitter) live(ctx context.Context, id string, now time.Time, tx *firestore.Transaction) (int64, error) {
+	return countOf(ctx, a.queue(id).Where("status", "==", StatusAdmitted).Where("passUntil", ">", now), tx)
+}
+
+// countOf runs a count aggregation: one read per 1000 index entries.
+func countOf(ctx context.Context, q firestore.Query, tx *firestore.Transaction) (int64, error) {
+	aq := q.NewAggregationQuery().WithCount("n")
+	if tx != nil {
+		aq = aq.Transaction(tx)
+	}
+	res, err := aq.Get(ctx)
+	if err != nil {
+		return 0, err
+	}
+	v, _ := res["n"].(*pb.Value)
+	return v.GetIntegerValue(), nil
+}
+
+// heads returns up to want waiting places in admission order with order
+// at or before bound: the heads of the line's shards, merged. A shard that
+// returned a full page may have more before another shard's last place, so
+// the merge stops at the lowest last order of the full pages.
+func (a *Admitter) heads(ctx context.Context, id, bound string, want int) ([]*firestore.DocumentSnapshot, error) {
+	per := min(want, want/Shards+8)
+	var mu sync.Mutex
+	var all []*firestore.DocumentSnapshot
+	stop := bound + "\uffff" // above every order
+	var errs [Shards]error
+	var wg sync.WaitGroup
+	for shard := range Shards {
+		wg.Go(func() {
+			docs, err := a.queue(id).Where("status", "==", StatusWaiting).Where("shard", "==", shard).
+				Where("order", "<=", bound).OrderBy("order", firestore.Asc).Limit(per).Documents(ctx).GetAll()
+			if err != nil {
+				errs[shard] = err
+				return
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			all = append(all, docs...)
+			if len(docs) == per {
+				stop = min(stop, orderOf(docs[len(docs)-1]))
+			}
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs[:]...); err != nil {
+		return nil, err
+	}
+	slices.SortFunc(all, func(x, y *firestore.DocumentSnapshot) int { return cmp.Compare(orderOf(x), orderOf(y)) })
+	n := 0
+	for n < len(all) && n < want && orderOf(all[n]) <= stop {
+		n++
+	}
+	return all[:n], nil
+}
+
+func orderOf(s *firestore.DocumentSnapshot) string {
+	o, _ := s.Data()["order"].(string)
+	return o
+}
+
+// readState reads a sale's private document at ref in tx into v (zero
+// when missing).
+func readState(tx *firestore.Transaction, ref *firestore.DocumentRef, v any) (*firestore.DocumentSnapshot, error) {
+	snap, err := tx.Get(ref)
+	if err != nil && status.Code(err) != codes.NotFound {
+		return nil, err
+	}
+	return snap, decode(snap, v)
+}
+
+// decode decodes snap into v, leaving v as it is when snap is missing.
+func decode(snap *firestore.DocumentSnapshot, v any) error {
+	if snap == nil || !snap.Exists() {
+		return nil
+	}
+	return snap.DataTo(v)
+}
+
+// admit is a step's one guarded transaction: it expires ended passes,
+// admits as many of heads as maxActive and the rate window allow (judged
+// at its read time), lays a mark at the tail of the line now and then, and
+// publishes the sale (at most once per publishEvery).
+func (a *Admitter) admit(r *saleRun, cfg Config, c counts, heads []*firestore.DocumentSnapshot) error {
+	ctx, o := r.ctx, a.s.o
+	var st admitState
+	var pub *Public
+	err := a.s.client.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
+		pub, st = nil, admitState{}
+		stSnap, err := readState(tx, a.stateRef(r.id), &st)
+		if err != nil {
+			return err
+		}
+		if err := r.lease.Guard(tx); err != nil {
+			return err
+		}
+		now := stSnap.ReadTime
+
+		// Every read first (a transaction reads before it writes).
+		ended, err := tx.Documents(a.queue(r.id).Where("status", "==", StatusAdmitted).Where("passUntil", "<=", now).
+			OrderBy("passUntil", firestore.Asc).Limit(expireBatch)).GetAll()
+		if err != nil {
+			return err
+		}
+		live, err := a.live(ctx, r.id, now, tx)
+		if err != nil {
+			return err
+		}
+		recent := slices.DeleteFunc(slices.Clone(st.Recent), func(ad admission) bool { return !ad.At.After(now.Add(-o.rateWindow)) })
+		free := min(int64(cfg.MaxActive)-live, int64(cfg.AdmitPerMinute)-inWindow(recent, now, o.rateWindow))
+		if a.ignoreLimits {
+			free = int64(len(heads))
+		}
+		var places []*firestore.DocumentSnapshot
+		if free > 0 && len(heads) > 0 {
+			take := heads[:min(int64(len(heads)), free)]
+			refs := make([]*firestore.DocumentRef, len(take))
+			for i, h := range take {
+				refs[i] = h.Ref
+			}
+			if places, err = tx.GetAll(refs); err != nil {
+				return err
+			}
+		}
+
+		changed := len(recent) != len(st.Recent)
+		for _, p := range ended {
+			if err := tx.Update(p.Ref, []firestore.Update{{Path: "status", Value: StatusExpired}}); err != nil {
+				return err
+			}
+			changed = true
+		}
+		var admittedNow int64
+		until := now.Add(cfg.Pass())
+		for _, p := range places {
+			if !p.Exists() || p.Data()["status"] != StatusWaiting {
+				continue
+			}
+			if err := tx.Update(p.Ref, []firestore.Update{
+				{Path: "status", Value: StatusAdmitted}, {Path: "admittedAt", Value: now}, {Path: "passUntil", Value: until},
+			}); err != nil {
+				return err
+			}
+			admittedNow++
+			st.Through = max(st.Through, orderOf(p))
+		}
+		if admittedNow > 0 {
+			recent = append(recent, admission{At: now, N: admittedNow})
+			st.Admitted += admittedNow
+			live += admittedNow
+			changed = true
+		}
+		st.Recent = recent
+
+		// A mark at the tail of the line: everyone counted waiting, plus
+		// everyone admitted, is ahead of an order joined at c.at.
+		if !c.at.Before(cfg.OpensAt) && c.waiting > 0 && now.Sub(st.MarkedAt) >= markEvery {
+			st.Marks = append(st.Marks, rankMark{Order: lateBound(c.at), Rank: c.admittedAt + c.waiting})
+			st.MarkedAt = now
+			changed = true
+		}
+		if n := len(st.Marks); n > 0 {
+			st.Marks = thin(slices.DeleteFunc(st.Marks, func(m rankMark) bool { return m.Rank < st.Admitted }), MaxMarks-earlyMarks)
+			changed = changed || len(st.Marks) != n
+		}
+
+		if since := now.Sub(st.PublishedAt); since >= publishEvery {
+			p := public(st, r.rank, cfg, c, live, admittedNow, now)
+			due := r.last == nil || p.State != r.last.State || since >= heartbeat ||
+				(!samePublic(*r.last, p) && since >= publishInterval(p.Waiting+p.Active))
+			if due {
+				if err := tx.Set(a.s.client.Collection(Sales).Doc(r.id), p); err != nil {
+					return err
+				}
+				st.PublishedAt = now
+				pub = &p
+				changed = true
+			}
+		}
+		if !changed {
+			return nil
+		}
+		return tx.Set(a.stateRef(r.id), st)
+	})
+	if err != nil {
+		return err
+	}
+	r.st = st
+	if pub != nil {
+		r.last = pub
+	}
+	return nil
+}
+
+// publishInterval is how often the numbers of a sale with audience
+// listeners are published: once a second up to fanOutReads listeners, then
+// less often, so listeners pay at most about fanOutReads reads a second
+// (at 150,000 in the line, every 15 s), and never less often than the
+// heartbeat.
+func publishInterval(audience int64) time.Duration {
+	return min(heartbeat, max(publishEvery, time.Duration(audience)*time.Second/fanOutReads))
+}
+
+// public is the sale's public document at now. Its marks are the
+// ranking's and the line's that still have someone ahead.
+func public(st admitState, rs rankState, cfg Config, c counts, live, admittedNow int64, now time.Time) Public {
+	p := Public{
+		State: StateOpen, OpensAt: cfg.OpensAt, Waiting: max(0, c.waiting-admittedNow),
+		Admitted: st.Admitted, Active: live, SeatsLeft: max(0, c.seats-c.booked-c.held),
+		AdmittedThrough: st.Through, UpdatedAt: now, Marks: []Mark{},
+	}
+	switch {
+	case now.Before(cfg.OpensAt):
+		p.State = StateScheduled
+	case c.soldOut():
+		p.State = StateSoldOut
+	}
+	for _, m := range thin(append(slices.Clone(rs.Marks), st.Marks...), MaxMarks) {
+		if ahead := m.Rank - st.Admitted; ahead > 0 {
+			p.Marks = append(p.Marks, Mark{Order: m.Order, Ahead: ahead})
+		}
+	}
+	return p
+}
+
+// samePublic: nothing a reader sees has changed (updatedAt aside).
+func samePublic(x, y Public) bool {
+	x.UpdatedAt, y.UpdatedAt = time.Time{}, time.Time{}
+	return x.State == y.State && x.OpensAt.Equal(y.OpensAt) && x.Waiting == y.Waiting && x.Admitted == y.Admitted &&
+		x.Active == y.Active && x.SeatsLeft == y.SeatsLeft && x.AdmittedThrough == y.AdmittedThrough && slices.Equal(x.Marks, y.Marks)
+}
+
+// close publishes a sale whose screening has started as closed, once.
+func (a *Admitter) close(r *saleRun, cfg Config) error {
+	if r.st.Closed {
+		return nil
+	}
+	return a.s.client.RunTransaction(r.ctx, func(ctx context.Context, tx *firestore.Transaction) error {
+		var st admitState
+		stSnap, err := readState(tx, a.stateRef(r.id), &st)
+		if err != nil {
+			return err
+		}
+		if err := r.lease.Guard(tx); err != nil {
+			return err
+		}
+		if st.Closed {
+			return nil
+		}
+		st.Closed = true
+		p := Public{State: StateClosed, OpensAt: cfg.OpensAt, Admitted: st.Admitted, AdmittedThrough: st.Through, Marks: []Mark{}, UpdatedAt: stSnap.ReadTime}
+		if err := tx.Set(a.s.client.Collection(Sales).Doc(r.id), p); err != nil {
+			return err
+		}
+		return tx.Set(a.stateRef(r.id), st)
+	})
+}
+
+// counterShards is how many shards the tickets-sold counter of a sale
+// needs: each admitted user confirms about one booking, so bookings come
+// at most at the admission rate; 1.5 shards per booking a second keeps
+// each shard under one write a second.
+func counterShards(cfg Config) int {
+	return min(counter.MaxShards, max(booking.CounterShards, int(math.Ceil(float64(cfg.AdmitPerMinute)/60*1.5))))
+}
+
+// ensureCounter creates the sale's tickets-sold counter, or grows it, to
+// counterShards.
+func (a *Admitter) ensureCounter(ctx context.Context, id string, cfg Config) error {
+	want := counterShards(cfg)
+	c, err := counter.Open(ctx, a.s.client, booking.CounterID(id))
+	if errors.Is(err, counter.ErrNotFound) {
+		c, err = counter.Create(ctx, a.s.client, booking.CounterID(id), want)
+		if errors.Is(err, counter.ErrExists) { // booking made it meanwhile
+			c, err = counter.Open(ctx, a.s.client, booking.CounterID(id))
+		}
+	}
+	if err != nil {
+		return err
+	}
+	if c.NumShards() >= want {
+		return nil
+	}
+	if err := c.Grow(ctx, want); err != nil && !errors.Is(err, counter.ErrInvalidInput) { // ErrInvalidInput: grown meanwhile
+		return err
+	}
+	return nil
+}

@@ -1,0 +1,186 @@
+package sale
+
+import (
+	"fmt"
+	"time"
+
+	"cloud.google.com/go/firestore"
+	"github.com/firelock/firelock/booking"
+)
+
+// The seat-cap tally on a place, kept by the Gate in the commit that takes
+// or frees seats:
+//
+//	holds:    {holdId: {seats, until}}  holds made under the pass
+//	bookings: {bookingId: seats}        confirmed bookings (direct, or from a hold)
+//	doneAt:   when the place turned done (the pass ended early)
+//
+// A hold counts while until lies after Firestore's now; a released or
+// confirmed hold leaves the map, a cancelled booking too. Ended holds are
+// pruned from the map by the next Admit.
+const (
+	fieldHolds    = "holds"
+	fieldBookings = "bookings"
+	fieldDoneAt   = "doneAt"
+)
+
+// Gated reports whether the screening has a sale (valid or not: a
+// misconfigured sale keeps its seats closed, it does not open them).
+func (s *Service) Gated(screening *firestore.DocumentSnapshot) bool {
+	if screening == nil || !screening.Exists() {
+		return false
+	}
+	v, ok := screening.Data()["sale"]
+	return ok && v != nil
+}
+
+// Pass is uid's place in the screening's queue.
+func (s *Service) Pass(screeningID, uid string) *firestore.DocumentRef {
+	return s.place(QueueID(screeningID, uid))
+}
+
+// tally is what a place's user holds and has booked, at Firestore time now.
+type tally struct {
+	seats     int      // in live holds and bookings
+	liveHolds int      // live holds
+	ended     []string // holds that have ended: pruned on the next write
+	bookings  int      // bookings
+	status    string
+}
+
+func tallyOf(pass *firestore.DocumentSnapshot, now time.Time, except string) tally {
+	d := pass.Data()
+	t := tally{}
+	t.status, _ = d["status"].(string)
+	holds, _ := d[fieldHolds].(map[string]any)
+	for id, v := range holds {
+		h, _ := v.(map[string]any)
+		until, _ := h["until"].(time.Time)
+		n, _ := h["seats"].(int64)
+		switch {
+		case id == except:
+		case now.Before(until):
+			t.seats += int(n)
+			t.liveHolds++
+		default:
+			t.ended = append(t.ended, id)
+		}
+	}
+	bookings, _ := d[fieldBookings].(map[string]any)
+	for id, v := range bookings {
+		n, _ := v.(int64)
+		if id != except {
+			t.seats += int(n)
+			t.bookings++
+		}
+	}
+	return t
+}
+
+// done is the update that ends a live pass early: its user holds nothing
+// and has booked (CONTRACT §7), which frees the pass's slot.
+func (t tally) done(now time.Time) []firestore.Update {
+	if t.status != StatusAdmitted || t.liveHolds > 0 || t.bookings == 0 {
+		return nil
+	}
+	return []firestore.Update{{Path: "status", Value: StatusDone}, {Path: fieldDoneAt, Value: now}}
+}
+
+// Admit decides a new hold or booking under the screening's sale at
+// Firestore time now: before opensAt, booking.ErrSaleNotOpen; without a
+// live pass of the caller for this screening (with more than the pass
+// margin left), booking.ErrNotAdmitted; past maxSeatsPerUser, counting live
+// holds and bookings, booking.ErrSeatLimit. Otherwise it returns the
+// tally's updates of the pass, and ends the pass (done) when a booking
+// leaves the user holding nothing.
+func (s *Service) Admit(screening, pass *firestore.DocumentSnapshot, c booking.Claim, now time.Time) ([]firestore.Update, error) {
+	cfg, err := s.config(screening)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", booking.ErrSaleNotOpen, err)
+	}
+	if now.Before(cfg.OpensAt) {
+		return nil, fmt.Errorf("%w: it opens at %s", booking.ErrSaleNotOpen, cfg.OpensAt.UTC().Format(time.RFC3339))
+	}
+	if pass == nil || !pass.Exists() {
+		return nil, fmt.Errorf("%w: join the queue first", booking.ErrNotAdmitted)
+	}
+	p, err := placeOf(pass)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case p.UID != c.UID || p.ScreeningID != c.ScreeningID:
+		return nil, fmt.Errorf("%w: the pass is for another screening or user", booking.ErrNotAdmitted)
+	case p.Status == StatusWaiting:
+		return nil, fmt.Errorf("%w: still waiting in the queue", booking.ErrNotAdmitted)
+	case p.Status != StatusAdmitted || p.PassUntil == nil || !now.Add(s.o.passMargin).Before(*p.PassUntil):
+		return nil, fmt.Errorf("%w: the pass has ended", booking.ErrNotAdmitted)
+	}
+	t := tallyOf(pass, now, c.ID)
+	if t.seats+len(c.Seats) > cfg.MaxSeatsPerUser {
+		return nil, fmt.Errorf("%w: %d of your %d seats are held or booked already; %d more is too many",
+			booking.ErrSeatLimit, t.seats, cfg.MaxSeatsPerUser, len(c.Seats))
+	}
+	var ups []firestore.Update
+	for _, id := range t.ended {
+		ups = append(ups, firestore.Update{FieldPath: firestore.FieldPath{fieldHolds, id}, Value: firestore.Delete})
+	}
+	switch c.Kind {
+	case booking.ClaimHold:
+		ups = append(ups, firestore.Update{FieldPath: firestore.FieldPath{fieldHolds, c.ID}, Value: map[string]any{"seats": len(c.Seats), "until": c.Until}})
+	case booking.ClaimBooking:
+		ups = append(ups, firestore.Update{FieldPath: firestore.FieldPath{fieldBookings, c.ID}, Value: len(c.Seats)})
+		t.bookings++
+		ups = append(ups, t.done(now)...)
+	default:
+		return nil, fmt.Errorf("sale: unknown claim kind %q", c.Kind)
+	}
+	return ups, nil
+}
+
+// Settle returns the tally's updates of the pass for a change to a hold or
+// booking admitted before (nil when the pass does not exist or never
+// counted it): an extended hold counts until its new end; a confirmed hold
+// becomes a booking; a released hold and a cancelled booking stop
+// counting. When a confirmation leaves the user holding nothing, a live
+// pass turns done. It never checks the pass itself: a hold made under
+// a pass may be confirmed after the pass ended.
+func (s *Service) Settle(pass *firestore.DocumentSnapshot, c booking.Change, now time.Time) ([]firestore.Update, error) {
+	if pass == nil || !pass.Exists() {
+		return nil, nil
+	}
+	d := pass.Data()
+	holds, _ := d[fieldHolds].(map[string]any)
+	bookings, _ := d[fieldBookings].(map[string]any)
+	_, counted := holds[c.HoldID]
+	holdPath := firestore.FieldPath{fieldHolds, c.HoldID}
+	switch c.Kind {
+	case booking.HoldExtended:
+		if !counted {
+			return nil, nil
+		}
+		return []firestore.Update{{FieldPath: append(holdPath, "until"), Value: c.Until}}, nil
+	case booking.HoldConfirmed:
+		t := tallyOf(pass, now, c.HoldID)
+		t.bookings++
+		var ups []firestore.Update
+		if counted {
+			ups = append(ups, firestore.Update{FieldPath: holdPath, Value: firestore.Delete})
+		}
+		ups = append(ups, firestore.Update{FieldPath: firestore.FieldPath{fieldBookings, c.BookingID}, Value: c.Seats})
+		return append(ups, t.done(now)...), nil
+	case booking.HoldReleased:
+		if !counted {
+			return nil, nil
+		}
+		// No done here: a user who lets seats go may pick others while the
+		// pass lives. Only a booking ends a pass early.
+		return []firestore.Update{{FieldPath: holdPath, Value: firestore.Delete}}, nil
+	case booking.BookingCancelled:
+		if _, ok := bookings[c.BookingID]; !ok {
+			return nil, nil
+		}
+		return []firestore.Update{{FieldPath: firestore.FieldPath{fieldBookings, c.BookingID}, Value: firestore.Delete}}, nil
+	}
+	return nil, fmt.Errorf("sale: unknown change kind %q", c.Kind)
+}

@@ -1,0 +1,168 @@
+package sale
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"time"
+
+	"cloud.google.com/go/firestore"
+	"github.com/firelock/firelock/booking"
+	"github.com/firelock/firelock/lock"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+// Orders sort in admission order (CONTRACT §7: an opaque string):
+//
+//	"0" + draw       an early joiner, ranked at opensAt by a random draw
+//	"0~" + draw      an early joiner whose join committed after the ranking
+//	                 passed its draw: last of the early joiners
+//	"1" + time + id  a later joiner: join time (µs, fixed width), then a
+//	                 tiebreak from the queueId
+const (
+	earlyPrefix     = "0"
+	stragglerPrefix = "0~"
+	latePrefix      = "1"
+)
+
+func earlyOrder(draw string) string { return earlyPrefix + draw }
+
+func lateOrder(joinedAt time.Time, queueID string) string {
+	return fmt.Sprintf("%s%017d%s", latePrefix, joinedAt.UnixMicro(), queueID[:12])
+}
+
+// lateBound sorts after the order of every later joiner who joined at or
+// before t, and before everyone who joined after.
+func lateBound(t time.Time) string { return fmt.Sprintf("%s%017d~", latePrefix, t.UnixMicro()) }
+
+// newDraw is an early joiner's rank: 128 random bits from crypto/rand, in
+// hex. It depends on nothing the client sends, nor on time or uid.
+func newDraw() (string, error) {
+	b := make([]byte, 16)
+	if _, err := rand.Read(b); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(b), nil
+}
+
+// Join gives uid a place in the queue of the screening's sale, or returns
+// the place uid has (created false): one place per user and sale, and
+// joining again changes nothing.
+//
+// One batched read decides (the screening, the place, the sale's public
+// document); its read time is joinedAt. A join before opensAt is early: its
+// random draw goes to the server-only queueDraws/{queueId}, in the same
+// commit as the place, and the place has no order until the admitter ranks
+// it at opensAt. A later join's order is its join time. The place is
+// created on the precondition that it does not exist, so two joins of one
+// user at the same moment make one place.
+//
+// A join must commit within the join window of its read (for an early
+// join, within the window after opensAt): the admitter counts on that to
+// never rank or admit past a join still in flight. A join that could not
+// is tried once more, then fails with ErrJoinTimedOut.
+//
+// Errors: booking.ErrInvalidArgument, booking.ErrScreeningNotFound,
+// ErrNoSale, ErrMisconfigured, booking.ErrScreeningStarted, ErrSoldOut,
+// ErrJoinTimedOut, or a Firestore error.
+func (s *Service) Join(ctx context.Context, uid, screeningID string) (Place, bool, error) {
+	if uid == "" {
+		return Place{}, false, fmt.Errorf("%w: no user", booking.ErrInvalidArgument)
+	}
+	if screeningID == "" || len(screeningID) > 200 || lock.ValidateKey(screeningID) != nil {
+		return Place{}, false, fmt.Errorf("%w: screeningId %q is not a valid id", booking.ErrInvalidArgument, screeningID)
+	}
+	var err error
+	for range 2 {
+		var p Place
+		var created bool
+		p, created, err = s.join(ctx, uid, screeningID)
+		if !errors.Is(err, ErrJoinTimedOut) {
+			return p, created, err
+		}
+	}
+	return Place{}, false, err
+}
+
+func (s *Service) join(ctx context.Context, uid, screeningID string) (Place, bool, error) {
+	id := QueueID(screeningID, uid)
+	ref := s.place(id)
+	start := time.Now() // the local clock only bounds how long the commit may take
+	snaps, err := s.client.GetAll(ctx, []*firestore.DocumentRef{
+		s.client.Collection(booking.Screenings).Doc(screeningID), ref, s.client.Collection(Sales).Doc(screeningID),
+	})
+	if err != nil {
+		return Place{}, false, err
+	}
+	screening, existing, public := snaps[0], snaps[1], snaps[2]
+	now := screening.ReadTime
+	if !screening.Exists() {
+		return Place{}, false, fmt.Errorf("%w: %q", booking.ErrScreeningNotFound, screeningID)
+	}
+	if existing.Exists() {
+		p, err := placeOf(existing)
+		return p, false, err
+	}
+	cfg, err := s.config(screening)
+	if errors.Is(err, ErrMisconfigured) && s.shouldLog(screeningID, err) {
+		s.o.log.Error("sale: refusing joins to a misconfigured sale", "screeningId", screeningID, "error", err.Error())
+	}
+	if err != nil {
+		return Place{}, false, err
+	}
+	if startsAt, _ := screening.Data()["startsAt"].(time.Time); !now.Before(startsAt) {
+		return Place{}, false, booking.ErrScreeningStarted
+	}
+	switch public.Data()["state"] {
+	case StateSoldOut:
+		return Place{}, false, ErrSoldOut
+	case StateClosed:
+		return Place{}, false, booking.ErrScreeningStarted
+	}
+
+	p := Place{ID: id, UID: uid, ScreeningID: screeningID, Status: StatusWaiting, JoinedAt: now, Shard: shardOf(id)}
+	//lint:ignore SA1019 WriteBatch is the only atomic multi-document write that costs one RPC.
+	b := s.client.Batch()
+	commitBy := now.Add(s.o.joinWindow) // Firestore time
+	if now.Before(cfg.OpensAt) {
+		draw, err := newDraw()
+		if err != nil {
+			return Place{}, false, err
+		}
+		b.Create(s.client.Collection(Draws).Doc(id), map[string]any{"screeningId": screeningID, "draw": draw})
+		commitBy = cfg.OpensAt.Add(s.o.joinWindow)
+	} else {
+		p.Order = lateOrder(now, id)
+	}
+	b.Create(ref, p)
+	// Firestore's time has moved at most as far as the local clock since
+	// before the read: a commit that ends by this local deadline ends by
+	// commitBy on Firestore's clock. A tenth of the window is left for the
+	// answer's way back.
+	cctx, cancel := context.WithDeadline(ctx, start.Add(commitBy.Sub(now)-s.o.joinWindow/10))
+	defer cancel()
+	_, err = b.Commit(cctx)
+	switch {
+	case err == nil:
+		return p, true, nil
+	case status.Code(err) == codes.AlreadyExists: // the same user joined at the same moment
+		got, err := ref.Get(ctx)
+		if err != nil {
+			return Place{}, false, err
+		}
+		p, err := placeOf(got)
+		return p, false, err
+	case ctx.Err() == nil && cctx.Err() != nil:
+		// It may have landed unheard: the place says so.
+		if got, gerr := ref.Get(ctx); gerr == nil {
+			if q, err := placeOf(got); err == nil {
+				return q, q.JoinedAt.Equal(now), nil
+			}
+		}
+		return Place{}, false, fmt.Errorf("%w: %v", ErrJoinTimedOut, err)
+	}
+	return Place{}, false, err
+}

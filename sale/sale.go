@@ -1,0 +1,317 @@
+package sale
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"os"
+	"sync"
+	"time"
+
+	"cloud.google.com/go/firestore"
+	"github.com/firelock/firelock/booking"
+)
+
+// Collections. queue and sales are CONTRACT §7's; the others are
+// server-only (the rules match neither).
+const (
+	// Queue holds one place per user and sale: queue/{QueueID}.
+	Queue = "queue"
+	// Sales holds the public state of each sale: sales/{screeningId}.
+	Sales = "sales"
+	// Draws holds an early joiner's random draw until the admitter ranks
+	// it at opensAt: queueDraws/{QueueID} {screeningId, draw}. Server-only,
+	// so nobody learns a rank before the opening.
+	Draws = "queueDraws"
+	// States holds each sale's private admission state: saleStates/{screeningId}.
+	States = "saleStates"
+	// Rankings holds the ranking of each sale's early joiners:
+	// saleRankings/{screeningId}.
+	Rankings = "saleRankings"
+	// Locks holds the admitter leases, one per sale: locks/admit-{screeningId}.
+	Locks = "locks"
+)
+
+// AdmitJob is the scheduled job that admits (CONTRACT §7, §4).
+const AdmitJob = "admitQueue"
+
+// Place statuses (CONTRACT §7).
+const (
+	StatusWaiting  = "waiting"
+	StatusAdmitted = "admitted"
+	StatusDone     = "done"
+	StatusExpired  = "expired"
+)
+
+// Sale states (CONTRACT §7), in sales/{screeningId}.state.
+const (
+	StateScheduled = "scheduled"
+	StateOpen      = "open"
+	StateSoldOut   = "soldout"
+	StateClosed    = "closed"
+)
+
+// Defaults and bounds of a sale's configuration.
+const (
+	DefaultPass            = 600 * time.Second
+	DefaultMaxSeatsPerUser = 6
+	MinPass                = 30 * time.Second
+	MaxPass                = 3600 * time.Second
+	// MaxAdmitPerMinute keeps admissions (about 170 a second) well under
+	// what the indexes of admittedAt and passUntil, which grow with time,
+	// take (about 500 writes a second), and the bookings they bring within
+	// what the tickets-sold counter's shards take (docs/waiting-room.md).
+	MaxAdmitPerMinute = 10000
+	// MaxActive bounds live passes; it is far beyond any hall.
+	MaxActive = 100000
+	// Shards is how many ranges the waiting line is indexed in: the first
+	// hex digit of the queueId (docs/waiting-room.md).
+	Shards = 16
+	// MaxMarks is the most points sales/{id}.marks carries.
+	MaxMarks = 100
+)
+
+// Errors to branch on; the HTTP layer maps them (CONTRACT §7).
+var (
+	// ErrNoSale: the screening has no sale (409 no_sale).
+	ErrNoSale = errors.New("sale: the screening has no sale")
+	// ErrMisconfigured: the screening's sale is not a valid configuration;
+	// nobody joins and nobody is admitted until an admin fixes it. It
+	// answers like ErrNoSale (409 no_sale), with the problem in the message.
+	ErrMisconfigured = errors.New("sale: the screening's sale is misconfigured")
+	// ErrSoldOut: no seat is free and no hold is live (409 sold_out).
+	ErrSoldOut = errors.New("sale: sold out")
+	// ErrJoinTimedOut: a join could not commit within its window (see
+	// Join); nothing was joined and the caller may try again (503).
+	ErrJoinTimedOut = errors.New("sale: the join did not commit in time; try again")
+)
+
+// Config is a screening's sale: screenings/{id}.sale, written by admins.
+type Config struct {
+	OpensAt         time.Time
+	AdmitPerMinute  int
+	MaxActive       int
+	PassSeconds     int // default 600
+	MaxSeatsPerUser int // default 6
+}
+
+// Pass is how long a pass lasts.
+func (c Config) Pass() time.Duration { return time.Duration(c.PassSeconds) * time.Second }
+
+// QueueID is the id of uid's place in the sale of screeningID: the
+// lowercase hex SHA-256 of screeningID + "/" + uid. The rules compute the
+// same (hashing.sha256(...).toHexString().lower()), so they find a user's
+// pass without a query; and hashed ids spread a burst of joins over the
+// whole key space of queue/.
+func QueueID(screeningID, uid string) string {
+	h := sha256.Sum256([]byte(screeningID + "/" + uid))
+	return hex.EncodeToString(h[:])
+}
+
+// shardOf is the waiting-line shard of a place: its queueId's first hex
+// digit, 0..15.
+func shardOf(queueID string) int {
+	c := queueID[0]
+	if c >= 'a' {
+		return int(c-'a') + 10
+	}
+	return int(c - '0')
+}
+
+// options are the knobs of a Service and its Admitter. Tests shorten the
+// windows; production keeps the contract's.
+type options struct {
+	rateWindow time.Duration // admitPerMinute counts admissions in any window this long
+	minPass    time.Duration
+	joinWindow time.Duration
+	passMargin time.Duration
+	lease      time.Duration
+	tick       time.Duration
+	idleTick   time.Duration
+	log        *slog.Logger
+}
+
+// Option configures a Service.
+type Option func(*options)
+
+// WithRateWindow sets the window in which at most admitPerMinute people
+// are admitted (default a minute, as the name says). Tests shorten it.
+func WithRateWindow(d time.Duration) Option { return func(o *options) { o.rateWindow = d } }
+
+// WithMinPass lowers the shortest passSeconds a sale may set (default
+// MinPass, 30 s). Tests use passes of a second or two.
+func WithMinPass(d time.Duration) Option { return func(o *options) { o.minPass = d } }
+
+// WithJoinWindow sets how long a join may take from its deciding read to
+// its commit (default 1 s). The admitter ranks early joiners only once
+// every early join has had that long to commit, and admits a later joiner
+// only once everyone who joined before them has: so nobody who joined
+// earlier can turn up behind someone already admitted.
+func WithJoinWindow(d time.Duration) Option { return func(o *options) { o.joinWindow = d } }
+
+// WithPassMargin sets how much of a pass must be left for a new hold or
+// booking (default 1 s): the deciding read and the commit are apart.
+func WithPassMargin(d time.Duration) Option { return func(o *options) { o.passMargin = d } }
+
+// WithAdmitterLease sets the length of an admitter's lease on a sale
+// (default 10 s): an admitter that crashed stalls its sale this long.
+func WithAdmitterLease(d time.Duration) Option { return func(o *options) { o.lease = d } }
+
+// WithTick sets how often a running admitter looks at a sale with people
+// waiting or passes live (default 1 s, within the contract's 2 s), and at
+// an idle one (idle, default 5 s).
+func WithTick(busy, idle time.Duration) Option {
+	return func(o *options) { o.tick, o.idleTick = busy, idle }
+}
+
+// WithLogger sets where misconfigured sales and admitter trouble are
+// logged (default JSON lines on stderr).
+func WithLogger(l *slog.Logger) Option { return func(o *options) { o.log = l } }
+
+// Service joins users to queues and is the booking Gate of sales
+// (booking.Gate). Safe for concurrent use.
+type Service struct {
+	client *firestore.Client
+	o      options
+	mu     sync.Mutex
+	logged map[string]logged // misconfigurations logged, by screening
+}
+
+type logged struct {
+	problem string
+	at      time.Time
+}
+
+// shouldLog says whether to log a sale's misconfiguration: once a minute
+// per screening and instance, or when the problem changes, so a crowd of
+// joins does not flood the log.
+func (s *Service) shouldLog(screeningID string, problem error) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if l, ok := s.logged[screeningID]; ok && l.problem == problem.Error() && time.Since(l.at) < time.Minute {
+		return false
+	}
+	if len(s.logged) > 1000 {
+		clear(s.logged)
+	}
+	s.logged[screeningID] = logged{problem.Error(), time.Now()}
+	return true
+}
+
+var _ booking.Gate = (*Service)(nil)
+
+// New returns a Service on client.
+func New(client *firestore.Client, opts ...Option) *Service {
+	o := options{
+		rateWindow: time.Minute, minPass: MinPass, joinWindow: time.Second, passMargin: time.Second,
+		lease: 10 * time.Second, tick: time.Second, idleTick: 5 * time.Second,
+		log: slog.New(slog.NewJSONHandler(os.Stderr, nil)),
+	}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	return &Service{client: client, o: o, logged: map[string]logged{}}
+}
+
+func (s *Service) place(queueID string) *firestore.DocumentRef {
+	return s.client.Collection(Queue).Doc(queueID)
+}
+
+// config reads and checks a screening's sale. Errors: ErrNoSale (no sale
+// field), ErrMisconfigured (naming the problem).
+func (s *Service) config(screening *firestore.DocumentSnapshot) (Config, error) {
+	raw, ok := screening.Data()["sale"]
+	if !ok || raw == nil {
+		return Config{}, fmt.Errorf("%w: screening %q", ErrNoSale, screening.Ref.ID)
+	}
+	bad := func(format string, args ...any) (Config, error) {
+		return Config{}, fmt.Errorf("%w: screening %q: %s", ErrMisconfigured, screening.Ref.ID, fmt.Sprintf(format, args...))
+	}
+	m, ok := raw.(map[string]any)
+	if !ok {
+		return bad("sale is a %T, not a map", raw)
+	}
+	known := map[string]bool{"opensAt": true, "admitPerMinute": true, "maxActive": true, "passSeconds": true, "maxSeatsPerUser": true}
+	for k := range m {
+		if !known[k] {
+			return bad("sale has an unknown field %q", k)
+		}
+	}
+	var c Config
+	if c.OpensAt, ok = m["opensAt"].(time.Time); !ok {
+		return bad("sale.opensAt must be a timestamp")
+	}
+	if _, ok := screening.Data()["startsAt"].(time.Time); !ok {
+		return bad("a screening on sale needs a startsAt timestamp")
+	}
+	ints := []struct {
+		name     string
+		dst      *int
+		def      int
+		min, max int
+	}{
+		{"admitPerMinute", &c.AdmitPerMinute, 0, 1, MaxAdmitPerMinute},
+		{"maxActive", &c.MaxActive, 0, 1, MaxActive},
+		{"passSeconds", &c.PassSeconds, int(DefaultPass / time.Second), int(s.o.minPass / time.Second), int(MaxPass / time.Second)},
+		{"maxSeatsPerUser", &c.MaxSeatsPerUser, DefaultMaxSeatsPerUser, 1, booking.MaxSeats},
+	}
+	for _, f := range ints {
+		v, present := m[f.name]
+		if !present && f.def != 0 {
+			*f.dst = f.def
+			continue
+		}
+		n, ok := wholeNumber(v)
+		if !ok || n < f.min || n > f.max {
+			return bad("sale.%s must be a whole number from %d to %d, not %v", f.name, f.min, f.max, v)
+		}
+		*f.dst = n
+	}
+	return c, nil
+}
+
+// wholeNumber accepts an integer, or a double without a fraction (what the
+// console writes for 100).
+func wholeNumber(v any) (int, bool) {
+	switch x := v.(type) {
+	case int64:
+		if x > math.MaxInt32 || x < math.MinInt32 {
+			return 0, false
+		}
+		return int(x), true
+	case float64:
+		if x != math.Trunc(x) || math.Abs(x) > math.MaxInt32 {
+			return 0, false
+		}
+		return int(x), true
+	}
+	return 0, false
+}
+
+// Place is a user's place in a sale's queue (CONTRACT §7), as stored.
+type Place struct {
+	ID          string    `firestore:"-"`
+	UID         string    `firestore:"uid"`
+	ScreeningID string    `firestore:"screeningId"`
+	Status      string    `firestore:"status"`
+	JoinedAt    time.Time `firestore:"joinedAt"`
+	// Order sorts in admission order; empty until ranked (an early joiner,
+	// until opensAt).
+	Order      string     `firestore:"order,omitempty"`
+	AdmittedAt *time.Time `firestore:"admittedAt,omitempty"`
+	PassUntil  *time.Time `firestore:"passUntil,omitempty"`
+	// Shard is the place's range of the waiting line's index.
+	Shard int `firestore:"shard"`
+}
+
+func placeOf(snap *firestore.DocumentSnapshot) (Place, error) {
+	var p Place
+	if err := snap.DataTo(&p); err != nil {
+		return Place{}, fmt.Errorf("sale: place %s is malformed: %w", snap.Ref.ID, err)
+	}
+	p.ID = snap.Ref.ID
+	return p, nil
+}
