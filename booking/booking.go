@@ -112,7 +112,7 @@ type Service struct {
 	taken      takenSeats
 	flights    flights
 	mu         sync.Mutex
-	counters   map[string]*counter.Counter
+	counters   map[string]cachedCounter
 	hooks      hooks
 }
 
@@ -138,7 +138,7 @@ func WithGate(g Gate) Option { return func(s *Service) { s.gate = g } }
 
 // New returns a Service on client.
 func New(client *firestore.Client, opts ...Option) *Service {
-	s := &Service{client: client, counters: map[string]*counter.Counter{}}
+	s := &Service{client: client, counters: map[string]cachedCounter{}}
 	s.screenings.client = client
 	for _, o := range opts {
 		o(s)
@@ -370,24 +370,40 @@ func sameRequest(uid, screeningID string, seats []string, r Request) bool {
 	return uid == r.UID && screeningID == r.ScreeningID && slices.Equal(seats, sortedSeats(r.Seats))
 }
 
+// counterTTL is how long a counter handle is used before its shard count
+// is read again, so shards added by Grow (a sale sizes its counter) are
+// used within a minute.
+const counterTTL = time.Minute
+
+type cachedCounter struct {
+	c  *counter.Counter
+	at time.Time
+}
+
 // counter returns the screening's tickets-sold counter, creating it on
-// first use (idempotent) and caching the handle.
+// first use (idempotent) and caching the handle for counterTTL.
 func (s *Service) counter(ctx context.Context, screeningID string) (*counter.Counter, error) {
 	s.mu.Lock()
-	c := s.counters[screeningID]
+	cc, ok := s.counters[screeningID]
 	s.mu.Unlock()
-	if c != nil {
-		return c, nil
+	if ok && time.Since(cc.at) < counterTTL {
+		return cc.c, nil
 	}
 	c, err := counter.Open(ctx, s.client, CounterID(screeningID))
 	if errors.Is(err, counter.ErrNotFound) {
 		c, err = counter.Create(ctx, s.client, CounterID(screeningID), CounterShards)
+		if errors.Is(err, counter.ErrExists) { // created meanwhile with another count (a sale's)
+			c, err = counter.Open(ctx, s.client, CounterID(screeningID))
+		}
 	}
 	if err != nil {
+		if ok { // keep counting on the shards we know; they still exist
+			return cc.c, nil
+		}
 		return nil, err
 	}
 	s.mu.Lock()
-	s.counters[screeningID] = c
+	s.counters[screeningID] = cachedCounter{c, time.Now()}
 	s.mu.Unlock()
 	return c, nil
 }

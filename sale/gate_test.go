@@ -3,6 +3,7 @@ package sale
 import (
 	"context"
 	"errors"
+	"sync"
 	"testing"
 	"time"
 
@@ -229,5 +230,71 @@ func TestGateSettlesHoldsAndEndsThePassWhenDone(t *testing.T) {
 	g.settle("bob", booking.Change{Kind: booking.HoldExtended, HoldID: "unknown", Until: soon})
 	if ups, err := g.svc.Settle(nil, booking.Change{Kind: booking.HoldReleased, HoldID: "h"}, time.Now()); ups != nil || err != nil {
 		t.Fatalf("no pass: %v %v", ups, err)
+	}
+}
+
+// One user's holds racing each other through several booking instances
+// never pass the seat cap: the cap is checked on the pass as the deciding
+// read found it, and the commit that takes the seats is conditioned on the
+// pass being unchanged. Had a hold relied on a separate read, several
+// would fit under the cap at once.
+func TestConcurrentHoldsOfOneUserNeverPassTheCap(t *testing.T) {
+	e := newEnv(t, 2, 10, map[string]any{"opensAt": time.Now().Add(-time.Minute), "admitPerMinute": 10, "maxActive": 10, "passSeconds": 600, "maxSeatsPerUser": 3})
+	g := gateEnv{e, context.Background()}
+	g.pass("s1", "alice", StatusAdmitted, time.Now().Add(10*time.Minute), nil)
+	var svcs []*booking.Service
+	for range 3 {
+		b := booking.New(e.fs, booking.WithGate(e.svc))
+		t.Cleanup(b.Close)
+		svcs = append(svcs, b)
+	}
+	seats := []string{"A1", "A2", "A3", "A4", "A5", "A6", "A7", "A8", "A9", "B1", "B2", "B3"}
+	var mu sync.Mutex
+	held := 0
+	var wg sync.WaitGroup
+	for i, seat := range seats {
+		wg.Go(func() {
+			svc := svcs[i%len(svcs)]
+			r := booking.Request{UID: "alice", ScreeningID: "s1", Seats: []string{seat}, RequestID: "r" + seat}
+			var err error
+			if i%3 == 0 {
+				_, _, err = svc.Book(g.ctx, "e", r)
+			} else {
+				_, _, err = svc.Hold(g.ctx, "e", r, time.Minute)
+			}
+			switch {
+			case err == nil:
+				mu.Lock()
+				held++
+				mu.Unlock()
+			case !errors.Is(err, booking.ErrSeatLimit) && !errors.Is(err, booking.ErrSeatBusy) && !errors.Is(err, booking.ErrNotAdmitted):
+				t.Errorf("%s: %v", seat, err)
+			}
+		})
+	}
+	wg.Wait()
+	// What Firestore holds: alice's live holds and bookings.
+	n := 0
+	for _, coll := range []string{booking.Holds, booking.Bookings} {
+		snaps, err := e.fs.Collection(coll).Where("uid", "==", "alice").Documents(g.ctx).GetAll()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range snaps {
+			n += len(s.Data()["seats"].([]any))
+		}
+	}
+	if n > 3 || held > 3 {
+		t.Fatalf("alice holds or booked %d seats (%d successes), over her cap of 3", n, held)
+	}
+	if n == 0 {
+		t.Fatal("nothing was held: the race proved nothing")
+	}
+	taken, err := e.fs.Collection("screenings/s1/seats").Documents(g.ctx).GetAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(taken) != n {
+		t.Fatalf("%d seat documents for %d seats held or booked", len(taken), n)
 	}
 }
