@@ -25,6 +25,7 @@ require (
 	github.com/GoogleCloudPlatform/functions-framework-go v1.9.2
 	github.com/Shopify/toxiproxy/v2 v2.5.0
 	github.com/adhocore/gronx v1.20.4
+	github.com/anishathalye/porcupine v1.3.1
 	github.com/cloudevents/sdk-go/v2 v2.15.2
 	github.com/matoous/go-nanoid/v2 v2.1.0
 	github.com/prometheus/client_golang v1.21.1

@@ -290,7 +290,7 @@ func (l *Locker) TryAcquireAll(ctx context.Context, keys []string, opts ...Acqui
 				}
 			}
 			d := decodeLease(s)
-			if d.live(s.ReadTime) && !(o.reentrant && d.Owner == l.owner) {
+			if d.live(s.ReadTime) && !(o.reentrant && d.Owner == l.owner) && !ignoresEnd(d, l.owner) {
 				held = append(held, Holder{Key: keys[i], Owner: d.Owner, Until: d.end(), Remaining: d.end().Sub(s.ReadTime)})
 			}
 		}
