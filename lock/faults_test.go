@@ -105,28 +105,7 @@ func TestLockUnderFaults(t *testing.T) {
 	count := func(f func(*faultStats)) { mu.Lock(); f(&stats); mu.Unlock() }
 
 	stop := make(chan struct{})
-	chaosDone := make(chan struct{})
-	go func() { // one fault at a time, for a few hundred ms, then a healthy spell
-		defer close(chaosDone)
-		faults := []func() error{
-			func() error { return p.DropAnswers(time.Duration(100+rand.IntN(400)) * time.Millisecond) },
-			func() error { return p.Delay(time.Duration(200+rand.IntN(1200)) * time.Millisecond) },
-			p.Reset,
-		}
-		for {
-			select {
-			case <-stop:
-				p.Heal()
-				return
-			case <-time.After(time.Duration(100+rand.IntN(400)) * time.Millisecond):
-			}
-			if err := faults[rand.IntN(len(faults))](); err != nil {
-				t.Error(err)
-			}
-			time.Sleep(time.Duration(100+rand.IntN(500)) * time.Millisecond)
-			p.Heal()
-		}
-	}()
+	chaosDone := injectFaults(t, p, rand.New(rand.NewPCG(rand.Uint64(), 0)), stop, nil)
 
 	// Every guarded write records its token; the fence document keeps the
 	// highest. A commit with a lower token than one committed before is a
@@ -229,6 +208,45 @@ func TestLockUnderFaults(t *testing.T) {
 	if stats.faults == 0 || stats.succeeded == 0 || stats.failed == 0 {
 		t.Fatalf("the soak exercised too little: %+v", stats)
 	}
+}
+
+// injectFaults switches faults on p at random until stop is closed: one
+// at a time (answers dropped after the server processed the request,
+// answers delayed, connections reset), for a few hundred ms, then a
+// healthy spell. note, if not nil, learns each fault's span. The returned
+// channel is closed once the proxy is healed for good.
+func injectFaults(t *testing.T, p *faultproxy.Proxy, rnd *rand.Rand, stop <-chan struct{}, note func(fault string, from, to time.Time)) <-chan struct{} {
+	done := make(chan struct{})
+	faults := []struct {
+		name   string
+		inject func() error
+	}{
+		{"answers dropped", func() error { return p.DropAnswers(time.Duration(100+rnd.IntN(400)) * time.Millisecond) }},
+		{"answers delayed", func() error { return p.Delay(time.Duration(200+rnd.IntN(1200)) * time.Millisecond) }},
+		{"connections reset", p.Reset},
+	}
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-stop:
+				p.Heal()
+				return
+			case <-time.After(time.Duration(100+rnd.IntN(400)) * time.Millisecond):
+			}
+			f := faults[rnd.IntN(len(faults))]
+			from := time.Now()
+			if err := f.inject(); err != nil {
+				t.Error(err)
+			}
+			time.Sleep(time.Duration(100+rnd.IntN(500)) * time.Millisecond)
+			p.Heal()
+			if note != nil {
+				note(f.name, from, time.Now())
+			}
+		}
+	}()
+	return done
 }
 
 // abandonedTxExpiry is how long the emulator keeps a transaction whose

@@ -290,13 +290,72 @@ func Check[S, I, O any](tb testing.TB, m Model[S, I, O], h *History[I, O], timeo
 	h.mu.Lock()
 	info.AddAnnotations(h.notes)
 	h.mu.Unlock()
-	path := filepath.Join(ArtifactDir(tb), artifactName(tb.Name())+".html")
-	if err := porcupine.VisualizePath(pm, info, path); err != nil {
+	path := filepath.Join(ArtifactDir(tb), artifactName(tb.Name()))
+	if err := porcupine.VisualizePath(pm, info, path+".html"); err != nil {
 		tb.Errorf("linearize: write the visualization: %v", err)
 		return res
 	}
-	res.Visualization = path
+	if err := os.WriteFile(path+".txt", []byte(m.report(pm, ops, info)), 0o644); err != nil {
+		tb.Errorf("linearize: write the report: %v", err)
+	}
+	res.Visualization = path + ".html"
 	return res
+}
+
+// report describes, as text, each part of the history that could not be
+// linearized: the longest linearization found, with the state after each
+// step, and the operations, of which none could come next.
+func (m Model[S, I, O]) report(pm porcupine.Model, ops []porcupine.Operation, info porcupine.LinearizationInfo) string {
+	parts := [][]porcupine.Operation{ops}
+	if pm.Partition != nil {
+		parts = pm.Partition(ops)
+	}
+	describeState := func(s any) string { return fmt.Sprint(s) }
+	if pm.DescribeState != nil {
+		describeState = pm.DescribeState
+	}
+	at := func(t int64) string {
+		if t == math.MaxInt64 {
+			return "open"
+		}
+		return fmt.Sprintf("%.3fs", float64(t)/1e9)
+	}
+	var b strings.Builder
+	// Porcupine numbers each part's operations in the order given.
+	for i, longest := range info.PartialLinearizations() {
+		best := slices.MaxFunc(longest, func(a, b []int) int { return cmp.Compare(len(a), len(b)) })
+		part := parts[i]
+		if len(best) == len(part) {
+			continue
+		}
+		name := ""
+		if m.Partition != nil {
+			name = fmt.Sprintf(" %q", m.Partition(part[0].Input.(I)))
+		}
+		fmt.Fprintf(&b, "Partition%s is not linearizable. Its longest linearization, %d of %d operations:\n", name, len(best), len(part))
+		state := pm.Init()
+		placed := make([]bool, len(part))
+		for j, id := range best {
+			op := part[id]
+			_, state = pm.Step(state, op.Input, op.Output)
+			placed[id] = true
+			fmt.Fprintf(&b, "%4d. client %d [%s, %s] %s\n      => %s\n", j+1, op.ClientId, at(op.Call), at(op.Return),
+				pm.DescribeOperation(op.Input, op.Output), describeState(state))
+		}
+		fmt.Fprintf(&b, "None of these can come next:\n")
+		var rest []porcupine.Operation
+		for id, op := range part {
+			if !placed[id] {
+				rest = append(rest, op)
+			}
+		}
+		slices.SortFunc(rest, func(a, b porcupine.Operation) int { return cmp.Compare(a.Call, b.Call) })
+		for _, op := range rest {
+			fmt.Fprintf(&b, "      client %d [%s, %s] %s\n", op.ClientId, at(op.Call), at(op.Return), pm.DescribeOperation(op.Input, op.Output))
+		}
+		b.WriteString("\n")
+	}
+	return b.String()
 }
 
 // Require is Check that fails tb unless the history is shown linearizable

@@ -66,6 +66,13 @@ func TestStaleReadIsCaughtAndVisualized(t *testing.T) {
 	if !strings.Contains(string(b), "<html") {
 		t.Fatalf("%s is not an HTML visualization", res.Visualization)
 	}
+	report, err := os.ReadFile(strings.TrimSuffix(res.Visualization, ".html") + ".txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(report), `Partition "a" is not linearizable. Its longest linearization, 1 of 2 operations`) {
+		t.Fatalf("report:\n%s", report)
+	}
 }
 
 // An operation with an unknown outcome may have taken effect, at any time
