@@ -301,3 +301,38 @@ func TestLinearizabilityCatchesPlantedBugs(t *testing.T) {
 		})
 	}
 }
+
+// Found by TestLockHistoryIsLinearizable: a release whose delete landed
+// but whose answer was lost answered ErrNotHeld. The Firestore client
+// retried the commit after the dropped connection, the retry failed the
+// precondition the first attempt had fulfilled, and Release took that for
+// a lease lost to someone else. (In the history, the next holder's grant
+// came while the releaser still held the key by the model, its release
+// having answered ErrNotHeld, which changes nothing.)
+func TestReleaseWhoseAnswerWasLostAndRetriedIsDone(t *testing.T) {
+	p, l, direct := proxied(t, lock.WithLeaseDuration(time.Minute))
+	h := linearize.NewHistory[lockIn, lockOut]()
+	w := &historyWorker{h: h, c: direct, l: l, grants: new(atomic.Int64), values: new(atomic.Int64)}
+	ctx := context.Background()
+	w.grant(ctx, opTry, "k")
+	if w.lease == nil {
+		t.Fatal("no grant")
+	}
+	if err := p.DropAnswers(100 * time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	healed := time.AfterFunc(400*time.Millisecond, p.Heal)
+	defer healed.Stop()
+	rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	lease := w.lease
+	w.release(rctx)
+	w.readLease(ctx, "k")
+	linearize.Require(t, lockModel, h, time.Minute)
+	if _, err := direct.Collection(coll).Doc("k").Get(ctx); !isNotFound(err) {
+		t.Fatalf("the lease is still there after its release (%v)", err)
+	}
+	if err := lease.Err(); err != nil {
+		t.Fatalf("released lease ended with %v, want nil (a clean release)", err)
+	}
+}
