@@ -256,9 +256,10 @@ type Result struct {
 	// check timed out).
 	Verdict porcupine.CheckResult
 	// Operations checked, of which Unknown had an unknown outcome, in
-	// Partitions independent parts.
-	Operations, Unknown, Partitions int
-	Took                            time.Duration
+	// Partitions independent parts, of which Illegal were shown not
+	// linearizable.
+	Operations, Unknown, Partitions, Illegal int
+	Took                                     time.Duration
 	// Visualization is the HTML file written for a history that is not
 	// shown linearizable; empty otherwise.
 	Visualization string
@@ -267,15 +268,21 @@ type Result struct {
 func (r Result) String() string {
 	s := fmt.Sprintf("%d operations (%d with unknown outcome) in %d partitions: %s in %v",
 		r.Operations, r.Unknown, r.Partitions, r.Verdict, r.Took.Round(time.Millisecond))
+	if r.Illegal > 0 {
+		s += fmt.Sprintf(" (%d partitions not linearizable)", r.Illegal)
+	}
 	if r.Visualization != "" {
-		s += "; visualization: " + r.Visualization
+		s += "; visualization: " + r.Visualization + " (and a text report beside it)"
 	}
 	return s
 }
 
 // Check checks h against m for at most timeout. Unless the history is
 // shown linearizable, it writes Porcupine's visualization of it to
-// ArtifactDir and names the file in the result.
+// ArtifactDir and names the file in the result; beside it, with the
+// extension .txt, a report of each partition that is not linearizable: its
+// longest linearization, with the state after each step, and the
+// operations none of which could come next.
 func Check[S, I, O any](tb testing.TB, m Model[S, I, O], h *History[I, O], timeout time.Duration) Result {
 	tb.Helper()
 	ops, unknown := h.operations()
@@ -287,6 +294,12 @@ func Check[S, I, O any](tb testing.TB, m Model[S, I, O], h *History[I, O], timeo
 	if verdict == porcupine.Ok {
 		return res
 	}
+	parts := partitions(pm, ops)
+	for i, longest := range info.PartialLinearizations() {
+		if len(longestOf(longest)) < len(parts[i]) {
+			res.Illegal++
+		}
+	}
 	h.mu.Lock()
 	info.AddAnnotations(h.notes)
 	h.mu.Unlock()
@@ -295,21 +308,33 @@ func Check[S, I, O any](tb testing.TB, m Model[S, I, O], h *History[I, O], timeo
 		tb.Errorf("linearize: write the visualization: %v", err)
 		return res
 	}
-	if err := os.WriteFile(path+".txt", []byte(m.report(pm, ops, info)), 0o644); err != nil {
+	if err := os.WriteFile(path+".txt", []byte(m.report(pm, parts, info)), 0o644); err != nil {
 		tb.Errorf("linearize: write the report: %v", err)
 	}
 	res.Visualization = path + ".html"
 	return res
 }
 
-// report describes, as text, each part of the history that could not be
-// linearized: the longest linearization found, with the state after each
-// step, and the operations, of which none could come next.
-func (m Model[S, I, O]) report(pm porcupine.Model, ops []porcupine.Operation, info porcupine.LinearizationInfo) string {
-	parts := [][]porcupine.Operation{ops}
-	if pm.Partition != nil {
-		parts = pm.Partition(ops)
+// partitions splits ops as the checker does.
+func partitions(pm porcupine.Model, ops []porcupine.Operation) [][]porcupine.Operation {
+	if pm.Partition == nil {
+		return [][]porcupine.Operation{ops}
 	}
+	return pm.Partition(ops)
+}
+
+// longestOf is the longest of a partition's partial linearizations.
+func longestOf(linearizations [][]int) []int {
+	if len(linearizations) == 0 {
+		return nil
+	}
+	return slices.MaxFunc(linearizations, func(a, b []int) int { return cmp.Compare(len(a), len(b)) })
+}
+
+// report describes, as text, each partition that could not be
+// linearized: the longest linearization found, with the state after each
+// step, and the operations, none of which could come next.
+func (m Model[S, I, O]) report(pm porcupine.Model, parts [][]porcupine.Operation, info porcupine.LinearizationInfo) string {
 	describeState := func(s any) string { return fmt.Sprint(s) }
 	if pm.DescribeState != nil {
 		describeState = pm.DescribeState
@@ -323,8 +348,7 @@ func (m Model[S, I, O]) report(pm porcupine.Model, ops []porcupine.Operation, in
 	var b strings.Builder
 	// Porcupine numbers each part's operations in the order given.
 	for i, longest := range info.PartialLinearizations() {
-		best := slices.MaxFunc(longest, func(a, b []int) int { return cmp.Compare(len(a), len(b)) })
-		part := parts[i]
+		best, part := longestOf(longest), parts[i]
 		if len(best) == len(part) {
 			continue
 		}
@@ -404,8 +428,9 @@ func artifactName(test string) string {
 }
 
 // Seed returns the seed for a test's random choices: $FIRELOCK_SEED if
-// set, else fixed, or a fresh one if fixed is 0. It logs the seed, and
-// repeats it with how to replay if the test fails.
+// set; else in a soak ($FIRELOCK_SOAK set) a fresh one each run, to explore;
+// else fixed (0: a fresh one too). It logs the seed, and repeats it with how
+// to replay if the test fails.
 func Seed(tb testing.TB, fixed uint64) uint64 {
 	tb.Helper()
 	seed := fixed
@@ -413,13 +438,17 @@ func Seed(tb testing.TB, fixed uint64) uint64 {
 		if _, err := fmt.Sscan(s, &seed); err != nil {
 			tb.Fatalf("FIRELOCK_SEED=%q: %v", s, err)
 		}
-	} else if seed == 0 {
+	} else if seed == 0 || os.Getenv("FIRELOCK_SOAK") != "" {
 		seed = uint64(time.Now().UnixNano())
 	}
 	tb.Logf("seed %d", seed)
+	replay := fmt.Sprintf("FIRELOCK_SEED=%d", seed)
+	if soak := os.Getenv("FIRELOCK_SOAK"); soak != "" {
+		replay += " FIRELOCK_SOAK=" + soak
+	}
 	tb.Cleanup(func() {
 		if tb.Failed() {
-			tb.Logf("replay with FIRELOCK_SEED=%d go test -run '^%s$' (timing still varies)", seed, strings.Split(tb.Name(), "/")[0])
+			tb.Logf("replay: %s go test -run '^%s$' (the timing still varies)", replay, strings.Split(tb.Name(), "/")[0])
 		}
 	})
 	return seed

@@ -56,8 +56,8 @@ func TestStaleReadIsCaughtAndVisualized(t *testing.T) {
 	h.Call(0, regIn{Key: "a", Write: true, Value: 1}).Return(regOut{})
 	h.Call(1, regIn{Key: "a"}).Return(regOut{Value: 0})
 	res := Check(t, register, h, time.Second)
-	if res.Verdict != porcupine.Illegal {
-		t.Fatalf("verdict %v, want Illegal", res.Verdict)
+	if res.Verdict != porcupine.Illegal || res.Illegal != 1 {
+		t.Fatalf("%v, want Illegal in 1 partition", res)
 	}
 	b, err := os.ReadFile(res.Visualization)
 	if err != nil {
@@ -107,11 +107,15 @@ func TestCallNeverReturnedIsUnknown(t *testing.T) {
 }
 
 func TestSeedAndDurationFromTheEnvironment(t *testing.T) {
+	t.Setenv("FIRELOCK_SOAK", "")
+	t.Setenv("FIRELOCK_SEED", "")
+	if s := Seed(t, 1); s != 1 {
+		t.Errorf("seed %d, want the fixed 1", s)
+	}
 	t.Setenv("FIRELOCK_SEED", "42")
 	if s := Seed(t, 1); s != 42 {
 		t.Errorf("seed %d, want 42 from FIRELOCK_SEED", s)
 	}
-	t.Setenv("FIRELOCK_SOAK", "")
 	if d := Duration(t, 3*time.Second); d != 3*time.Second {
 		t.Errorf("duration %v without FIRELOCK_SOAK, want the short one", d)
 	}
