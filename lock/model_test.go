@@ -293,23 +293,25 @@ func describeLockOp(in lockIn, out lockOut) string {
 	case answerFailed:
 		got = "failed"
 	default:
-		switch in.Op {
-		case opTry, opAcquire:
+		switch {
+		case in.Op == opRelease:
+			got = "ok"
+		case out == lockOut{}: // an unknown outcome, with nothing learnt
+			got = "?"
+		case in.Op == opTry, in.Op == opAcquire:
 			got = fmt.Sprintf("#%d token %d until %s", out.Lease, out.Token, clock(out.End))
-		case opRenew:
+		case in.Op == opRenew:
 			got = "renewed until " + clock(out.End)
-		case opWrite:
+		case in.Op == opWrite:
 			got = fmt.Sprintf("read %d, checked at %s, committed at %s", out.Value, clock(out.Checked), clock(out.At))
-		case opReadLease:
+		case in.Op == opReadLease:
 			got = "none"
 			if out.Exists {
 				got = fmt.Sprintf("%s acquired %s until %s", short(out.Owner), clock(out.ReadAcquiredAt), clock(out.ReadEnd))
 			}
 			got += " at " + clock(out.At)
-		case opReadRegister:
+		case in.Op == opReadRegister:
 			got = fmt.Sprintf("%d at %s", out.Value, clock(out.At))
-		default:
-			got = "ok"
 		}
 	}
 	return did + " -> " + got
