@@ -98,9 +98,9 @@ func WithTTLMargin(d time.Duration) Option {
 
 // WithClientOptions gives the options the Locker's *firestore.Client was
 // made with (endpoint, credentials, gRPC connection). Grants, renewals and
-// releases use a low-level client of their own (see the package doc), built from
-// these; without them it is built like firestore.NewClient builds one, from
-// FIRESTORE_EMULATOR_HOST or Application Default Credentials. The database
+// releases use a low-level client of their own (see the package doc), built
+// from these; without them it is built like firestore.NewClient builds one,
+// from FIRESTORE_EMULATOR_HOST or Application Default Credentials. The database
 // (named ones too) always comes from the *firestore.Client. Either way the
 // first commit checks that both reach the same database (ErrClientMismatch).
 func WithClientOptions(opts ...option.ClientOption) Option {
