@@ -34,9 +34,9 @@ const (
 
 // recordLockHistory runs the workers at random operations on a few hot
 // keys for run, through a fault proxy that drops answers after the server
-// processed them, delays them and resets connections (when faults is set),
-// and returns every call and answer, with the number of faults injected.
-func recordLockHistory(t *testing.T, seed uint64, run time.Duration, faults bool) (*linearize.History[lockIn, lockOut], int) {
+// processed them, delays them and resets connections, and returns every
+// call and answer, with the number of faults injected.
+func recordLockHistory(t *testing.T, seed uint64, run time.Duration) (*linearize.History[lockIn, lockOut], int) {
 	t.Helper()
 	p, _, _ := proxied(t)
 	h := linearize.NewHistory[lockIn, lockOut]()
@@ -53,12 +53,9 @@ func recordLockHistory(t *testing.T, seed uint64, run time.Duration, faults bool
 	deadline := start.Add(run)
 	var grants, values atomic.Int64
 	stop := make(chan struct{})
-	var chaosDone <-chan struct{}
-	if faults {
-		chaosDone = injectFaults(t, p, rand.New(rand.NewPCG(seed, 0)), stop, func(fault string, from, to time.Time) {
-			h.Annotate("faults", from, to, fault)
-		})
-	}
+	chaosDone := injectFaults(t, p, rand.New(rand.NewPCG(seed, 0)), stop, func(fault string, from, to time.Time) {
+		h.Annotate("faults", from, to, fault)
+	})
 	var wg sync.WaitGroup
 	for id := range historyWorkers {
 		w := &historyWorker{id: id, h: h, c: clients[0], l: shared, rnd: rand.New(rand.NewPCG(seed, uint64(id+1))),
@@ -74,9 +71,7 @@ func recordLockHistory(t *testing.T, seed uint64, run time.Duration, faults bool
 	}
 	wg.Wait()
 	close(stop)
-	if chaosDone != nil {
-		<-chaosDone
-	}
+	<-chaosDone
 	return h, p.Faults()
 }
 
@@ -283,7 +278,7 @@ func checkTimeout(run time.Duration) time.Duration { return max(time.Minute, run
 func TestLockHistoryIsLinearizable(t *testing.T) {
 	seed := linearize.Seed(t, 1)
 	run := linearize.Duration(t, 6*time.Second)
-	h, faults := recordLockHistory(t, seed, run, true)
+	h, faults := recordLockHistory(t, seed, run)
 	res := linearize.Require(t, lockModel, h, checkTimeout(run))
 	t.Logf("operations checked %d, ambiguous %d, faults injected %d, violations %d (keys whose history is not linearizable): %v",
 		res.Operations, res.Unknown, faults, res.Illegal, res)
@@ -300,7 +295,7 @@ func TestLinearizabilityCatchesPlantedBugs(t *testing.T) {
 			seed := linearize.Seed(t, 1)
 			var res linearize.Result
 			for try := range 3 {
-				h, faults := recordLockHistory(t, seed+uint64(try), 4*time.Second, true)
+				h, faults := recordLockHistory(t, seed+uint64(try), 4*time.Second)
 				if res = linearize.Check(t, lockModel, h, time.Minute); res.Verdict == porcupine.Illegal {
 					t.Logf("caught in history %d (faults %d): %v", try+1, faults, res)
 					return

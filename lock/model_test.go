@@ -376,7 +376,16 @@ func TestLockModel(t *testing.T) {
 	readNone := func(at float64) modelOp {
 		return modelOp{client: 8, in: lockIn{Op: opReadLease, Key: "k"}, out: lockOut{At: s(at)}}
 	}
+	readRegister := func(at float64, value int64) modelOp {
+		return modelOp{client: 8, in: lockIn{Op: opReadRegister, Key: "k"}, out: lockOut{At: s(at), Value: value}}
+	}
 	unknown := func(op modelOp) modelOp { op.unknown = true; op.out = lockOut{}; return op }
+	// A guarded write whose commit's answer was lost: its Guard's read is known.
+	unknownWrite := func(n int, value int64, checked float64, read int64) modelOp {
+		op := write(n, value, checked, 0, read)
+		op.unknown = true
+		return op
+	}
 
 	cases := []struct {
 		name string
@@ -408,6 +417,13 @@ func TestLockModel(t *testing.T) {
 			grantOf(1, "a", 1), unknown(grantOf(3, "c", 2)), grantOf(2, "b", 5)}, porcupine.Illegal},
 		{"a renewal of unknown outcome may have moved the end", []modelOp{
 			grantOf(1, "a", 1), unknown(renew(1, 5)), heldBy("a", 12, 15)}, porcupine.Ok},
+		{"a register read sees the latest guarded write", []modelOp{
+			grantOf(1, "a", 1), write(1, 7, 2, 2.1, 0), readRegister(3, 0)}, porcupine.Illegal},
+		{"a guarded write of unknown outcome may have committed", []modelOp{
+			grantOf(1, "a", 1), unknownWrite(1, 7, 2, 0), readRegister(3, 7)}, porcupine.Ok},
+		{"or not", []modelOp{grantOf(1, "a", 1), unknownWrite(1, 7, 2, 0), readRegister(3, 0)}, porcupine.Ok},
+		{"but not after a takeover", []modelOp{
+			grantOf(1, "a", 1), grantOf(2, "b", 12), unknownWrite(1, 7, 13, 0), readRegister(14, 7)}, porcupine.Illegal},
 		{"a release of unknown outcome may have freed the key", []modelOp{
 			grantOf(1, "a", 1), unknown(release(1, answerOK)), grantOf(2, "b", 2)}, porcupine.Ok},
 	}
