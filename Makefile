@@ -1,5 +1,5 @@
 # The commands of the README.
-.PHONY: run test deps bench
+.PHONY: run test deps bench soak
 
 # Everything on loopback: emulators, every function, Pub/Sub wiring, demo
 # data, and the web app on Vite's dev server (http://127.0.0.1:5173).
@@ -30,3 +30,12 @@ deps:
 bench: deps
 	go run ./cmd/firelock-local -port 0 -web off -schedule '' -log bench-functions.log -- \
 		sh -c 'go run ./cmd/bench && npm --prefix web run --silent bench'
+
+# Minutes of the lock's fault soak and of its linearizability check
+# (FIRELOCK_SOAK each, a fresh seed per run), each ending in a summary:
+# operations checked, ambiguous, faults injected, violations. A failure
+# names its visualization under test-results/linearize/.
+SOAK ?= 3m
+soak: deps
+	FIRELOCK_SOAK=$(SOAK) go test -race -count=1 -timeout 60m -v \
+		-run '^(TestLockHistoryIsLinearizable|TestLockUnderFaults)$$' ./lock/

@@ -25,7 +25,9 @@ require (
 	github.com/GoogleCloudPlatform/functions-framework-go v1.9.2
 	github.com/Shopify/toxiproxy/v2 v2.5.0
 	github.com/adhocore/gronx v1.20.4
+	github.com/anishathalye/porcupine v1.3.1
 	github.com/cloudevents/sdk-go/v2 v2.15.2
+	github.com/googleapis/gax-go/v2 v2.27.0
 	github.com/matoous/go-nanoid/v2 v2.1.0
 	github.com/prometheus/client_golang v1.21.1
 	github.com/rs/zerolog v1.28.0
@@ -63,7 +65,6 @@ require (
 	github.com/google/s2a-go v0.1.11 // indirect
 	github.com/google/uuid v1.6.0 // indirect
 	github.com/googleapis/enterprise-certificate-proxy v0.3.23 // indirect
-	github.com/googleapis/gax-go/v2 v2.27.0 // indirect
 	github.com/gorilla/mux v1.8.0 // indirect
 	github.com/json-iterator/go v1.1.12 // indirect
 	github.com/klauspost/compress v1.18.6 // indirect

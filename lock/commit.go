@@ -13,6 +13,7 @@ import (
 	"cloud.google.com/go/firestore"
 	vkit "cloud.google.com/go/firestore/apiv1"
 	pb "cloud.google.com/go/firestore/apiv1/firestorepb"
+	"github.com/googleapis/gax-go/v2"
 	"google.golang.org/api/option"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -26,8 +27,8 @@ import (
 // time (in production too). The high-level client drops the commit's
 // transform results, which are the exact stored values; without them a
 // holder would need a second RPC to learn its own fencing token. Grants and
-// renewals therefore go through the Commit RPC directly, everything else
-// through the caller's *firestore.Client.
+// renewals therefore go through the Commit RPC directly, and releases too
+// (see unretried); everything else through the caller's *firestore.Client.
 
 // The commit client must reach the very database the caller's
 // *firestore.Client reaches. The database (project and ID, named ones
@@ -160,8 +161,14 @@ type written struct {
 	stamps     []time.Time // the server timestamps' stored values, in transform order
 }
 
+// unretried makes a commit fail at the first ambiguous error instead of
+// being sent again by the client library: a release must learn that its
+// first attempt may have landed, since a retry of it would then fail its
+// precondition. (Grants and renewals settle retries by what they read back.)
+var unretried = gax.WithRetry(nil)
+
 // commit sends writes in one atomic Commit RPC.
-func (l *Locker) commit(ctx context.Context, writes []*pb.Write) ([]written, error) {
+func (l *Locker) commit(ctx context.Context, writes []*pb.Write, opts ...gax.CallOption) ([]written, error) {
 	if len(writes) == 0 {
 		return nil, nil
 	}
@@ -172,7 +179,7 @@ func (l *Locker) commit(ctx context.Context, writes []*pb.Write) ([]written, err
 	if err := l.verifyCommitClient(ctx); err != nil {
 		return nil, err
 	}
-	resp, err := l.raw.Commit(ctx, &pb.CommitRequest{Database: db, Writes: writes})
+	resp, err := l.raw.Commit(ctx, &pb.CommitRequest{Database: db, Writes: writes}, opts...)
 	if err != nil {
 		return nil, err
 	}

@@ -53,11 +53,12 @@
 // landed counts as done. Only when even the read fails does an error leave
 // a lease behind, and that lease ends by itself within its length.
 //
-// Connection: grants and renewals use a low-level commit client (to read
-// the server's timestamps from the commit itself). It reaches the database
-// of the *firestore.Client given to New (named databases too) with the
-// client's endpoint and credentials: pass the options the client was made
-// with through WithClientOptions where they are not the environment's
+// Connection: grants, renewals and releases use a low-level commit client
+// (to read the server's timestamps from the commit itself, and to see a
+// release's ambiguous failure rather than have it retried). It reaches the
+// database of the *firestore.Client given to New (named databases too) with
+// the client's endpoint and credentials: pass the options the client was
+// made with through WithClientOptions where they are not the environment's
 // defaults. The first commit per client proves both reach one database and
 // otherwise fails with ErrClientMismatch.
 //

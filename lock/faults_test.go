@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -79,156 +77,43 @@ func TestLostRenewAnswerKeepsTheLease(t *testing.T) {
 	}
 }
 
-// faultStats is what TestLockUnderFaults reports (and the README quotes).
-type faultStats struct {
-	faults, ops, succeeded, failed, violations, orphans int
-}
-
-// Workers (half of them sharing one Locker) take two keys through a fault proxy (answers dropped, delayed,
-// connections reset, at random) with WithLock, KeepAlive and guarded
-// transactions. Afterwards, on what Firestore holds: no guarded write ever
-// committed under a stale lease (tokens only grow per key), every lease
-// left behind ends within one lease, and the keys are free.
-func TestLockUnderFaults(t *testing.T) {
-	if testing.Short() {
-		t.Skip("fault soak")
+// injectFaults switches faults on p at random until stop is closed: one
+// at a time (answers dropped after the server processed the request,
+// answers delayed, connections reset), for a few hundred ms, then a
+// healthy spell. note, if not nil, learns each fault's span. The returned
+// channel is closed once the proxy is healed for good.
+func injectFaults(t *testing.T, p *faultproxy.Proxy, rnd *rand.Rand, stop <-chan struct{}, note func(fault string, from, to time.Time)) <-chan struct{} {
+	done := make(chan struct{})
+	faults := []struct {
+		name   string
+		inject func() error
+	}{
+		{"answers dropped", func() error { return p.DropAnswers(time.Duration(100+rnd.IntN(400)) * time.Millisecond) }},
+		{"answers delayed", func() error { return p.Delay(time.Duration(200+rnd.IntN(1200)) * time.Millisecond) }},
+		{"connections reset", p.Reset},
 	}
-	const (
-		workers = 6
-		run     = 20 * time.Second
-		lease   = 2 * time.Second
-	)
-	p, _, direct := proxied(t)
-	keys := []string{"a", "b"}
-	var stats faultStats
-	var mu sync.Mutex
-	count := func(f func(*faultStats)) { mu.Lock(); f(&stats); mu.Unlock() }
-
-	stop := make(chan struct{})
-	chaosDone := make(chan struct{})
-	go func() { // one fault at a time, for a few hundred ms, then a healthy spell
-		defer close(chaosDone)
-		faults := []func() error{
-			func() error { return p.DropAnswers(time.Duration(100+rand.IntN(400)) * time.Millisecond) },
-			func() error { return p.Delay(time.Duration(200+rand.IntN(1200)) * time.Millisecond) },
-			p.Reset,
-		}
+	go func() {
+		defer close(done)
 		for {
 			select {
 			case <-stop:
 				p.Heal()
 				return
-			case <-time.After(time.Duration(100+rand.IntN(400)) * time.Millisecond):
+			case <-time.After(time.Duration(100+rnd.IntN(400)) * time.Millisecond):
 			}
-			if err := faults[rand.IntN(len(faults))](); err != nil {
+			f := faults[rnd.IntN(len(faults))]
+			from := time.Now()
+			if err := f.inject(); err != nil {
 				t.Error(err)
 			}
-			time.Sleep(time.Duration(100+rand.IntN(500)) * time.Millisecond)
+			time.Sleep(time.Duration(100+rnd.IntN(500)) * time.Millisecond)
 			p.Heal()
+			if note != nil {
+				note(f.name, from, time.Now())
+			}
 		}
 	}()
-
-	// Every guarded write records its token; the fence document keeps the
-	// highest. A commit with a lower token than one committed before is a
-	// stale holder's write: a violation.
-	var wg sync.WaitGroup
-	deadline := time.Now().Add(run)
-	var opSeq atomic.Int64
-	var succeeded []int64
-	// Half the workers share one Locker (one execution, many goroutines),
-	// the others have one each.
-	sc, sopts := emulatorsClientVia(t, p)
-	shared := newLocker(t, sc, lock.WithLeaseDuration(lease), lock.WithClientOptions(sopts...))
-	for w := range workers {
-		c, l := sc, shared
-		if w%2 == 1 {
-			var copts []option.ClientOption
-			c, copts = emulatorsClientVia(t, p)
-			l = newLocker(t, c, lock.WithLeaseDuration(lease), lock.WithClientOptions(copts...))
-		}
-		wg.Go(func() {
-			for time.Now().Before(deadline) {
-				key := keys[rand.IntN(len(keys))]
-				op := opSeq.Add(1)
-				ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
-				err := l.WithLock(ctx, key, func(ctx context.Context, lease *lock.Lease) error {
-					return c.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
-						fence := c.Collection("fences").Doc(key)
-						snaps, err := lock.Leases{lease}.GuardWith(tx, fence)
-						if err != nil {
-							return err
-						}
-						var last int64
-						if snaps[0].Exists() {
-							last = snaps[0].Data()["token"].(int64)
-						}
-						if lease.Token() < last {
-							count(func(s *faultStats) { s.violations++ })
-							return fmt.Errorf("worker %d: token %d below the committed %d", w, lease.Token(), last)
-						}
-						if err := tx.Set(fence, map[string]any{"token": lease.Token()}); err != nil {
-							return err
-						}
-						return tx.Set(c.Collection("writes").Doc(fmt.Sprint(op)), map[string]any{"key": key, "token": lease.Token()})
-					})
-				})
-				cancel()
-				count(func(s *faultStats) {
-					s.ops++
-					if err == nil {
-						s.succeeded++
-						succeeded = append(succeeded, op)
-					} else {
-						s.failed++
-					}
-				})
-			}
-		})
-	}
-	wg.Wait()
-	close(stop)
-	<-chaosDone
-	stats.faults = p.Faults()
-
-	// What Firestore holds: every guarded write under its key carries a
-	// token no lower than an earlier commit's (checked in the write itself
-	// above), and each reported success is there.
-	ctx := context.Background()
-	snaps, err := direct.Collection(coll).Documents(ctx).GetAll()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stats.orphans = len(snaps)
-	for _, op := range succeeded {
-		if s, err := direct.Collection("writes").Doc(fmt.Sprint(op)).Get(ctx); err != nil || !s.Exists() {
-			t.Errorf("operation %d reported success but its guarded write is not in Firestore (%v)", op, err)
-		}
-	}
-	for _, s := range snaps {
-		renewed, ok1 := s.Data()[lock.FieldRenewedAt].(time.Time)
-		secs, ok2 := s.Data()[lock.FieldLeaseSeconds].(int64)
-		if !ok1 || !ok2 {
-			t.Errorf("document %s left in the lock collection is not a lease: %v", s.Ref.ID, s.Data())
-			continue
-		}
-		end := renewed.Add(time.Duration(secs) * time.Second)
-		if end.Sub(s.ReadTime) > lease {
-			t.Errorf("lease %s left behind ends %v after the run, more than one lease", s.Ref.ID, end.Sub(s.ReadTime))
-		}
-	}
-	waitLeaseEnd(lease)
-	fresh := newLocker(t, direct)
-	for _, k := range keys {
-		freeAfterTheRun(t, fresh, k)
-	}
-	t.Logf("faults injected %d, operations %d (%d succeeded, %d failed), leases left at the end %d (all ended within one lease), invariant violations %d",
-		stats.faults, stats.ops, stats.succeeded, stats.failed, stats.orphans, stats.violations)
-	if stats.violations != 0 {
-		t.Fatalf("%d guarded writes committed under a stale lease", stats.violations)
-	}
-	if stats.faults == 0 || stats.succeeded == 0 || stats.failed == 0 {
-		t.Fatalf("the soak exercised too little: %+v", stats)
-	}
+	return done
 }
 
 // abandonedTxExpiry is how long the emulator keeps a transaction whose

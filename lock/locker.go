@@ -53,7 +53,7 @@ type Locker struct {
 	lease     time.Duration
 	ttlMargin time.Duration
 	backoff   backoff
-	raw       *vkit.Client // grants and renewals: see commit.go
+	raw       *vkit.Client // grants, renewals and releases: see commit.go
 	rawOpts   []option.ClientOption
 }
 
@@ -97,10 +97,10 @@ func WithTTLMargin(d time.Duration) Option {
 }
 
 // WithClientOptions gives the options the Locker's *firestore.Client was
-// made with (endpoint, credentials, gRPC connection). Grants and renewals
-// use a low-level client of their own (see the package doc), built from
-// these; without them it is built like firestore.NewClient builds one, from
-// FIRESTORE_EMULATOR_HOST or Application Default Credentials. The database
+// made with (endpoint, credentials, gRPC connection). Grants, renewals and
+// releases use a low-level client of their own (see the package doc), built
+// from these; without them it is built like firestore.NewClient builds one,
+// from FIRESTORE_EMULATOR_HOST or Application Default Credentials. The database
 // (named ones too) always comes from the *firestore.Client. Either way the
 // first commit checks that both reach the same database (ErrClientMismatch).
 func WithClientOptions(opts ...option.ClientOption) Option {
@@ -290,7 +290,7 @@ func (l *Locker) TryAcquireAll(ctx context.Context, keys []string, opts ...Acqui
 				}
 			}
 			d := decodeLease(s)
-			if d.live(s.ReadTime) && !(o.reentrant && d.Owner == l.owner) {
+			if d.live(s.ReadTime) && !(o.reentrant && d.Owner == l.owner) && !ignoresEnd(d, l.owner) {
 				held = append(held, Holder{Key: keys[i], Owner: d.Owner, Until: d.end(), Remaining: d.end().Sub(s.ReadTime)})
 			}
 		}

@@ -13,6 +13,7 @@ import (
 	gonanoid "github.com/matoous/go-nanoid/v2"
 	"google.golang.org/api/option"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/credentials/insecure"
 )
 
@@ -87,7 +88,14 @@ func NewFirestoreVia(tb testing.TB, host, projectID string) (*firestore.Client, 
 	tb.Helper()
 	conn, err := grpc.NewClient(host,
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithPerRPCCredentials(EmulatorAdmin{}))
+		grpc.WithPerRPCCredentials(EmulatorAdmin{}),
+		// A fault proxy's faults last a few hundred ms: reconnect as soon
+		// as it heals, not after gRPC's default backoff (1 s, growing to
+		// 2 min), which would keep a connection down long after.
+		grpc.WithConnectParams(grpc.ConnectParams{
+			Backoff:           backoff.Config{BaseDelay: 20 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: 200 * time.Millisecond},
+			MinConnectTimeout: time.Second,
+		}))
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -1,0 +1,28 @@
+package lock
+
+import (
+	"sync/atomic"
+	"testing"
+)
+
+// Bug is a bug planted in the lock for a negative control (hooks.go).
+type Bug struct {
+	name string
+	flag *atomic.Bool
+}
+
+// The planted bugs.
+var (
+	BugTakeoverIgnoresEnd   = Bug{"a takeover that ignores the lease end", &bugTakeoverIgnoresEnd}
+	BugGuardChecksNothing   = Bug{"a Guard that checks nothing", &bugGuardChecksNothing}
+	BugReleaseUnconditional = Bug{"a release without its precondition", &bugReleaseUnconditional}
+)
+
+// Plant turns the bug on until tb ends. Tests of this package run one at
+// a time, so no other test sees it.
+func (b Bug) Plant(tb testing.TB) {
+	b.flag.Store(true)
+	tb.Cleanup(func() { b.flag.Store(false) })
+}
+
+func (b Bug) String() string { return b.name }

@@ -1,0 +1,24 @@
+package lock
+
+import "sync/atomic"
+
+// Planted bugs, for negative controls: a checker proves it catches what it
+// claims to by watching the lock broken on purpose go red. Each is read at
+// one point of the real code path and is off unless this package's own
+// tests turn it on (export_test.go), so no user of the package can reach
+// them.
+var (
+	// bugTakeoverIgnoresEnd: a grant treats live leases of other owners
+	// as ended, and takes them over.
+	bugTakeoverIgnoresEnd atomic.Bool
+	// bugGuardChecksNothing: Guard and GuardWith accept any lease document.
+	bugGuardChecksNothing atomic.Bool
+	// bugReleaseUnconditional: a release deletes the lease document
+	// without its update-time precondition.
+	bugReleaseUnconditional atomic.Bool
+)
+
+// ignoresEnd: the planted bug takes d, another owner's live lease, for ended.
+func ignoresEnd(d leaseDoc, owner string) bool {
+	return bugTakeoverIgnoresEnd.Load() && d.Owner != owner
+}
