@@ -451,6 +451,11 @@ func (ls Leases) ReleaseIn(tx *firestore.Transaction) error {
 // replace a transaction's reads. It fails with ErrNotHeld, adding nothing,
 // if a lease has no more than the Guard margin left by its conservative
 // local clock. If b does not commit, the leases are still held.
+//
+// A failed commit is not always a lost lease: the client library retries a
+// commit whose answer was lost (Unavailable), and the retry fails the
+// preconditions its own first attempt met. Settle a failed commit by
+// reading back the documents b wrote.
 func (ls Leases) ReleaseInBatch(b *firestore.WriteBatch) error {
 	now := time.Now()
 	for _, l := range ls {
