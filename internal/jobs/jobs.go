@@ -96,6 +96,10 @@ type Runner struct {
 	lease    time.Duration
 	wait     time.Duration
 	lockOpts []lock.Option
+	// locker is made once (one commit client per Runner) and derived per
+	// delivery with the delivery's execution ID as owner.
+	locker  *lock.Locker
+	lockErr error
 }
 
 // Option configures a Runner.
@@ -110,8 +114,9 @@ func WithLease(d time.Duration) Option { return func(r *Runner) { r.lease = d } 
 // the lease plus 10s, so a crashed run is taken over by the next delivery).
 func WithWait(d time.Duration) Option { return func(r *Runner) { r.wait = d } }
 
-// WithLockOptions passes options to the Locker of each delivery (e.g.
-// lock.WithClientOptions).
+// WithLockOptions passes options to the Runner's Locker (e.g.
+// lock.WithClientOptions). Each delivery takes its event as an owner of its
+// own, the delivery's execution ID, whatever WithOwner says.
 func WithLockOptions(opts ...lock.Option) Option {
 	return func(r *Runner) { r.lockOpts = opts }
 }
@@ -125,6 +130,7 @@ func New(client *firestore.Client, jobs map[string]Func, opts ...Option) *Runner
 	if r.wait == 0 {
 		r.wait = r.lease + 10*time.Second
 	}
+	r.locker, r.lockErr = lock.New(client, Collection, append([]lock.Option{lock.WithLeaseDuration(r.lease)}, r.lockOpts...)...)
 	return r
 }
 
@@ -294,7 +300,10 @@ func (r *Runner) Deliver(ctx context.Context, executionID string, ev Event) (Out
 	}
 	job := fields["job"].(string)
 	run := r.client.Collection(Collection).Doc(key)
-	locker, err := lock.New(r.client, Collection, append([]lock.Option{lock.WithOwner(executionID), lock.WithLeaseDuration(r.lease)}, r.lockOpts...)...)
+	if r.lockErr != nil {
+		return "", r.lockErr
+	}
+	locker, err := r.locker.ForOwner(executionID)
 	if err != nil {
 		return "", err
 	}

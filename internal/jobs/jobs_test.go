@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -15,6 +16,9 @@ import (
 	"github.com/firelock/firelock/internal/emulators"
 	"github.com/firelock/firelock/internal/jobs"
 	"github.com/firelock/firelock/lock"
+	"google.golang.org/api/option"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
 )
 
 func TestMain(m *testing.M) { os.Exit(emulators.RunTests(m, emulators.Firestore)) }
@@ -253,4 +257,48 @@ func TestSweepExpiredDeletesOnlyLongEndedLeases(t *testing.T) {
 			t.Errorf("%s exists = %v, want %v", path, !want, want)
 		}
 	}
+}
+
+// A Runner given lock client options builds its lock's commit client once:
+// its goroutines do not grow with its deliveries. The options are the kind
+// that make a client dial (an endpoint and credentials), as in production.
+func TestDeliveriesWithClientOptionsLeakNothing(t *testing.T) {
+	opts := []option.ClientOption{
+		option.WithEndpoint(os.Getenv("FIRESTORE_EMULATOR_HOST")),
+		option.WithoutAuthentication(),
+		option.WithGRPCDialOption(grpc.WithTransportCredentials(insecure.NewCredentials())),
+		option.WithGRPCDialOption(grpc.WithPerRPCCredentials(emulators.EmulatorAdmin{})),
+	}
+	c, err := firestore.NewClient(context.Background(), emulators.ProjectID(t), opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	r := jobs.New(c, map[string]jobs.Func{"work": func(context.Context, *lock.Lease) error { return nil }},
+		jobs.WithLockOptions(lock.WithClientOptions(opts...)))
+	deliver := func(first, n int) {
+		for i := range n {
+			if o, err := r.Deliver(context.Background(), execID(t), event(fmt.Sprint(first+i), "work")); err != nil || o != jobs.Ran {
+				t.Fatalf("delivery %d: %s %v", first+i, o, err)
+			}
+		}
+	}
+	deliver(0, 5) // the first deliveries start what a Runner keeps for good
+	before := goroutinesAfterSettling(0)
+	deliver(100, 30)
+	after := goroutinesAfterSettling(before + 10)
+	t.Logf("goroutines %d -> %d", before, after)
+	if after > before+10 {
+		t.Fatalf("goroutines %d -> %d over 30 deliveries: something is built per delivery and never closed", before, after)
+	}
+}
+
+// goroutinesAfterSettling counts goroutines once at most want are left, or
+// after two seconds of waiting for exiting ones to go.
+func goroutinesAfterSettling(want int) int {
+	n := runtime.NumGoroutine()
+	for deadline := time.Now().Add(2 * time.Second); n > want && time.Now().Before(deadline); n = runtime.NumGoroutine() {
+		time.Sleep(50 * time.Millisecond)
+	}
+	return n
 }
