@@ -24,13 +24,13 @@ func Example() {
 
 	report := client.Doc("reports/daily")
 	r := jobs.New(client, map[string]jobs.Func{
-		"dailyReport": func(ctx context.Context, run *lock.Lease) error {
+		"dailyReport": func(ctx context.Context, run *jobs.Run) error {
 			total := 42 // ... the slow part of the job ...
 			return client.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
-				if err := run.Guard(tx); err != nil {
+				if err := run.Lease().Guard(tx); err != nil {
 					return err // the run lost its event: write nothing
 				}
-				return tx.Set(report, map[string]any{"total": total, "token": run.Token()})
+				return tx.Set(report, map[string]any{"total": total, "token": run.Lease().Token()})
 			})
 		},
 	})

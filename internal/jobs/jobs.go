@@ -25,10 +25,12 @@
 // an error. Every delivery is recorded in
 // jobRuns/{eventKey}/deliveries/{executionId} with its outcome.
 //
-// A job body gets the run's lease. A body that may outlive its lease (it is
-// cancelled when the lease is lost, but a write may be in flight) must make
-// its writes conditional on it: in a transaction that calls lease.Guard, or
-// with preconditions that a concurrent run would break (see Example).
+// A job body gets its Run: the run's lease, the event's key, slot and
+// message, and Until, when a long-running job should stop. A body that may
+// outlive its lease (it is cancelled when the lease is lost, but a write may
+// be in flight) must make its writes conditional on it: in a transaction
+// that calls Lease().Guard, or with preconditions that a concurrent run
+// would break (see Example).
 package jobs
 
 import (
@@ -86,8 +88,41 @@ var ErrInProgress = errors.New("jobs: event in progress elsewhere")
 var errDone = errors.New("jobs: event done")
 
 // Func is a job body. It gets a context that is cancelled if the run's
-// lease is lost, and the lease, to fence its writes with.
-type Func func(ctx context.Context, run *lock.Lease) error
+// lease is lost (and at the delivery's deadline), and the run: its lease, to
+// fence its writes with, and what the event is.
+type Func func(ctx context.Context, run *Run) error
+
+// Run is one run of an event's job, built by the Runner for its body.
+type Run struct {
+	lease *lock.Lease
+	msg   Message
+	key   string
+	slot  time.Time
+	until time.Time
+}
+
+// Lease is the run's lease on its event (the jobRuns document): fence every
+// write with it (Guard in a Firestore transaction, Token outside).
+func (r *Run) Lease() *lock.Lease { return r.lease }
+
+// Message is the run's parsed message.
+func (r *Run) Message() Message { return r.msg }
+
+// Key is the event key, the jobRuns document ID: the same for every
+// delivery of the event, so a job that writes outside Firestore uses it to
+// make its writes idempotent.
+func (r *Run) Key() string { return r.key }
+
+// Slot is the event's schedule slot; zero for a message without schedule.
+func (r *Run) Slot() time.Time { return r.slot }
+
+// Until is when a long-running job should stop: for a scheduled message
+// the next tick of its schedule after its slot (NextSlot), when the next
+// run starts; else the run's start plus the message's Seconds, if any;
+// else zero: make one pass and return. It may lie in the past for a late
+// delivery (make one pass then), and never extends the context's
+// deadline: stop at whichever comes first.
+func (r *Run) Until() time.Time { return r.until }
 
 // Runner delivers events to jobs. Safe for concurrent use.
 type Runner struct {
@@ -153,11 +188,11 @@ func Standard(client *firestore.Client) map[string]Func {
 	return map[string]Func{
 		// Both write conditionally already: a rollup on the counter's update
 		// time, a sweep on each lease's; a stale run can only lose a race.
-		"rollupCounters": func(ctx context.Context, _ *lock.Lease) error {
+		"rollupCounters": func(ctx context.Context, _ *Run) error {
 			_, err := counter.RollupAll(ctx, client)
 			return err
 		},
-		"sweepExpired": func(ctx context.Context, _ *lock.Lease) error {
+		"sweepExpired": func(ctx context.Context, _ *Run) error {
 			var errs []error
 			// Ended holds turn expired and leave the seat map (their seats
 			// were free from the moment they ended).
@@ -195,37 +230,73 @@ func SlotKey(job string, slot time.Time) string {
 // (the instant the wall clock would have shown it, as time.Date resolves
 // it), never the slot of the day before.
 func Slot(schedule, zone string, at time.Time) (time.Time, error) {
-	if n := len(strings.Fields(schedule)); n != 5 {
-		return time.Time{}, fmt.Errorf("%w: schedule %q has %d fields, want the 5 of standard cron (minute hour day-of-month month day-of-week)", ErrBadPayload, schedule, n)
-	}
-	if !gronx.IsValid(schedule) {
-		return time.Time{}, fmt.Errorf("%w: schedule %q is not valid cron", ErrBadPayload, schedule)
-	}
-	loc, err := time.LoadLocation(zone)
-	if err != nil || zone == "Local" {
-		return time.Time{}, fmt.Errorf("%w: time zone %q is not an IANA zone name", ErrBadPayload, zone)
+	loc, err := parseSchedule(schedule, zone)
+	if err != nil {
+		return time.Time{}, err
 	}
 	if at.IsZero() {
 		return time.Time{}, fmt.Errorf("%w: a scheduled message needs its publish time", ErrBadPayload)
 	}
-	// The wall clock as a plain (UTC) time: cron fields match it directly,
-	// and DST cannot make a tick vanish or repeat.
-	l := at.In(loc)
-	wall := time.Date(l.Year(), l.Month(), l.Day(), l.Hour(), l.Minute(), 0, 0, time.UTC)
+	wall := wallClock(at, loc)
 	tick, err := gronx.PrevTickBefore(schedule, wall, true)
 	if err != nil {
 		return time.Time{}, fmt.Errorf("%w: schedule %q has no tick before %s", ErrBadPayload, schedule, wall.Format(time.DateTime))
 	}
-	slot := time.Date(tick.Year(), tick.Month(), tick.Day(), tick.Hour(), tick.Minute(), 0, 0, loc)
+	return onWall(tick, loc), nil
+}
+
+// NextSlot is the slot after slot: the first tick of schedule after it on
+// zone's wall clock, read as Slot reads ticks (so it is the slot of the
+// next tick's messages). A scheduled run's Until.
+func NextSlot(schedule, zone string, slot time.Time) (time.Time, error) {
+	loc, err := parseSchedule(schedule, zone)
+	if err != nil {
+		return time.Time{}, err
+	}
+	wall := wallClock(slot, loc)
+	tick, err := gronx.NextTickAfter(schedule, wall, false)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("%w: schedule %q has no tick after %s", ErrBadPayload, schedule, wall.Format(time.DateTime))
+	}
+	return onWall(tick, loc), nil
+}
+
+// parseSchedule checks a 5-field cron schedule and loads its zone.
+func parseSchedule(schedule, zone string) (*time.Location, error) {
+	if n := len(strings.Fields(schedule)); n != 5 {
+		return nil, fmt.Errorf("%w: schedule %q has %d fields, want the 5 of standard cron (minute hour day-of-month month day-of-week)", ErrBadPayload, schedule, n)
+	}
+	if !gronx.IsValid(schedule) {
+		return nil, fmt.Errorf("%w: schedule %q is not valid cron", ErrBadPayload, schedule)
+	}
+	loc, err := time.LoadLocation(zone)
+	if err != nil || zone == "Local" {
+		return nil, fmt.Errorf("%w: time zone %q is not an IANA zone name", ErrBadPayload, zone)
+	}
+	return loc, nil
+}
+
+// wallClock is t's minute on loc's wall clock as a plain (UTC) time: cron
+// fields match it directly, and DST cannot make a tick vanish or repeat.
+func wallClock(t time.Time, loc *time.Location) time.Time {
+	l := t.In(loc)
+	return time.Date(l.Year(), l.Month(), l.Day(), l.Hour(), l.Minute(), 0, 0, time.UTC)
+}
+
+// onWall is the instant, in UTC, at which loc's wall clock shows wall (a
+// plain UTC time): the first of a repeated wall time, and a skipped one as
+// time.Date resolves it.
+func onWall(wall time.Time, loc *time.Location) time.Time {
+	t := time.Date(wall.Year(), wall.Month(), wall.Day(), wall.Hour(), wall.Minute(), 0, 0, loc)
 	// time.Date leaves open which of a repeated wall time it returns: take
 	// the first, when the clocks went back shortly before.
-	_, now := slot.Zone()
-	if _, before := slot.Add(-3 * time.Hour).Zone(); before > now {
-		if first := slot.Add(-time.Duration(before-now) * time.Second); first.Hour() == slot.Hour() && first.Minute() == slot.Minute() {
-			slot = first
+	_, now := t.Zone()
+	if _, before := t.Add(-3 * time.Hour).Zone(); before > now {
+		if first := t.Add(-time.Duration(before-now) * time.Second); first.Hour() == t.Hour() && first.Minute() == t.Minute() {
+			t = first
 		}
 	}
-	return slot.UTC(), nil
+	return t.UTC()
 }
 
 // Event is one delivery of a scheduled-job message.
@@ -238,12 +309,19 @@ type Event struct {
 	Data        []byte // the message data: Message as JSON
 }
 
-// Message is the data of a scheduled-job message (CONTRACT §4).
+// Message is the data of a scheduled-job message (CONTRACT §4, §7).
 type Message struct {
 	Job      string `json:"job"`
 	Schedule string `json:"schedule,omitempty"`
 	TimeZone string `json:"timeZone,omitempty"`
+	// Seconds is how long a run without schedule keeps at it (Run.Until):
+	// 0, or 1 to MaxSeconds.
+	Seconds int `json:"seconds,omitempty"`
 }
+
+// MaxSeconds bounds Message.Seconds: a delivery's deadline is
+// RunScheduledJob's timeout, 540 s, and a run cannot outlast it.
+const MaxSeconds = 540
 
 // Parse parses and checks the message data (ErrBadPayload).
 func (r *Runner) Parse(data []byte) (Message, error) {
@@ -264,28 +342,45 @@ func (r *Runner) Parse(data []byte) (Message, error) {
 	if m.Schedule == "" && m.TimeZone != "" {
 		return m, fmt.Errorf("%w: timeZone without schedule", ErrBadPayload)
 	}
+	if m.Seconds < 0 || m.Seconds > MaxSeconds {
+		return m, fmt.Errorf("%w: seconds %d: want 1 to %d (a delivery's deadline), or none", ErrBadPayload, m.Seconds, MaxSeconds)
+	}
 	return m, nil
 }
 
-// eventOf is the key and the lease fields of ev's event.
-func (r *Runner) eventOf(ev Event) (string, map[string]any, error) {
+// runOf is the run of ev's event, without its lease, and the fields its
+// lease document gets besides the lease's own.
+func (r *Runner) runOf(ev Event) (*Run, map[string]any, error) {
 	if ev.Source == "" || ev.ID == "" {
-		return "", nil, fmt.Errorf("%w: event without source or id", ErrBadPayload)
+		return nil, nil, fmt.Errorf("%w: event without source or id", ErrBadPayload)
 	}
 	m, err := r.Parse(ev.Data)
 	if err != nil {
-		return "", nil, err
+		return nil, nil, err
 	}
 	fields := map[string]any{"state": StateRunning, "job": m.Job, "eventId": ev.ID}
 	if m.Schedule == "" {
-		return EventKey(ev.Source, ev.ID), fields, nil
+		return &Run{msg: m, key: EventKey(ev.Source, ev.ID)}, fields, nil
 	}
 	slot, err := Slot(m.Schedule, m.TimeZone, ev.PublishTime)
 	if err != nil {
-		return "", nil, err
+		return nil, nil, err
+	}
+	until, err := NextSlot(m.Schedule, m.TimeZone, slot)
+	if err != nil {
+		return nil, nil, err
 	}
 	fields["slot"] = slot
-	return SlotKey(m.Job, slot), fields, nil
+	return &Run{msg: m, key: SlotKey(m.Job, slot), slot: slot, until: until}, fields, nil
+}
+
+// start gives the run its lease; a run without schedule starts its Seconds
+// now.
+func (r *Run) start(lease *lock.Lease) {
+	r.lease = lease
+	if r.slot.IsZero() && r.msg.Seconds > 0 {
+		r.until = time.Now().Add(time.Duration(r.msg.Seconds) * time.Second)
+	}
 }
 
 // Deliver handles one delivery as execution executionID. A nil error means
@@ -294,12 +389,12 @@ func (r *Runner) eventOf(ev Event) (string, map[string]any, error) {
 // again: the run failed or could not be marked done (its lease is freed
 // where that is safe), or it is in progress elsewhere (ErrInProgress).
 func (r *Runner) Deliver(ctx context.Context, executionID string, ev Event) (Outcome, error) {
-	key, fields, err := r.eventOf(ev)
+	run, fields, err := r.runOf(ev)
 	if err != nil {
 		return "", err
 	}
-	job := fields["job"].(string)
-	run := r.client.Collection(Collection).Doc(key)
+	job := run.msg.Job
+	ref := r.client.Collection(Collection).Doc(run.key)
 	if r.lockErr != nil {
 		return "", r.lockErr
 	}
@@ -307,7 +402,7 @@ func (r *Runner) Deliver(ctx context.Context, executionID string, ev Event) (Out
 	if err != nil {
 		return "", err
 	}
-	lease, err := r.take(ctx, locker, run, lock.WithFields(fields), lock.WithCheck(func(s *firestore.DocumentSnapshot) error {
+	lease, err := r.take(ctx, locker, ref, lock.WithFields(fields), lock.WithCheck(func(s *firestore.DocumentSnapshot) error {
 		if s.Data()["state"] == StateDone {
 			return errDone
 		}
@@ -315,35 +410,36 @@ func (r *Runner) Deliver(ctx context.Context, executionID string, ev Event) (Out
 	}))
 	switch {
 	case errors.Is(err, errDone):
-		return AlreadyDone, r.record(ctx, run, executionID, job, AlreadyDone, nil)
+		return AlreadyDone, r.record(ctx, ref, executionID, job, AlreadyDone, nil)
 	case errors.Is(err, lock.ErrHeld):
 		err = fmt.Errorf("%w: %v", ErrInProgress, err)
-		return InProgress, errors.Join(err, r.record(ctx, run, executionID, job, InProgress, nil))
+		return InProgress, errors.Join(err, r.record(ctx, ref, executionID, job, InProgress, nil))
 	case err != nil:
-		return Failed, errors.Join(err, r.record(ctx, run, executionID, job, Failed, err))
+		return Failed, errors.Join(err, r.record(ctx, ref, executionID, job, Failed, err))
 	}
 
+	run.start(lease)
 	kctx, stop := lease.KeepAlive(ctx)
-	runErr := r.jobs[job](kctx, lease)
+	runErr := r.jobs[job](kctx, run)
 	lost := context.Cause(kctx)
 	stop()
 	if runErr == nil && errors.Is(lost, lock.ErrNotHeld) {
 		runErr = fmt.Errorf("jobs: the run's lease was lost while it ran: %w", lost)
 	}
 	if runErr != nil {
-		return Failed, r.fail(ctx, run, lease, executionID, job, runErr, true)
+		return Failed, r.fail(ctx, ref, lease, executionID, job, runErr, true)
 	}
 	err = r.client.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
 		if err := lease.Guard(tx); err != nil {
 			return err
 		}
-		if err := tx.Update(run, []firestore.Update{
+		if err := tx.Update(ref, []firestore.Update{
 			{Path: "state", Value: StateDone},
 			{Path: "finishedAt", Value: firestore.ServerTimestamp},
 		}); err != nil {
 			return err
 		}
-		return tx.Create(run.Collection("deliveries").Doc(executionID), delivery(job, Ran, nil))
+		return tx.Create(ref.Collection("deliveries").Doc(executionID), delivery(job, Ran, nil))
 	})
 	if err == nil {
 		return Ran, nil
@@ -352,12 +448,12 @@ func (r *Runner) Deliver(ctx context.Context, executionID string, ev Event) (Out
 	// (that would delete it and run the job again), so read it back first.
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.settle())
 	defer cancel()
-	s, rerr := run.Get(cctx)
+	s, rerr := ref.Get(cctx)
 	if rerr == nil && s.Data()["state"] == StateDone {
 		return Ran, nil
 	}
 	err = fmt.Errorf("jobs: %s ran but could not be marked done: %w", job, err)
-	return Failed, r.fail(ctx, run, lease, executionID, job, err, rerr == nil)
+	return Failed, r.fail(ctx, ref, lease, executionID, job, err, rerr == nil)
 }
 
 // take acquires the event's lease; while another delivery holds it live,

@@ -62,7 +62,7 @@ func execID(t *testing.T) string {
 func TestConcurrentDeliveriesRunOnce(t *testing.T) {
 	c := emulators.NewFirestore(t)
 	var runs atomic.Int32
-	r := jobs.New(c, map[string]jobs.Func{"work": func(context.Context, *lock.Lease) error {
+	r := jobs.New(c, map[string]jobs.Func{"work": func(context.Context, *jobs.Run) error {
 		runs.Add(1)
 		time.Sleep(200 * time.Millisecond) // overlap with the other deliveries
 		return nil
@@ -116,7 +116,7 @@ func TestCrashedRunIsNotAcknowledgedAndIsTakenOver(t *testing.T) {
 	ev := event("7", "work")
 	plantCrashedRun(t, c, jobs.EventKey(ev.Source, ev.ID), 3*time.Second)
 	var runs atomic.Int32
-	r := jobs.New(c, map[string]jobs.Func{"work": func(context.Context, *lock.Lease) error { runs.Add(1); return nil }}, jobs.WithLease(3*time.Second))
+	r := jobs.New(c, map[string]jobs.Func{"work": func(context.Context, *jobs.Run) error { runs.Add(1); return nil }}, jobs.WithLease(3*time.Second))
 
 	short, cancel := context.WithTimeout(context.Background(), time.Second)
 	o, err := r.Deliver(short, execID(t), ev)
@@ -144,7 +144,7 @@ func TestFailedRunReturnsErrorAndRetryCompletes(t *testing.T) {
 	ctx := context.Background()
 	var calls atomic.Int32
 	boom := errors.New("downstream unavailable")
-	r := jobs.New(c, map[string]jobs.Func{"flaky": func(context.Context, *lock.Lease) error {
+	r := jobs.New(c, map[string]jobs.Func{"flaky": func(context.Context, *jobs.Run) error {
 		if calls.Add(1) == 1 {
 			return boom
 		}
@@ -176,6 +176,9 @@ func TestBadPayloadIsAcknowledgedAndWritesNothing(t *testing.T) {
 		"empty":         ``,
 		"missing job":   `{}`,
 		"array payload": `["rollupCounters"]`,
+		"negative secs": `{"job": "rollupCounters", "seconds": -1}`,
+		"secs past 540": `{"job": "rollupCounters", "seconds": 541}`,
+		"secs a string": `{"job": "rollupCounters", "seconds": "30"}`,
 	} {
 		_, err := r.Deliver(context.Background(), execID(t), jobs.Event{Source: source, ID: "1", Data: []byte(data)})
 		if !errors.Is(err, jobs.ErrBadPayload) {
@@ -274,7 +277,7 @@ func TestDeliveriesWithClientOptionsLeakNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.Close() })
-	r := jobs.New(c, map[string]jobs.Func{"work": func(context.Context, *lock.Lease) error { return nil }},
+	r := jobs.New(c, map[string]jobs.Func{"work": func(context.Context, *jobs.Run) error { return nil }},
 		jobs.WithLockOptions(lock.WithClientOptions(opts...)))
 	deliver := func(first, n int) {
 		for i := range n {
@@ -301,4 +304,44 @@ func goroutinesAfterSettling(want int) int {
 		time.Sleep(50 * time.Millisecond)
 	}
 	return n
+}
+
+// The body learns its event and when to stop from its Run.
+func TestRunTellsItsEventAndWhenToStop(t *testing.T) {
+	c := emulators.NewFirestore(t)
+	ctx := context.Background()
+	var got *jobs.Run
+	r := jobs.New(c, map[string]jobs.Func{"work": func(_ context.Context, run *jobs.Run) error {
+		got = run
+		return nil
+	}})
+	deliver := func(ev jobs.Event) *jobs.Run {
+		t.Helper()
+		got = nil
+		if o, err := r.Deliver(ctx, execID(t), ev); err != nil || o != jobs.Ran {
+			t.Fatalf("%s %v", o, err)
+		}
+		if got.Lease() == nil || got.Lease().Key() != got.Key() {
+			t.Fatalf("run %s has lease %v", got.Key(), got.Lease())
+		}
+		return got
+	}
+
+	run := deliver(scheduled("500", "work", "*/5 * * * *", "Europe/Berlin", "2026-11-22T10:07:30Z"))
+	if run.Key() != "work@2026-11-22T10:05:00Z" || !run.Slot().Equal(utc("2026-11-22T10:05:00Z")) ||
+		!run.Until().Equal(utc("2026-11-22T10:10:00Z")) || run.Message().Schedule != "*/5 * * * *" || run.Message().TimeZone != "Europe/Berlin" {
+		t.Fatalf("scheduled run: key %s, slot %s, until %s, message %+v", run.Key(), run.Slot(), run.Until(), run.Message())
+	}
+
+	before := time.Now()
+	ev := jobs.Event{Source: source, ID: "501", Data: []byte(`{"job": "work", "seconds": 30}`)}
+	run = deliver(ev)
+	if run.Key() != jobs.EventKey(source, "501") || !run.Slot().IsZero() || run.Message().Seconds != 30 ||
+		run.Until().Before(before.Add(30*time.Second)) || run.Until().After(time.Now().Add(30*time.Second)) {
+		t.Fatalf("run with seconds: key %s, slot %s, until %s (started after %s), message %+v", run.Key(), run.Slot(), run.Until(), before, run.Message())
+	}
+
+	if run = deliver(event("502", "work")); !run.Until().IsZero() || !run.Slot().IsZero() {
+		t.Fatalf("one-pass run: until %s, slot %s, want both zero", run.Until(), run.Slot())
+	}
 }
