@@ -12,8 +12,10 @@ import (
 
 // A job whose body may outlive its run's lease (a slow call after which the
 // lease was lost and another delivery took the event over) fences its
-// writes with the lease: in a transaction that calls lease.Guard first, the
-// write commits only while this run still holds the event.
+// writes with the lease: in a transaction that calls Lease().Guard first,
+// the write commits only while this run still holds the event. MarkDone in
+// the same transaction commits the done mark with the write, so the
+// report is written exactly once even if the answer to the commit is lost.
 func Example() {
 	ctx := context.Background()
 	client, err := firestore.NewClient(ctx, "demo-jobs-example")
@@ -30,7 +32,10 @@ func Example() {
 				if err := run.Lease().Guard(tx); err != nil {
 					return err // the run lost its event: write nothing
 				}
-				return tx.Set(report, map[string]any{"total": total, "token": run.Lease().Token()})
+				if err := tx.Set(report, map[string]any{"total": total, "slot": run.Slot()}); err != nil {
+					return err
+				}
+				return run.MarkDone(tx)
 			})
 		},
 	})

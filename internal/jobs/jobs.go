@@ -12,8 +12,21 @@
 // Each event gets a lease document jobRuns/{eventKey} with the lease fields
 // of CONTRACT §1 plus state "running" | "done", job, eventId, finishedAt
 // (and slot). Under that lease, kept alive, the job body runs; on success
-// the document turns "done" (a write guarded by the lease) and stays, so a
-// later duplicate acknowledges without running.
+// the document turns "done" in a transaction guarded by the lease, and
+// stays, so a later duplicate acknowledges without running.
+//
+// What "exactly once" covers: the done mark, and every effect the body
+// commits in the same transaction as the mark. A body that commits its
+// effect in a transaction guarded by its lease calls Run.MarkDone in it:
+// effect and mark commit together or not at all, so a commit whose answer
+// is lost is found done by the redelivery, never applied again. Effects
+// committed apart from the mark are fenced (a run that lost its event
+// writes nothing) but may be applied again by a redelivery if the mark
+// after them is lost: they must be idempotent. A job that writes outside
+// Firestore cannot commit with the mark, so it makes each write idempotent
+// by the event key (Run.Key, the same for every delivery of the event: an
+// idempotency key, a request ID, a document ID) and fences it with
+// Lease().Token where the store can refuse lower tokens.
 //
 // No event is lost. A delivery acknowledges (returns nil) only when the
 // event is done, ran to completion here, or can never succeed (a bad
@@ -21,9 +34,10 @@
 // budget and context: it acknowledges already_done if the run finishes,
 // takes the run over if its lease ends (the holder crashed), and otherwise
 // records in_progress and returns ErrInProgress so Pub/Sub delivers again.
-// A run that fails, or cannot be marked done, frees its lease and returns
-// an error. Every delivery is recorded in
-// jobRuns/{eventKey}/deliveries/{executionId} with its outcome.
+// A run's done mark (or, after a failure, the freeing of its lease) is
+// retried while its lease lasts, past the delivery's deadline too; a run
+// that fails, or cannot be marked done, returns an error. Every delivery is
+// recorded in jobRuns/{eventKey}/deliveries/{executionId} with its outcome.
 //
 // A job body gets its Run: the run's lease, the event's key, slot and
 // message, and Until, when a long-running job should stop. A body that may
@@ -94,11 +108,13 @@ type Func func(ctx context.Context, run *Run) error
 
 // Run is one run of an event's job, built by the Runner for its body.
 type Run struct {
-	lease *lock.Lease
-	msg   Message
-	key   string
-	slot  time.Time
-	until time.Time
+	lease  *lock.Lease
+	msg    Message
+	key    string
+	slot   time.Time
+	until  time.Time
+	ref    *firestore.DocumentRef // jobRuns/{key}
+	record *firestore.DocumentRef // this delivery's record
 }
 
 // Lease is the run's lease on its event (the jobRuns document): fence every
@@ -123,6 +139,24 @@ func (r *Run) Slot() time.Time { return r.slot }
 // delivery (make one pass then), and never extends the context's
 // deadline: stop at whichever comes first.
 func (r *Run) Until() time.Time { return r.until }
+
+// MarkDone adds to tx the event's done mark and this delivery's record
+// (outcome ran), so that the effect the body writes in tx and the mark
+// commit together or not at all: a redelivery after a lost answer finds
+// the event done instead of applying the effect again. tx must have called
+// Lease().Guard(tx) first, which fences the mark like the effect. Once tx
+// commits the event is done: the Runner does not mark it again, and an
+// error the body returns afterwards is not retried. A transaction retried
+// after an earlier attempt committed unheard fails (the record exists).
+func (r *Run) MarkDone(tx *firestore.Transaction) error {
+	if err := tx.Update(r.ref, []firestore.Update{
+		{Path: "state", Value: StateDone},
+		{Path: "finishedAt", Value: firestore.ServerTimestamp},
+	}); err != nil {
+		return err
+	}
+	return tx.Create(r.record, delivery(r.msg.Job, Ran, nil))
+}
 
 // Runner delivers events to jobs. Safe for concurrent use.
 type Runner struct {
@@ -188,6 +222,7 @@ func Standard(client *firestore.Client) map[string]Func {
 	return map[string]Func{
 		// Both write conditionally already: a rollup on the counter's update
 		// time, a sweep on each lease's; a stale run can only lose a race.
+		// Both are idempotent, so a rerun after a lost done mark is harmless.
 		"rollupCounters": func(ctx context.Context, _ *Run) error {
 			_, err := counter.RollupAll(ctx, client)
 			return err
@@ -374,10 +409,12 @@ func (r *Runner) runOf(ev Event) (*Run, map[string]any, error) {
 	return &Run{msg: m, key: SlotKey(m.Job, slot), slot: slot, until: until}, fields, nil
 }
 
-// start gives the run its lease; a run without schedule starts its Seconds
-// now.
-func (r *Run) start(lease *lock.Lease) {
+// start gives the run its lease as delivery executionID; a run without
+// schedule starts its Seconds now.
+func (r *Run) start(lease *lock.Lease, executionID string) {
 	r.lease = lease
+	r.ref = lease.Ref()
+	r.record = r.ref.Collection("deliveries").Doc(executionID)
 	if r.slot.IsZero() && r.msg.Seconds > 0 {
 		r.until = time.Now().Add(time.Duration(r.msg.Seconds) * time.Second)
 	}
@@ -418,42 +455,15 @@ func (r *Runner) Deliver(ctx context.Context, executionID string, ev Event) (Out
 		return Failed, errors.Join(err, r.record(ctx, ref, executionID, job, Failed, err))
 	}
 
-	run.start(lease)
+	run.start(lease, executionID)
 	kctx, stop := lease.KeepAlive(ctx)
 	runErr := r.jobs[job](kctx, run)
 	lost := context.Cause(kctx)
 	stop()
-	if runErr == nil && errors.Is(lost, lock.ErrNotHeld) {
-		runErr = fmt.Errorf("jobs: the run's lease was lost while it ran: %w", lost)
+	if errors.Is(lost, lock.ErrNotHeld) {
+		runErr = errors.Join(runErr, fmt.Errorf("jobs: the run's lease was lost while it ran: %w", lost))
 	}
-	if runErr != nil {
-		return Failed, r.fail(ctx, ref, lease, executionID, job, runErr, true)
-	}
-	err = r.client.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
-		if err := lease.Guard(tx); err != nil {
-			return err
-		}
-		if err := tx.Update(ref, []firestore.Update{
-			{Path: "state", Value: StateDone},
-			{Path: "finishedAt", Value: firestore.ServerTimestamp},
-		}); err != nil {
-			return err
-		}
-		return tx.Create(ref.Collection("deliveries").Doc(executionID), delivery(job, Ran, nil))
-	})
-	if err == nil {
-		return Ran, nil
-	}
-	// The commit may have landed unheard: a done run must not be released
-	// (that would delete it and run the job again), so read it back first.
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.settle())
-	defer cancel()
-	s, rerr := ref.Get(cctx)
-	if rerr == nil && s.Data()["state"] == StateDone {
-		return Ran, nil
-	}
-	err = fmt.Errorf("jobs: %s ran but could not be marked done: %w", job, err)
-	return Failed, r.fail(ctx, ref, lease, executionID, job, err, rerr == nil)
+	return r.finish(ctx, run, runErr)
 }
 
 // take acquires the event's lease; while another delivery holds it live,
@@ -505,22 +515,97 @@ func (r *Runner) take(ctx context.Context, locker *lock.Locker, run *firestore.D
 }
 
 // settle bounds the calls a delivery makes after its context ended (read
-// back, record, release): past one lease they matter no more, since the
-// lease ends by itself.
+// back, record): past one lease they matter no more, since the lease ends
+// by itself.
 func (r *Runner) settle() time.Duration { return min(10*time.Second, r.lease) }
 
-// fail records a failed delivery and, if release, frees the lease so a
-// retry can take the event at once (a lease not freed ends by itself).
-func (r *Runner) fail(ctx context.Context, run *firestore.DocumentRef, lease *lock.Lease, executionID, job string, cause error, release bool) error {
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.settle())
+// finish settles a run that its body ended (with runErr), in one
+// transaction guarded by its lease: the event done and this delivery
+// recorded ran, or, after a failure, its lease freed and the delivery
+// recorded failed. The transaction first reads what an earlier commit left
+// (the body's MarkDone, or an attempt here whose answer was lost) and
+// never marks twice. It is retried while the lease may last, past ctx's
+// end too: the lease ends within its length of the last renewal, and Guard
+// refuses a commit once it is about to. A run whose lease was lost is
+// recorded failed and left to whoever took it over.
+func (r *Runner) finish(ctx context.Context, run *Run, runErr error) (Outcome, error) {
+	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), run.lease.Duration())
 	defer cancel()
-	errs := []error{cause, r.record(ctx, run, executionID, job, Failed, cause)}
-	if release {
-		if err := lease.Release(cctx); err != nil && !errors.Is(err, lock.ErrNotHeld) {
-			errs = append(errs, fmt.Errorf("jobs: free the failed run's lease (it ends by itself within %v): %w", lease.Duration(), err))
+	// An answer lost on a connection that stays open would hold an attempt
+	// to the end: each gets a fifth of the lease (at least a second).
+	perAttempt := max(run.lease.Duration()/5, time.Second)
+	for attempt := 0; ; attempt++ {
+		actx, cancelAttempt := context.WithTimeout(fctx, perAttempt)
+		o, result, err := r.finishOnce(actx, run, runErr)
+		cancelAttempt()
+		if err == nil {
+			return o, result
+		}
+		wait := min(50*time.Millisecond<<min(attempt, 5), time.Second)
+		t := time.NewTimer(wait)
+		select {
+		case <-fctx.Done():
+			t.Stop()
+			// Firestore was out of reach for as long as the lease lasts: it
+			// ends by itself, and a redelivery takes the event over or finds
+			// it done (if the body's MarkDone landed).
+			if runErr == nil {
+				return Failed, fmt.Errorf("jobs: %s ran but could not be marked done while its lease lasted: %w", run.msg.Job, err)
+			}
+			return Failed, fmt.Errorf("%w (and the failure could not be recorded while the lease lasted: %w)", runErr, err)
+		case <-t.C:
 		}
 	}
-	return errors.Join(errs...)
+}
+
+// finishOnce is one attempt of finish. It returns the delivery's outcome
+// and error (nil: acknowledge), or err if the transaction did not commit.
+func (r *Runner) finishOnce(ctx context.Context, run *Run, runErr error) (o Outcome, result, err error) {
+	job := run.msg.Job
+	err = r.client.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
+		o, result = "", nil
+		snaps, err := tx.GetAll([]*firestore.DocumentRef{run.ref, run.record})
+		if err != nil {
+			return err
+		}
+		if rec := snaps[1]; rec.Exists() { // our own commit landed unheard
+			o = Outcome(fmt.Sprint(rec.Data()["outcome"]))
+			if o == Failed {
+				result = runErr
+				if result == nil {
+					result = fmt.Errorf("jobs: %s: %v", job, rec.Data()["error"])
+				}
+			}
+			return nil
+		}
+		if s := snaps[0]; s.Exists() && s.Data()["state"] == StateDone {
+			// Another delivery finished the event after it took it over.
+			o = AlreadyDone
+			return tx.Create(run.record, delivery(job, o, nil))
+		}
+		gerr := run.lease.Guard(tx)
+		switch {
+		case gerr != nil && !errors.Is(gerr, lock.ErrNotHeld):
+			return gerr
+		case gerr != nil:
+			o, result = Failed, runErr
+			if result == nil {
+				result = fmt.Errorf("jobs: %s ran but lost its lease before it was marked done: %w", job, gerr)
+			}
+			return tx.Create(run.record, delivery(job, o, result))
+		case runErr == nil:
+			o = Ran
+			return run.MarkDone(tx)
+		default:
+			// Free the event for the next delivery at once.
+			o, result = Failed, runErr
+			if err := tx.Delete(run.ref); err != nil {
+				return err
+			}
+			return tx.Create(run.record, delivery(job, o, result))
+		}
+	})
+	return o, result, err
 }
 
 func delivery(job string, o Outcome, err error) map[string]any {
