@@ -10,10 +10,13 @@
 // source and id).
 //
 // Each event gets a lease document jobRuns/{eventKey} with the lease fields
-// of CONTRACT §1 plus state "running" | "done", job, eventId, finishedAt
-// (and slot). Under that lease, kept alive, the job body runs; on success
-// the document turns "done" in a transaction guarded by the lease, and
-// stays, so a later duplicate acknowledges without running.
+// of CONTRACT §1 plus state "running" | "done" | "failed", job, eventId,
+// finishedAt (and slot). Under that lease, kept alive, the job body runs;
+// on success the document turns "done" in a transaction guarded by the
+// lease, and stays, so a later duplicate acknowledges without running. A
+// run that fails stays too, "failed" with its lease ended and released, so
+// the next delivery takes it over at once and its delivery records keep a
+// parent for the sweep (a week after, like done runs).
 //
 // What "exactly once" covers: the done mark, and every effect the body
 // commits in the same transaction as the mark. A body that commits its
@@ -55,6 +58,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -66,6 +70,8 @@ import (
 	"github.com/firelock/firelock/booking"
 	"github.com/firelock/firelock/counter"
 	"github.com/firelock/firelock/lock"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 )
 
 // Collection holds one document per event.
@@ -75,6 +81,11 @@ const Collection = "jobRuns"
 const (
 	StateRunning = "running"
 	StateDone    = "done"
+	// StateFailed: the last run failed and freed its lease (leaseSeconds
+	// 0, no holders), so the next delivery takes the event over at once;
+	// the document stays for its delivery records, and is swept with them
+	// a week after, like a done run.
+	StateFailed = "failed"
 
 	Ran         Outcome = "ran"
 	AlreadyDone Outcome = "already_done"
@@ -108,13 +119,15 @@ type Func func(ctx context.Context, run *Run) error
 
 // Run is one run of an event's job, built by the Runner for its body.
 type Run struct {
-	lease  *lock.Lease
-	msg    Message
-	key    string
-	slot   time.Time
-	until  time.Time
-	ref    *firestore.DocumentRef // jobRuns/{key}
-	record *firestore.DocumentRef // this delivery's record
+	lease       *lock.Lease
+	msg         Message
+	key         string
+	slot        time.Time
+	until       time.Time
+	executionID string
+	fields      map[string]any         // the run document's fields beside the lease's
+	ref         *firestore.DocumentRef // jobRuns/{key}
+	record      *firestore.DocumentRef // this delivery's record
 }
 
 // Lease is the run's lease on its event (the jobRuns document): fence every
@@ -383,55 +396,73 @@ func (r *Runner) Parse(data []byte) (Message, error) {
 	return m, nil
 }
 
-// runOf is the run of ev's event, without its lease, and the fields its
-// lease document gets besides the lease's own.
-func (r *Runner) runOf(ev Event) (*Run, map[string]any, error) {
+// runOf is delivery executionID's run of ev's event, without its lease.
+func (r *Runner) runOf(ev Event, executionID string) (*Run, error) {
 	if ev.Source == "" || ev.ID == "" {
-		return nil, nil, fmt.Errorf("%w: event without source or id", ErrBadPayload)
+		return nil, fmt.Errorf("%w: event without source or id", ErrBadPayload)
 	}
 	m, err := r.Parse(ev.Data)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	fields := map[string]any{"state": StateRunning, "job": m.Job, "eventId": ev.ID}
-	if m.Schedule == "" {
-		return &Run{msg: m, key: EventKey(ev.Source, ev.ID)}, fields, nil
+	run := &Run{msg: m, key: EventKey(ev.Source, ev.ID), executionID: executionID,
+		fields: map[string]any{"state": StateRunning, "job": m.Job, "eventId": ev.ID}}
+	if m.Schedule != "" {
+		if run.slot, err = Slot(m.Schedule, m.TimeZone, ev.PublishTime); err != nil {
+			return nil, err
+		}
+		if run.until, err = NextSlot(m.Schedule, m.TimeZone, run.slot); err != nil {
+			return nil, err
+		}
+		run.key = SlotKey(m.Job, run.slot)
+		run.fields["slot"] = run.slot
 	}
-	slot, err := Slot(m.Schedule, m.TimeZone, ev.PublishTime)
-	if err != nil {
-		return nil, nil, err
-	}
-	until, err := NextSlot(m.Schedule, m.TimeZone, slot)
-	if err != nil {
-		return nil, nil, err
-	}
-	fields["slot"] = slot
-	return &Run{msg: m, key: SlotKey(m.Job, slot), slot: slot, until: until}, fields, nil
+	run.ref = r.client.Collection(Collection).Doc(run.key)
+	run.record = run.ref.Collection("deliveries").Doc(executionID)
+	return run, nil
 }
 
-// start gives the run its lease as delivery executionID; a run without
-// schedule starts its Seconds now.
-func (r *Run) start(lease *lock.Lease, executionID string) {
+// start gives the run its lease; a run without schedule starts its Seconds
+// now.
+func (r *Run) start(lease *lock.Lease) {
 	r.lease = lease
-	r.ref = lease.Ref()
-	r.record = r.ref.Collection("deliveries").Doc(executionID)
 	if r.slot.IsZero() && r.msg.Seconds > 0 {
 		r.until = time.Now().Add(time.Duration(r.msg.Seconds) * time.Second)
 	}
+}
+
+// failedIn adds to tx this delivery's record, failed with cause, for a
+// delivery that holds no lease (its take failed, or its lease was lost).
+// If the run's document, as read in tx, is missing, it creates it as a
+// failed run whose lease has ended: no record is left without a parent
+// that the sweep finds, and the next delivery takes the event over at once.
+func (r *Run) failedIn(tx *firestore.Transaction, doc *firestore.DocumentSnapshot, cause error) error {
+	if !doc.Exists() {
+		ended := maps.Clone(r.fields)
+		maps.Copy(ended, map[string]any{
+			"state": StateFailed, "finishedAt": firestore.ServerTimestamp,
+			lock.FieldOwner: r.executionID, lock.FieldAcquiredAt: firestore.ServerTimestamp,
+			lock.FieldRenewedAt: firestore.ServerTimestamp, lock.FieldLeaseSeconds: 0, lock.FieldHolds: []string{},
+		})
+		if err := tx.Create(r.ref, ended); err != nil {
+			return err
+		}
+	}
+	return tx.Create(r.record, delivery(r.msg.Job, Failed, cause))
 }
 
 // Deliver handles one delivery as execution executionID. A nil error means
 // acknowledge: the event ran here, is done, or (with ErrBadPayload, nothing
 // written) can never succeed. Any other error means Pub/Sub should deliver
 // again: the run failed or could not be marked done (its lease is freed
-// where that is safe), or it is in progress elsewhere (ErrInProgress).
+// where that is safe, else it ends by itself), or it is in progress
+// elsewhere (ErrInProgress).
 func (r *Runner) Deliver(ctx context.Context, executionID string, ev Event) (Outcome, error) {
-	run, fields, err := r.runOf(ev)
+	run, err := r.runOf(ev, executionID)
 	if err != nil {
 		return "", err
 	}
-	job := run.msg.Job
-	ref := r.client.Collection(Collection).Doc(run.key)
+	job, ref := run.msg.Job, run.ref
 	if r.lockErr != nil {
 		return "", r.lockErr
 	}
@@ -439,7 +470,7 @@ func (r *Runner) Deliver(ctx context.Context, executionID string, ev Event) (Out
 	if err != nil {
 		return "", err
 	}
-	lease, err := r.take(ctx, locker, ref, lock.WithFields(fields), lock.WithCheck(func(s *firestore.DocumentSnapshot) error {
+	lease, err := r.take(ctx, locker, ref, lock.WithFields(run.fields), lock.WithCheck(func(s *firestore.DocumentSnapshot) error {
 		if s.Data()["state"] == StateDone {
 			return errDone
 		}
@@ -452,10 +483,10 @@ func (r *Runner) Deliver(ctx context.Context, executionID string, ev Event) (Out
 		err = fmt.Errorf("%w: %v", ErrInProgress, err)
 		return InProgress, errors.Join(err, r.record(ctx, ref, executionID, job, InProgress, nil))
 	case err != nil:
-		return Failed, errors.Join(err, r.record(ctx, ref, executionID, job, Failed, err))
+		return Failed, errors.Join(err, r.recordFailed(ctx, run, err))
 	}
 
-	run.start(lease, executionID)
+	run.start(lease)
 	kctx, stop := lease.KeepAlive(ctx)
 	runErr := r.jobs[job](kctx, run)
 	lost := context.Cause(kctx)
@@ -521,13 +552,14 @@ func (r *Runner) settle() time.Duration { return min(10*time.Second, r.lease) }
 
 // finish settles a run that its body ended (with runErr), in one
 // transaction guarded by its lease: the event done and this delivery
-// recorded ran, or, after a failure, its lease freed and the delivery
-// recorded failed. The transaction first reads what an earlier commit left
-// (the body's MarkDone, or an attempt here whose answer was lost) and
-// never marks twice. It is retried while the lease may last, past ctx's
-// end too: the lease ends within its length of the last renewal, and Guard
-// refuses a commit once it is about to. A run whose lease was lost is
-// recorded failed and left to whoever took it over.
+// recorded ran, or, after a failure, the run kept as failed with its lease
+// ended and released, and the delivery recorded failed. The transaction
+// first reads what an earlier commit left (the body's MarkDone, or an
+// attempt here whose answer was lost) and never marks twice. It is retried
+// while the lease may last, past ctx's end too: the lease ends within its
+// length of the last renewal, and Guard refuses a commit once it is about
+// to. A run whose lease was lost is recorded failed and left to whoever
+// took it over.
 func (r *Runner) finish(ctx context.Context, run *Run, runErr error) (Outcome, error) {
 	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), run.lease.Duration())
 	defer cancel()
@@ -592,14 +624,20 @@ func (r *Runner) finishOnce(ctx context.Context, run *Run, runErr error) (o Outc
 			if result == nil {
 				result = fmt.Errorf("jobs: %s ran but lost its lease before it was marked done: %w", job, gerr)
 			}
-			return tx.Create(run.record, delivery(job, o, result))
+			return run.failedIn(tx, snaps[0], result)
 		case runErr == nil:
 			o = Ran
 			return run.MarkDone(tx)
 		default:
-			// Free the event for the next delivery at once.
+			// Keep the run for its records, its lease ended and released:
+			// the next delivery takes the event over at once.
 			o, result = Failed, runErr
-			if err := tx.Delete(run.ref); err != nil {
+			if err := tx.Update(run.ref, []firestore.Update{
+				{Path: "state", Value: StateFailed},
+				{Path: "finishedAt", Value: firestore.ServerTimestamp},
+				{Path: lock.FieldLeaseSeconds, Value: 0},
+				{Path: lock.FieldHolds, Value: []string{}},
+			}); err != nil {
 				return err
 			}
 			return tx.Create(run.record, delivery(job, o, result))
@@ -616,12 +654,30 @@ func delivery(job string, o Outcome, err error) map[string]any {
 	return d
 }
 
-// record writes this delivery's record, also after ctx ended (a delivery
-// that ran out of time still says so).
-func (r *Runner) record(ctx context.Context, run *firestore.DocumentRef, executionID, job string, o Outcome, runErr error) error {
+// recordFailed records a delivery that failed before it held the lease
+// (see failedIn), also after ctx ended.
+func (r *Runner) recordFailed(ctx context.Context, run *Run, cause error) error {
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.settle())
 	defer cancel()
-	if _, err := run.Collection("deliveries").Doc(executionID).Create(cctx, delivery(job, o, runErr)); err != nil {
+	err := r.client.RunTransaction(cctx, func(ctx context.Context, tx *firestore.Transaction) error {
+		doc, err := tx.Get(run.ref)
+		if err != nil && status.Code(err) != codes.NotFound {
+			return err
+		}
+		return run.failedIn(tx, doc, cause)
+	})
+	if err != nil {
+		return fmt.Errorf("jobs: record delivery %s: %w", run.executionID, err)
+	}
+	return nil
+}
+
+// record writes this delivery's record, also after ctx ended (a delivery
+// that ran out of time still says so).
+func (r *Runner) record(ctx context.Context, ref *firestore.DocumentRef, executionID, job string, o Outcome, runErr error) error {
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.settle())
+	defer cancel()
+	if _, err := ref.Collection("deliveries").Doc(executionID).Create(cctx, delivery(job, o, runErr)); err != nil {
 		return fmt.Errorf("jobs: record delivery %s: %w", executionID, err)
 	}
 	return nil

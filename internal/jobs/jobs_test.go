@@ -154,14 +154,61 @@ func TestFailedRunReturnsErrorAndRetryCompletes(t *testing.T) {
 	if o, err := r.Deliver(ctx, execID(t), ev); !errors.Is(err, boom) || o != jobs.Failed {
 		t.Fatalf("first delivery: %s %v, want failed with the job's error", o, err)
 	}
-	if doc := runDoc(t, c, ev); doc != nil {
-		t.Fatalf("a failed run left its lease: %v", doc)
-	}
-	if o, err := r.Deliver(ctx, execID(t), ev); err != nil || o != jobs.Ran {
+	// The retry takes the event over at once: far sooner than the failed
+	// run's lease of a minute would have ended.
+	soon, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if o, err := r.Deliver(soon, execID(t), ev); err != nil || o != jobs.Ran {
 		t.Fatalf("retry: %s %v", o, err)
 	}
 	if d := deliveries(t, c, ev); d["failed"] != 1 || d["ran"] != 1 {
 		t.Fatalf("deliveries %v", d)
+	}
+	if doc := runDoc(t, c, ev); doc["state"] != jobs.StateDone || doc[lock.FieldLeaseSeconds] != int64(jobs.DefaultLease/time.Second) {
+		t.Fatalf("run after the retry: %v", doc)
+	}
+}
+
+// A failed run stays: an ended lease with state failed, so its delivery
+// records have a parent that sweepExpired finds, and the next delivery
+// takes the event over at once. Both go a week after the run ended, like
+// a done run.
+func TestFailedRunIsKeptAndSweptAfterAWeek(t *testing.T) {
+	c := emulators.NewFirestore(t)
+	ctx := context.Background()
+	boom := errors.New("downstream unavailable")
+	r := jobs.New(c, map[string]jobs.Func{"flaky": func(context.Context, *jobs.Run) error { return boom }})
+	ev := event("300", "flaky")
+	if o, err := r.Deliver(ctx, execID(t), ev); !errors.Is(err, boom) || o != jobs.Failed {
+		t.Fatalf("delivery: %s %v, want failed with the job's error", o, err)
+	}
+	doc := runDoc(t, c, ev)
+	if doc == nil {
+		t.Fatal("the failed run was deleted: its delivery records are orphaned")
+	}
+	if doc["state"] != jobs.StateFailed || doc[lock.FieldLeaseSeconds] != int64(0) || doc["finishedAt"] == nil {
+		t.Fatalf("failed run %v, want state failed, an ended lease and finishedAt", doc)
+	}
+	if d := deliveries(t, c, ev); d[jobs.StateFailed] != 1 {
+		t.Fatalf("deliveries %v", d)
+	}
+	run := c.Collection(jobs.Collection).Doc(jobs.EventKey(ev.Source, ev.ID))
+	sweep := jobs.New(c, jobs.Standard(c))
+	// What the days do to the run: its lease ended that long ago.
+	for i, age := range []time.Duration{6 * 24 * time.Hour, 8 * 24 * time.Hour} {
+		if _, err := run.Update(ctx, []firestore.Update{{Path: lock.FieldRenewedAt, Value: time.Now().Add(-age)}}); err != nil {
+			t.Fatal(err)
+		}
+		if o, err := sweep.Deliver(ctx, execID(t), event(fmt.Sprint("sweep-", i), "sweepExpired")); err != nil || o != jobs.Ran {
+			t.Fatalf("sweep: %s %v", o, err)
+		}
+		kept := i == 0
+		if got := runDoc(t, c, ev) != nil; got != kept {
+			t.Fatalf("%v after the run ended: run kept = %v, want %v", age, got, kept)
+		}
+		if n := len(deliveries(t, c, ev)); (n > 0) != kept {
+			t.Fatalf("%v after the run ended: %d delivery records kept, want kept = %v", age, n, kept)
+		}
 	}
 }
 
