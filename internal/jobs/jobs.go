@@ -62,6 +62,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	_ "time/tzdata" // schedules' zones resolve on any runtime image
 
@@ -111,6 +112,13 @@ var ErrBadPayload = errors.New("jobs: bad payload")
 var ErrInProgress = errors.New("jobs: event in progress elsewhere")
 
 var errDone = errors.New("jobs: event done")
+
+// Bugs that negative-control tests plant (through export_test.go, never
+// reachable otherwise) to prove that the tests' checks can go red.
+var (
+	plantNoKeepAlive   atomic.Bool // the body runs without its lease kept alive
+	plantUnguardedMark atomic.Bool // the run is settled (marked done) without Guard
+)
 
 // Func is a job body. It gets a context that is cancelled if the run's
 // lease is lost (and at the delivery's deadline), and the run: its lease, to
@@ -487,7 +495,10 @@ func (r *Runner) Deliver(ctx context.Context, executionID string, ev Event) (Out
 	}
 
 	run.start(lease)
-	kctx, stop := lease.KeepAlive(ctx)
+	kctx, stop := ctx, func() {}
+	if !plantNoKeepAlive.Load() {
+		kctx, stop = lease.KeepAlive(ctx)
+	}
 	runErr := r.jobs[job](kctx, run)
 	lost := context.Cause(kctx)
 	stop()
@@ -615,7 +626,10 @@ func (r *Runner) finishOnce(ctx context.Context, run *Run, runErr error) (o Outc
 			o = AlreadyDone
 			return tx.Create(run.record, delivery(job, o, nil))
 		}
-		gerr := run.lease.Guard(tx)
+		var gerr error
+		if !plantUnguardedMark.Load() {
+			gerr = run.lease.Guard(tx)
+		}
 		switch {
 		case gerr != nil && !errors.Is(gerr, lock.ErrNotHeld):
 			return gerr
