@@ -36,8 +36,8 @@ func jobsAPI(t *testing.T, opts ...jobs.Option) (*functions.API, *firestore.Clie
 	api.Log = functions.NewLogger(io.Discard)
 	runs := &atomic.Int32{}
 	api.Jobs = jobs.New(fs, map[string]jobs.Func{
-		"work":   func(context.Context, *lock.Lease) error { runs.Add(1); return nil },
-		"broken": func(context.Context, *lock.Lease) error { return errJobBroken },
+		"work":   func(context.Context, *jobs.Run) error { runs.Add(1); return nil },
+		"broken": func(context.Context, *jobs.Run) error { return errJobBroken },
 	}, opts...)
 	return api, fs, runs
 }
@@ -125,8 +125,12 @@ func TestRunScheduledJobDoesNotAcknowledgeAFailedRun(t *testing.T) {
 	if !errors.Is(err, errJobBroken) {
 		t.Fatalf("a run that failed: %v, want the job's error (Pub/Sub delivers again)", err)
 	}
-	if _, err := fs.Collection(jobs.Collection).Doc(jobs.EventKey(topicSource, "301")).Get(context.Background()); err == nil {
-		t.Fatal("the failed run kept its lease: a retry would have to wait for it")
+	s, err := fs.Collection(jobs.Collection).Doc(jobs.EventKey(topicSource, "301")).Get(context.Background())
+	if err != nil {
+		t.Fatalf("the failed run is gone (its delivery records with no parent to sweep them): %v", err)
+	}
+	if s.Data()["state"] != jobs.StateFailed || s.Data()[lock.FieldLeaseSeconds] != int64(0) {
+		t.Fatalf("failed run %v: want state failed and its lease ended, so a retry takes it over at once", s.Data())
 	}
 }
 

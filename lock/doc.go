@@ -49,9 +49,11 @@
 // its write landed (deadline, dropped connection), it reads the document
 // back, past the caller's context for a few seconds if need be. A grant
 // that landed is returned as the lease while the context is live, and
-// otherwise deleted again with a precondition; a renewal or release that
-// landed counts as done. Only when even the read fails does an error leave
-// a lease behind, and that lease ends by itself within its length.
+// otherwise deleted again with a precondition; a release that landed
+// counts as done; a renewal, whose effect another holder's write may mimic,
+// is written again while the lease is still ours. Only when even the read
+// fails does an error leave a lease behind, and that lease ends by itself
+// within its length.
 //
 // Connection: grants, renewals and releases use a low-level commit client
 // (to read the server's timestamps from the commit itself, and to see a

@@ -122,14 +122,18 @@ func (l *Lease) lost(format string, args ...any) error {
 }
 
 // Renew moves renewedAt to the server's current time: one write
-// conditioned on the document being exactly as our last write left it. An
-// ambiguous failure (timeout, unavailable) is settled by reading the
-// document back, never by assuming the lease lost. A lease that was taken
-// over, released or deleted gives ErrNotHeld and closes Done.
+// conditioned on the document being exactly as this lease last saw it. A
+// conflict or an ambiguous failure (timeout, unavailable) is settled by
+// reading the document back, never by assuming the lease lost: a lease
+// that was taken over, released or deleted gives ErrNotHeld and closes
+// Done; one still ours is written again on the update time just read. A
+// change it did not see commit (a Reentrant sibling's renewal, or our own
+// write that landed unheard) is never taken for its renewal, so the lease
+// end it keeps is never later than the one Firestore holds.
 func (l *Lease) Renew(ctx context.Context) error {
 	for range maxRounds {
 		l.mu.Lock()
-		pre, before := l.updateTime, l.renewedAt
+		pre := l.updateTime
 		l.mu.Unlock()
 		select {
 		case <-l.done:
@@ -161,15 +165,8 @@ func (l *Lease) Renew(ctx context.Context) error {
 		if err := l.stillOurs(snap); err != nil {
 			return err
 		}
-		d := decodeLease(snap)
 		l.mu.Lock()
-		l.updateTime, l.holds = snap.UpdateTime, d.Holds
-		if d.RenewedAt.After(before) { // the ambiguous write did land
-			l.renewedAt = d.RenewedAt
-			l.validUntil = sent.Add(l.duration)
-			l.mu.Unlock()
-			return nil
-		}
+		l.updateTime, l.holds = snap.UpdateTime, decodeLease(snap).Holds
 		l.mu.Unlock()
 	}
 	return fmt.Errorf("lock %q: renew: document kept changing under us", l.ref.ID)

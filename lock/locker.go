@@ -103,6 +103,8 @@ func WithTTLMargin(d time.Duration) Option {
 // from FIRESTORE_EMULATOR_HOST or Application Default Credentials. The database
 // (named ones too) always comes from the *firestore.Client. Either way the
 // first commit checks that both reach the same database (ErrClientMismatch).
+// Each New with these options builds a client of its own (never closed):
+// make one Locker and derive one per execution with ForOwner.
 func WithClientOptions(opts ...option.ClientOption) Option {
 	return func(l *Locker) error {
 		l.rawOpts = opts
@@ -157,6 +159,19 @@ func New(client *firestore.Client, path string, opts ...Option) (*Locker, error)
 		l.owner = id
 	}
 	return l, nil
+}
+
+// ForOwner returns a Locker like l (collection, options, commit client)
+// that writes owner id into its leases. A server that takes leases as a
+// new execution per request makes one Locker and derives one per execution:
+// New would build a commit client each time when given WithClientOptions.
+func (l *Locker) ForOwner(id string) (*Locker, error) {
+	if id == "" {
+		return nil, errors.New("lock: empty owner")
+	}
+	derived := *l
+	derived.owner = id
+	return &derived, nil
 }
 
 // NewExecutionID returns a fresh nanoid to identify one execution.

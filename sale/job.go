@@ -2,10 +2,8 @@ package sale
 
 import (
 	"context"
-	"time"
 
 	"github.com/firelock/firelock/internal/jobs"
-	"github.com/firelock/firelock/lock"
 )
 
 // Job is the body of the scheduled job admitQueue (AdmitJob): it admits
@@ -14,9 +12,7 @@ import (
 // admitter leases, not by the run's lease: an admission commits only while
 // its admitter holds the sale, whichever run that is.
 func (a *Admitter) Job() jobs.Func {
-	// internal/jobs does not tell a body its run's end yet: until it does,
-	// each run makes one pass.
-	return func(ctx context.Context, _ *lock.Lease) error {
-		return a.Run(ctx, time.Time{})
+	return func(ctx context.Context, run *jobs.Run) error {
+		return a.Run(ctx, run.Until())
 	}
 }

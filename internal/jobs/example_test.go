@@ -12,8 +12,10 @@ import (
 
 // A job whose body may outlive its run's lease (a slow call after which the
 // lease was lost and another delivery took the event over) fences its
-// writes with the lease: in a transaction that calls lease.Guard first, the
-// write commits only while this run still holds the event.
+// writes with the lease: in a transaction that calls Lease().Guard first,
+// the write commits only while this run still holds the event. MarkDone in
+// the same transaction commits the done mark with the write, so the
+// report is written exactly once even if the answer to the commit is lost.
 func Example() {
 	ctx := context.Background()
 	client, err := firestore.NewClient(ctx, "demo-jobs-example")
@@ -24,13 +26,16 @@ func Example() {
 
 	report := client.Doc("reports/daily")
 	r := jobs.New(client, map[string]jobs.Func{
-		"dailyReport": func(ctx context.Context, run *lock.Lease) error {
+		"dailyReport": func(ctx context.Context, run *jobs.Run) error {
 			total := 42 // ... the slow part of the job ...
 			return client.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
-				if err := run.Guard(tx); err != nil {
+				if err := run.Lease().Guard(tx); err != nil {
 					return err // the run lost its event: write nothing
 				}
-				return tx.Set(report, map[string]any{"total": total, "token": run.Token()})
+				if err := tx.Set(report, map[string]any{"total": total, "slot": run.Slot()}); err != nil {
+					return err
+				}
+				return run.MarkDone(tx)
 			})
 		},
 	})

@@ -10,10 +10,26 @@
 // source and id).
 //
 // Each event gets a lease document jobRuns/{eventKey} with the lease fields
-// of CONTRACT §1 plus state "running" | "done", job, eventId, finishedAt
-// (and slot). Under that lease, kept alive, the job body runs; on success
-// the document turns "done" (a write guarded by the lease) and stays, so a
-// later duplicate acknowledges without running.
+// of CONTRACT §1 plus state "running" | "done" | "failed", job, eventId,
+// finishedAt (and slot). Under that lease, kept alive, the job body runs;
+// on success the document turns "done" in a transaction guarded by the
+// lease, and stays, so a later duplicate acknowledges without running. A
+// run that fails stays too, "failed" with its lease ended and released, so
+// the next delivery takes it over at once and its delivery records keep a
+// parent for the sweep (a week after, like done runs).
+//
+// What "exactly once" covers: the done mark, and every effect the body
+// commits in the same transaction as the mark. A body that commits its
+// effect in a transaction guarded by its lease calls Run.MarkDone in it:
+// effect and mark commit together or not at all, so a commit whose answer
+// is lost is found done by the redelivery, never applied again. Effects
+// committed apart from the mark are fenced (a run that lost its event
+// writes nothing) but may be applied again by a redelivery if the mark
+// after them is lost: they must be idempotent. A job that writes outside
+// Firestore cannot commit with the mark, so it makes each write idempotent
+// by the event key (Run.Key, the same for every delivery of the event: an
+// idempotency key, a request ID, a document ID) and fences it with
+// Lease().Token where the store can refuse lower tokens.
 //
 // No event is lost. A delivery acknowledges (returns nil) only when the
 // event is done, ran to completion here, or can never succeed (a bad
@@ -21,14 +37,17 @@
 // budget and context: it acknowledges already_done if the run finishes,
 // takes the run over if its lease ends (the holder crashed), and otherwise
 // records in_progress and returns ErrInProgress so Pub/Sub delivers again.
-// A run that fails, or cannot be marked done, frees its lease and returns
-// an error. Every delivery is recorded in
-// jobRuns/{eventKey}/deliveries/{executionId} with its outcome.
+// A run's done mark (or, after a failure, the freeing of its lease) is
+// retried while its lease lasts, past the delivery's deadline too; a run
+// that fails, or cannot be marked done, returns an error. Every delivery is
+// recorded in jobRuns/{eventKey}/deliveries/{executionId} with its outcome.
 //
-// A job body gets the run's lease. A body that may outlive its lease (it is
-// cancelled when the lease is lost, but a write may be in flight) must make
-// its writes conditional on it: in a transaction that calls lease.Guard, or
-// with preconditions that a concurrent run would break (see Example).
+// A job body gets its Run: the run's lease, the event's key, slot and
+// message, and Until, when a long-running job should stop. A body that may
+// outlive its lease (it is cancelled when the lease is lost, but a write may
+// be in flight) must make its writes conditional on it: in a transaction
+// that calls Lease().Guard, or with preconditions that a concurrent run
+// would break (see Example).
 package jobs
 
 import (
@@ -39,9 +58,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	_ "time/tzdata" // schedules' zones resolve on any runtime image
 
@@ -50,6 +71,8 @@ import (
 	"github.com/firelock/firelock/booking"
 	"github.com/firelock/firelock/counter"
 	"github.com/firelock/firelock/lock"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 )
 
 // Collection holds one document per event.
@@ -59,6 +82,11 @@ const Collection = "jobRuns"
 const (
 	StateRunning = "running"
 	StateDone    = "done"
+	// StateFailed: the last run failed and freed its lease (leaseSeconds
+	// 0, no holders), so the next delivery takes the event over at once;
+	// the document stays for its delivery records, and is swept with them
+	// a week after, like a done run.
+	StateFailed = "failed"
 
 	Ran         Outcome = "ran"
 	AlreadyDone Outcome = "already_done"
@@ -85,9 +113,71 @@ var ErrInProgress = errors.New("jobs: event in progress elsewhere")
 
 var errDone = errors.New("jobs: event done")
 
+// Bugs that negative-control tests plant (through export_test.go, never
+// reachable otherwise) to prove that the tests' checks can go red.
+var (
+	plantNoKeepAlive   atomic.Bool // the body runs without its lease kept alive
+	plantUnguardedMark atomic.Bool // the run is settled (marked done) without Guard
+)
+
 // Func is a job body. It gets a context that is cancelled if the run's
-// lease is lost, and the lease, to fence its writes with.
-type Func func(ctx context.Context, run *lock.Lease) error
+// lease is lost (and at the delivery's deadline), and the run: its lease, to
+// fence its writes with, and what the event is.
+type Func func(ctx context.Context, run *Run) error
+
+// Run is one run of an event's job, built by the Runner for its body.
+type Run struct {
+	lease       *lock.Lease
+	msg         Message
+	key         string
+	slot        time.Time
+	until       time.Time
+	executionID string
+	fields      map[string]any         // the run document's fields beside the lease's
+	ref         *firestore.DocumentRef // jobRuns/{key}
+	record      *firestore.DocumentRef // this delivery's record
+}
+
+// Lease is the run's lease on its event (the jobRuns document): fence every
+// write with it (Guard in a Firestore transaction, Token outside).
+func (r *Run) Lease() *lock.Lease { return r.lease }
+
+// Message is the run's parsed message.
+func (r *Run) Message() Message { return r.msg }
+
+// Key is the event key, the jobRuns document ID: the same for every
+// delivery of the event, so a job that writes outside Firestore uses it to
+// make its writes idempotent.
+func (r *Run) Key() string { return r.key }
+
+// Slot is the event's schedule slot; zero for a message without schedule.
+func (r *Run) Slot() time.Time { return r.slot }
+
+// Until is when a long-running job should stop: for a scheduled message
+// the next tick of its schedule after its slot (NextSlot), when the next
+// run starts; else the run's start plus the message's Seconds, if any;
+// else zero: make one pass and return. It may lie in the past for a late
+// delivery (make one pass then), and never extends the context's
+// deadline: stop at whichever comes first.
+func (r *Run) Until() time.Time { return r.until }
+
+// MarkDone adds to tx the event's done mark and this delivery's record
+// (outcome ran), so that the effect the body writes in tx and the mark
+// commit together or not at all: a redelivery after a lost answer finds
+// the event done instead of applying the effect again. tx must have called
+// Lease().Guard(tx) first, which fences the mark like the effect. Once tx
+// commits the event is done: the Runner does not mark it again, and an
+// error the body returns afterwards is not retried. A transaction retried
+// after an earlier attempt committed unheard fails (the record exists).
+func (r *Run) MarkDone(tx *firestore.Transaction) error {
+	if err := tx.Update(r.ref, []firestore.Update{
+		{Path: "state", Value: StateDone},
+		{Path: "finishedAt", Value: firestore.ServerTimestamp},
+	}); err != nil {
+		return err
+	}
+	return tx.Create(r.record, delivery(r.msg.Job, Ran, nil))
+}
 
 // Runner delivers events to jobs. Safe for concurrent use.
 type Runner struct {
@@ -96,6 +186,10 @@ type Runner struct {
 	lease    time.Duration
 	wait     time.Duration
 	lockOpts []lock.Option
+	// locker is made once (one commit client per Runner) and derived per
+	// delivery with the delivery's execution ID as owner.
+	locker  *lock.Locker
+	lockErr error
 }
 
 // Option configures a Runner.
@@ -110,8 +204,9 @@ func WithLease(d time.Duration) Option { return func(r *Runner) { r.lease = d } 
 // the lease plus 10s, so a crashed run is taken over by the next delivery).
 func WithWait(d time.Duration) Option { return func(r *Runner) { r.wait = d } }
 
-// WithLockOptions passes options to the Locker of each delivery (e.g.
-// lock.WithClientOptions).
+// WithLockOptions passes options to the Runner's Locker (e.g.
+// lock.WithClientOptions). Each delivery takes its event as an owner of its
+// own, the delivery's execution ID, whatever WithOwner says.
 func WithLockOptions(opts ...lock.Option) Option {
 	return func(r *Runner) { r.lockOpts = opts }
 }
@@ -125,6 +220,7 @@ func New(client *firestore.Client, jobs map[string]Func, opts ...Option) *Runner
 	if r.wait == 0 {
 		r.wait = r.lease + 10*time.Second
 	}
+	r.locker, r.lockErr = lock.New(client, Collection, append([]lock.Option{lock.WithLeaseDuration(r.lease)}, r.lockOpts...)...)
 	return r
 }
 
@@ -147,11 +243,12 @@ func Standard(client *firestore.Client) map[string]Func {
 	return map[string]Func{
 		// Both write conditionally already: a rollup on the counter's update
 		// time, a sweep on each lease's; a stale run can only lose a race.
-		"rollupCounters": func(ctx context.Context, _ *lock.Lease) error {
+		// Both are idempotent, so a rerun after a lost done mark is harmless.
+		"rollupCounters": func(ctx context.Context, _ *Run) error {
 			_, err := counter.RollupAll(ctx, client)
 			return err
 		},
-		"sweepExpired": func(ctx context.Context, _ *lock.Lease) error {
+		"sweepExpired": func(ctx context.Context, _ *Run) error {
 			var errs []error
 			// Ended holds turn expired and leave the seat map (their seats
 			// were free from the moment they ended).
@@ -189,37 +286,73 @@ func SlotKey(job string, slot time.Time) string {
 // (the instant the wall clock would have shown it, as time.Date resolves
 // it), never the slot of the day before.
 func Slot(schedule, zone string, at time.Time) (time.Time, error) {
-	if n := len(strings.Fields(schedule)); n != 5 {
-		return time.Time{}, fmt.Errorf("%w: schedule %q has %d fields, want the 5 of standard cron (minute hour day-of-month month day-of-week)", ErrBadPayload, schedule, n)
-	}
-	if !gronx.IsValid(schedule) {
-		return time.Time{}, fmt.Errorf("%w: schedule %q is not valid cron", ErrBadPayload, schedule)
-	}
-	loc, err := time.LoadLocation(zone)
-	if err != nil || zone == "Local" {
-		return time.Time{}, fmt.Errorf("%w: time zone %q is not an IANA zone name", ErrBadPayload, zone)
+	loc, err := parseSchedule(schedule, zone)
+	if err != nil {
+		return time.Time{}, err
 	}
 	if at.IsZero() {
 		return time.Time{}, fmt.Errorf("%w: a scheduled message needs its publish time", ErrBadPayload)
 	}
-	// The wall clock as a plain (UTC) time: cron fields match it directly,
-	// and DST cannot make a tick vanish or repeat.
-	l := at.In(loc)
-	wall := time.Date(l.Year(), l.Month(), l.Day(), l.Hour(), l.Minute(), 0, 0, time.UTC)
+	wall := wallClock(at, loc)
 	tick, err := gronx.PrevTickBefore(schedule, wall, true)
 	if err != nil {
 		return time.Time{}, fmt.Errorf("%w: schedule %q has no tick before %s", ErrBadPayload, schedule, wall.Format(time.DateTime))
 	}
-	slot := time.Date(tick.Year(), tick.Month(), tick.Day(), tick.Hour(), tick.Minute(), 0, 0, loc)
+	return onWall(tick, loc), nil
+}
+
+// NextSlot is the slot after slot: the first tick of schedule after it on
+// zone's wall clock, read as Slot reads ticks (so it is the slot of the
+// next tick's messages). A scheduled run's Until.
+func NextSlot(schedule, zone string, slot time.Time) (time.Time, error) {
+	loc, err := parseSchedule(schedule, zone)
+	if err != nil {
+		return time.Time{}, err
+	}
+	wall := wallClock(slot, loc)
+	tick, err := gronx.NextTickAfter(schedule, wall, false)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("%w: schedule %q has no tick after %s", ErrBadPayload, schedule, wall.Format(time.DateTime))
+	}
+	return onWall(tick, loc), nil
+}
+
+// parseSchedule checks a 5-field cron schedule and loads its zone.
+func parseSchedule(schedule, zone string) (*time.Location, error) {
+	if n := len(strings.Fields(schedule)); n != 5 {
+		return nil, fmt.Errorf("%w: schedule %q has %d fields, want the 5 of standard cron (minute hour day-of-month month day-of-week)", ErrBadPayload, schedule, n)
+	}
+	if !gronx.IsValid(schedule) {
+		return nil, fmt.Errorf("%w: schedule %q is not valid cron", ErrBadPayload, schedule)
+	}
+	loc, err := time.LoadLocation(zone)
+	if err != nil || zone == "Local" {
+		return nil, fmt.Errorf("%w: time zone %q is not an IANA zone name", ErrBadPayload, zone)
+	}
+	return loc, nil
+}
+
+// wallClock is t's minute on loc's wall clock as a plain (UTC) time: cron
+// fields match it directly, and DST cannot make a tick vanish or repeat.
+func wallClock(t time.Time, loc *time.Location) time.Time {
+	l := t.In(loc)
+	return time.Date(l.Year(), l.Month(), l.Day(), l.Hour(), l.Minute(), 0, 0, time.UTC)
+}
+
+// onWall is the instant, in UTC, at which loc's wall clock shows wall (a
+// plain UTC time): the first of a repeated wall time, and a skipped one as
+// time.Date resolves it.
+func onWall(wall time.Time, loc *time.Location) time.Time {
+	t := time.Date(wall.Year(), wall.Month(), wall.Day(), wall.Hour(), wall.Minute(), 0, 0, loc)
 	// time.Date leaves open which of a repeated wall time it returns: take
 	// the first, when the clocks went back shortly before.
-	_, now := slot.Zone()
-	if _, before := slot.Add(-3 * time.Hour).Zone(); before > now {
-		if first := slot.Add(-time.Duration(before-now) * time.Second); first.Hour() == slot.Hour() && first.Minute() == slot.Minute() {
-			slot = first
+	_, now := t.Zone()
+	if _, before := t.Add(-3 * time.Hour).Zone(); before > now {
+		if first := t.Add(-time.Duration(before-now) * time.Second); first.Hour() == t.Hour() && first.Minute() == t.Minute() {
+			t = first
 		}
 	}
-	return slot.UTC(), nil
+	return t.UTC()
 }
 
 // Event is one delivery of a scheduled-job message.
@@ -232,12 +365,19 @@ type Event struct {
 	Data        []byte // the message data: Message as JSON
 }
 
-// Message is the data of a scheduled-job message (CONTRACT §4).
+// Message is the data of a scheduled-job message (CONTRACT §4, §7).
 type Message struct {
 	Job      string `json:"job"`
 	Schedule string `json:"schedule,omitempty"`
 	TimeZone string `json:"timeZone,omitempty"`
+	// Seconds is how long a run without schedule keeps at it (Run.Until):
+	// 0, or 1 to MaxSeconds.
+	Seconds int `json:"seconds,omitempty"`
 }
+
+// MaxSeconds bounds Message.Seconds: a delivery's deadline is
+// RunScheduledJob's timeout, 540 s, and a run cannot outlast it.
+const MaxSeconds = 540
 
 // Parse parses and checks the message data (ErrBadPayload).
 func (r *Runner) Parse(data []byte) (Message, error) {
@@ -258,47 +398,87 @@ func (r *Runner) Parse(data []byte) (Message, error) {
 	if m.Schedule == "" && m.TimeZone != "" {
 		return m, fmt.Errorf("%w: timeZone without schedule", ErrBadPayload)
 	}
+	if m.Seconds < 0 || m.Seconds > MaxSeconds {
+		return m, fmt.Errorf("%w: seconds %d: want 1 to %d (a delivery's deadline), or none", ErrBadPayload, m.Seconds, MaxSeconds)
+	}
 	return m, nil
 }
 
-// eventOf is the key and the lease fields of ev's event.
-func (r *Runner) eventOf(ev Event) (string, map[string]any, error) {
+// runOf is delivery executionID's run of ev's event, without its lease.
+func (r *Runner) runOf(ev Event, executionID string) (*Run, error) {
 	if ev.Source == "" || ev.ID == "" {
-		return "", nil, fmt.Errorf("%w: event without source or id", ErrBadPayload)
+		return nil, fmt.Errorf("%w: event without source or id", ErrBadPayload)
 	}
 	m, err := r.Parse(ev.Data)
 	if err != nil {
-		return "", nil, err
+		return nil, err
 	}
-	fields := map[string]any{"state": StateRunning, "job": m.Job, "eventId": ev.ID}
-	if m.Schedule == "" {
-		return EventKey(ev.Source, ev.ID), fields, nil
+	run := &Run{msg: m, key: EventKey(ev.Source, ev.ID), executionID: executionID,
+		fields: map[string]any{"state": StateRunning, "job": m.Job, "eventId": ev.ID}}
+	if m.Schedule != "" {
+		if run.slot, err = Slot(m.Schedule, m.TimeZone, ev.PublishTime); err != nil {
+			return nil, err
+		}
+		if run.until, err = NextSlot(m.Schedule, m.TimeZone, run.slot); err != nil {
+			return nil, err
+		}
+		run.key = SlotKey(m.Job, run.slot)
+		run.fields["slot"] = run.slot
 	}
-	slot, err := Slot(m.Schedule, m.TimeZone, ev.PublishTime)
-	if err != nil {
-		return "", nil, err
+	run.ref = r.client.Collection(Collection).Doc(run.key)
+	run.record = run.ref.Collection("deliveries").Doc(executionID)
+	return run, nil
+}
+
+// start gives the run its lease; a run without schedule starts its Seconds
+// now.
+func (r *Run) start(lease *lock.Lease) {
+	r.lease = lease
+	if r.slot.IsZero() && r.msg.Seconds > 0 {
+		r.until = time.Now().Add(time.Duration(r.msg.Seconds) * time.Second)
 	}
-	fields["slot"] = slot
-	return SlotKey(m.Job, slot), fields, nil
+}
+
+// failedIn adds to tx this delivery's record, failed with cause, for a
+// delivery that holds no lease (its take failed, or its lease was lost).
+// If the run's document, as read in tx, is missing, it creates it as a
+// failed run whose lease has ended: no record is left without a parent
+// that the sweep finds, and the next delivery takes the event over at once.
+func (r *Run) failedIn(tx *firestore.Transaction, doc *firestore.DocumentSnapshot, cause error) error {
+	if !doc.Exists() {
+		ended := maps.Clone(r.fields)
+		maps.Copy(ended, map[string]any{
+			"state": StateFailed, "finishedAt": firestore.ServerTimestamp,
+			lock.FieldOwner: r.executionID, lock.FieldAcquiredAt: firestore.ServerTimestamp,
+			lock.FieldRenewedAt: firestore.ServerTimestamp, lock.FieldLeaseSeconds: 0, lock.FieldHolds: []string{},
+		})
+		if err := tx.Create(r.ref, ended); err != nil {
+			return err
+		}
+	}
+	return tx.Create(r.record, delivery(r.msg.Job, Failed, cause))
 }
 
 // Deliver handles one delivery as execution executionID. A nil error means
 // acknowledge: the event ran here, is done, or (with ErrBadPayload, nothing
 // written) can never succeed. Any other error means Pub/Sub should deliver
 // again: the run failed or could not be marked done (its lease is freed
-// where that is safe), or it is in progress elsewhere (ErrInProgress).
+// where that is safe, else it ends by itself), or it is in progress
+// elsewhere (ErrInProgress).
 func (r *Runner) Deliver(ctx context.Context, executionID string, ev Event) (Outcome, error) {
-	key, fields, err := r.eventOf(ev)
+	run, err := r.runOf(ev, executionID)
 	if err != nil {
 		return "", err
 	}
-	job := fields["job"].(string)
-	run := r.client.Collection(Collection).Doc(key)
-	locker, err := lock.New(r.client, Collection, append([]lock.Option{lock.WithOwner(executionID), lock.WithLeaseDuration(r.lease)}, r.lockOpts...)...)
+	job, ref := run.msg.Job, run.ref
+	if r.lockErr != nil {
+		return "", r.lockErr
+	}
+	locker, err := r.locker.ForOwner(executionID)
 	if err != nil {
 		return "", err
 	}
-	lease, err := r.take(ctx, locker, run, lock.WithFields(fields), lock.WithCheck(func(s *firestore.DocumentSnapshot) error {
+	lease, err := r.take(ctx, locker, ref, lock.WithFields(run.fields), lock.WithCheck(func(s *firestore.DocumentSnapshot) error {
 		if s.Data()["state"] == StateDone {
 			return errDone
 		}
@@ -306,49 +486,26 @@ func (r *Runner) Deliver(ctx context.Context, executionID string, ev Event) (Out
 	}))
 	switch {
 	case errors.Is(err, errDone):
-		return AlreadyDone, r.record(ctx, run, executionID, job, AlreadyDone, nil)
+		return AlreadyDone, r.record(ctx, ref, executionID, job, AlreadyDone, nil)
 	case errors.Is(err, lock.ErrHeld):
 		err = fmt.Errorf("%w: %v", ErrInProgress, err)
-		return InProgress, errors.Join(err, r.record(ctx, run, executionID, job, InProgress, nil))
+		return InProgress, errors.Join(err, r.record(ctx, ref, executionID, job, InProgress, nil))
 	case err != nil:
-		return Failed, errors.Join(err, r.record(ctx, run, executionID, job, Failed, err))
+		return Failed, errors.Join(err, r.recordFailed(ctx, run, err))
 	}
 
-	kctx, stop := lease.KeepAlive(ctx)
-	runErr := r.jobs[job](kctx, lease)
+	run.start(lease)
+	kctx, stop := ctx, func() {}
+	if !plantNoKeepAlive.Load() {
+		kctx, stop = lease.KeepAlive(ctx)
+	}
+	runErr := r.jobs[job](kctx, run)
 	lost := context.Cause(kctx)
 	stop()
-	if runErr == nil && errors.Is(lost, lock.ErrNotHeld) {
-		runErr = fmt.Errorf("jobs: the run's lease was lost while it ran: %w", lost)
+	if errors.Is(lost, lock.ErrNotHeld) {
+		runErr = errors.Join(runErr, fmt.Errorf("jobs: the run's lease was lost while it ran: %w", lost))
 	}
-	if runErr != nil {
-		return Failed, r.fail(ctx, run, lease, executionID, job, runErr, true)
-	}
-	err = r.client.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
-		if err := lease.Guard(tx); err != nil {
-			return err
-		}
-		if err := tx.Update(run, []firestore.Update{
-			{Path: "state", Value: StateDone},
-			{Path: "finishedAt", Value: firestore.ServerTimestamp},
-		}); err != nil {
-			return err
-		}
-		return tx.Create(run.Collection("deliveries").Doc(executionID), delivery(job, Ran, nil))
-	})
-	if err == nil {
-		return Ran, nil
-	}
-	// The commit may have landed unheard: a done run must not be released
-	// (that would delete it and run the job again), so read it back first.
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.settle())
-	defer cancel()
-	s, rerr := run.Get(cctx)
-	if rerr == nil && s.Data()["state"] == StateDone {
-		return Ran, nil
-	}
-	err = fmt.Errorf("jobs: %s ran but could not be marked done: %w", job, err)
-	return Failed, r.fail(ctx, run, lease, executionID, job, err, rerr == nil)
+	return r.finish(ctx, run, runErr)
 }
 
 // take acquires the event's lease; while another delivery holds it live,
@@ -400,22 +557,107 @@ func (r *Runner) take(ctx context.Context, locker *lock.Locker, run *firestore.D
 }
 
 // settle bounds the calls a delivery makes after its context ended (read
-// back, record, release): past one lease they matter no more, since the
-// lease ends by itself.
+// back, record): past one lease they matter no more, since the lease ends
+// by itself.
 func (r *Runner) settle() time.Duration { return min(10*time.Second, r.lease) }
 
-// fail records a failed delivery and, if release, frees the lease so a
-// retry can take the event at once (a lease not freed ends by itself).
-func (r *Runner) fail(ctx context.Context, run *firestore.DocumentRef, lease *lock.Lease, executionID, job string, cause error, release bool) error {
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.settle())
+// finish settles a run that its body ended (with runErr), in one
+// transaction guarded by its lease: the event done and this delivery
+// recorded ran, or, after a failure, the run kept as failed with its lease
+// ended and released, and the delivery recorded failed. The transaction
+// first reads what an earlier commit left (the body's MarkDone, or an
+// attempt here whose answer was lost) and never marks twice. It is retried
+// while the lease may last, past ctx's end too: the lease ends within its
+// length of the last renewal, and Guard refuses a commit once it is about
+// to. A run whose lease was lost is recorded failed and left to whoever
+// took it over.
+func (r *Runner) finish(ctx context.Context, run *Run, runErr error) (Outcome, error) {
+	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), run.lease.Duration())
 	defer cancel()
-	errs := []error{cause, r.record(ctx, run, executionID, job, Failed, cause)}
-	if release {
-		if err := lease.Release(cctx); err != nil && !errors.Is(err, lock.ErrNotHeld) {
-			errs = append(errs, fmt.Errorf("jobs: free the failed run's lease (it ends by itself within %v): %w", lease.Duration(), err))
+	// An answer lost on a connection that stays open would hold an attempt
+	// to the end: each gets a fifth of the lease (at least a second).
+	perAttempt := max(run.lease.Duration()/5, time.Second)
+	for attempt := 0; ; attempt++ {
+		actx, cancelAttempt := context.WithTimeout(fctx, perAttempt)
+		o, result, err := r.finishOnce(actx, run, runErr)
+		cancelAttempt()
+		if err == nil {
+			return o, result
+		}
+		wait := min(50*time.Millisecond<<min(attempt, 5), time.Second)
+		t := time.NewTimer(wait)
+		select {
+		case <-fctx.Done():
+			t.Stop()
+			// Firestore was out of reach for as long as the lease lasts: it
+			// ends by itself, and a redelivery takes the event over or finds
+			// it done (if the body's MarkDone landed).
+			if runErr == nil {
+				return Failed, fmt.Errorf("jobs: %s ran but could not be marked done while its lease lasted: %w", run.msg.Job, err)
+			}
+			return Failed, fmt.Errorf("%w (and the failure could not be recorded while the lease lasted: %w)", runErr, err)
+		case <-t.C:
 		}
 	}
-	return errors.Join(errs...)
+}
+
+// finishOnce is one attempt of finish. It returns the delivery's outcome
+// and error (nil: acknowledge), or err if the transaction did not commit.
+func (r *Runner) finishOnce(ctx context.Context, run *Run, runErr error) (o Outcome, result, err error) {
+	job := run.msg.Job
+	err = r.client.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
+		o, result = "", nil
+		snaps, err := tx.GetAll([]*firestore.DocumentRef{run.ref, run.record})
+		if err != nil {
+			return err
+		}
+		if rec := snaps[1]; rec.Exists() { // our own commit landed unheard
+			o = Outcome(fmt.Sprint(rec.Data()["outcome"]))
+			if o == Failed {
+				result = runErr
+				if result == nil {
+					result = fmt.Errorf("jobs: %s: %v", job, rec.Data()["error"])
+				}
+			}
+			return nil
+		}
+		if s := snaps[0]; s.Exists() && s.Data()["state"] == StateDone {
+			// Another delivery finished the event after it took it over.
+			o = AlreadyDone
+			return tx.Create(run.record, delivery(job, o, nil))
+		}
+		var gerr error
+		if !plantUnguardedMark.Load() {
+			gerr = run.lease.Guard(tx)
+		}
+		switch {
+		case gerr != nil && !errors.Is(gerr, lock.ErrNotHeld):
+			return gerr
+		case gerr != nil:
+			o, result = Failed, runErr
+			if result == nil {
+				result = fmt.Errorf("jobs: %s ran but lost its lease before it was marked done: %w", job, gerr)
+			}
+			return run.failedIn(tx, snaps[0], result)
+		case runErr == nil:
+			o = Ran
+			return run.MarkDone(tx)
+		default:
+			// Keep the run for its records, its lease ended and released:
+			// the next delivery takes the event over at once.
+			o, result = Failed, runErr
+			if err := tx.Update(run.ref, []firestore.Update{
+				{Path: "state", Value: StateFailed},
+				{Path: "finishedAt", Value: firestore.ServerTimestamp},
+				{Path: lock.FieldLeaseSeconds, Value: 0},
+				{Path: lock.FieldHolds, Value: []string{}},
+			}); err != nil {
+				return err
+			}
+			return tx.Create(run.record, delivery(job, o, result))
+		}
+	})
+	return o, result, err
 }
 
 func delivery(job string, o Outcome, err error) map[string]any {
@@ -426,12 +668,30 @@ func delivery(job string, o Outcome, err error) map[string]any {
 	return d
 }
 
-// record writes this delivery's record, also after ctx ended (a delivery
-// that ran out of time still says so).
-func (r *Runner) record(ctx context.Context, run *firestore.DocumentRef, executionID, job string, o Outcome, runErr error) error {
+// recordFailed records a delivery that failed before it held the lease
+// (see failedIn), also after ctx ended.
+func (r *Runner) recordFailed(ctx context.Context, run *Run, cause error) error {
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.settle())
 	defer cancel()
-	if _, err := run.Collection("deliveries").Doc(executionID).Create(cctx, delivery(job, o, runErr)); err != nil {
+	err := r.client.RunTransaction(cctx, func(ctx context.Context, tx *firestore.Transaction) error {
+		doc, err := tx.Get(run.ref)
+		if err != nil && status.Code(err) != codes.NotFound {
+			return err
+		}
+		return run.failedIn(tx, doc, cause)
+	})
+	if err != nil {
+		return fmt.Errorf("jobs: record delivery %s: %w", run.executionID, err)
+	}
+	return nil
+}
+
+// record writes this delivery's record, also after ctx ended (a delivery
+// that ran out of time still says so).
+func (r *Runner) record(ctx context.Context, ref *firestore.DocumentRef, executionID, job string, o Outcome, runErr error) error {
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.settle())
+	defer cancel()
+	if _, err := ref.Collection("deliveries").Doc(executionID).Create(cctx, delivery(job, o, runErr)); err != nil {
 		return fmt.Errorf("jobs: record delivery %s: %w", executionID, err)
 	}
 	return nil

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -15,6 +16,9 @@ import (
 	"github.com/firelock/firelock/internal/emulators"
 	"github.com/firelock/firelock/internal/jobs"
 	"github.com/firelock/firelock/lock"
+	"google.golang.org/api/option"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
 )
 
 func TestMain(m *testing.M) { os.Exit(emulators.RunTests(m, emulators.Firestore)) }
@@ -58,7 +62,7 @@ func execID(t *testing.T) string {
 func TestConcurrentDeliveriesRunOnce(t *testing.T) {
 	c := emulators.NewFirestore(t)
 	var runs atomic.Int32
-	r := jobs.New(c, map[string]jobs.Func{"work": func(context.Context, *lock.Lease) error {
+	r := jobs.New(c, map[string]jobs.Func{"work": func(context.Context, *jobs.Run) error {
 		runs.Add(1)
 		time.Sleep(200 * time.Millisecond) // overlap with the other deliveries
 		return nil
@@ -112,7 +116,7 @@ func TestCrashedRunIsNotAcknowledgedAndIsTakenOver(t *testing.T) {
 	ev := event("7", "work")
 	plantCrashedRun(t, c, jobs.EventKey(ev.Source, ev.ID), 3*time.Second)
 	var runs atomic.Int32
-	r := jobs.New(c, map[string]jobs.Func{"work": func(context.Context, *lock.Lease) error { runs.Add(1); return nil }}, jobs.WithLease(3*time.Second))
+	r := jobs.New(c, map[string]jobs.Func{"work": func(context.Context, *jobs.Run) error { runs.Add(1); return nil }}, jobs.WithLease(3*time.Second))
 
 	short, cancel := context.WithTimeout(context.Background(), time.Second)
 	o, err := r.Deliver(short, execID(t), ev)
@@ -140,7 +144,7 @@ func TestFailedRunReturnsErrorAndRetryCompletes(t *testing.T) {
 	ctx := context.Background()
 	var calls atomic.Int32
 	boom := errors.New("downstream unavailable")
-	r := jobs.New(c, map[string]jobs.Func{"flaky": func(context.Context, *lock.Lease) error {
+	r := jobs.New(c, map[string]jobs.Func{"flaky": func(context.Context, *jobs.Run) error {
 		if calls.Add(1) == 1 {
 			return boom
 		}
@@ -150,14 +154,61 @@ func TestFailedRunReturnsErrorAndRetryCompletes(t *testing.T) {
 	if o, err := r.Deliver(ctx, execID(t), ev); !errors.Is(err, boom) || o != jobs.Failed {
 		t.Fatalf("first delivery: %s %v, want failed with the job's error", o, err)
 	}
-	if doc := runDoc(t, c, ev); doc != nil {
-		t.Fatalf("a failed run left its lease: %v", doc)
-	}
-	if o, err := r.Deliver(ctx, execID(t), ev); err != nil || o != jobs.Ran {
+	// The retry takes the event over at once: far sooner than the failed
+	// run's lease of a minute would have ended.
+	soon, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if o, err := r.Deliver(soon, execID(t), ev); err != nil || o != jobs.Ran {
 		t.Fatalf("retry: %s %v", o, err)
 	}
 	if d := deliveries(t, c, ev); d["failed"] != 1 || d["ran"] != 1 {
 		t.Fatalf("deliveries %v", d)
+	}
+	if doc := runDoc(t, c, ev); doc["state"] != jobs.StateDone || doc[lock.FieldLeaseSeconds] != int64(jobs.DefaultLease/time.Second) {
+		t.Fatalf("run after the retry: %v", doc)
+	}
+}
+
+// A failed run stays: an ended lease with state failed, so its delivery
+// records have a parent that sweepExpired finds, and the next delivery
+// takes the event over at once. Both go a week after the run ended, like
+// a done run.
+func TestFailedRunIsKeptAndSweptAfterAWeek(t *testing.T) {
+	c := emulators.NewFirestore(t)
+	ctx := context.Background()
+	boom := errors.New("downstream unavailable")
+	r := jobs.New(c, map[string]jobs.Func{"flaky": func(context.Context, *jobs.Run) error { return boom }})
+	ev := event("300", "flaky")
+	if o, err := r.Deliver(ctx, execID(t), ev); !errors.Is(err, boom) || o != jobs.Failed {
+		t.Fatalf("delivery: %s %v, want failed with the job's error", o, err)
+	}
+	doc := runDoc(t, c, ev)
+	if doc == nil {
+		t.Fatal("the failed run was deleted: its delivery records are orphaned")
+	}
+	if doc["state"] != jobs.StateFailed || doc[lock.FieldLeaseSeconds] != int64(0) || doc["finishedAt"] == nil {
+		t.Fatalf("failed run %v, want state failed, an ended lease and finishedAt", doc)
+	}
+	if d := deliveries(t, c, ev); d[jobs.StateFailed] != 1 {
+		t.Fatalf("deliveries %v", d)
+	}
+	run := c.Collection(jobs.Collection).Doc(jobs.EventKey(ev.Source, ev.ID))
+	sweep := jobs.New(c, jobs.Standard(c))
+	// What the days do to the run: its lease ended that long ago.
+	for i, age := range []time.Duration{6 * 24 * time.Hour, 8 * 24 * time.Hour} {
+		if _, err := run.Update(ctx, []firestore.Update{{Path: lock.FieldRenewedAt, Value: time.Now().Add(-age)}}); err != nil {
+			t.Fatal(err)
+		}
+		if o, err := sweep.Deliver(ctx, execID(t), event(fmt.Sprint("sweep-", i), "sweepExpired")); err != nil || o != jobs.Ran {
+			t.Fatalf("sweep: %s %v", o, err)
+		}
+		kept := i == 0
+		if got := runDoc(t, c, ev) != nil; got != kept {
+			t.Fatalf("%v after the run ended: run kept = %v, want %v", age, got, kept)
+		}
+		if n := len(deliveries(t, c, ev)); (n > 0) != kept {
+			t.Fatalf("%v after the run ended: %d delivery records kept, want kept = %v", age, n, kept)
+		}
 	}
 }
 
@@ -172,6 +223,9 @@ func TestBadPayloadIsAcknowledgedAndWritesNothing(t *testing.T) {
 		"empty":         ``,
 		"missing job":   `{}`,
 		"array payload": `["rollupCounters"]`,
+		"negative secs": `{"job": "rollupCounters", "seconds": -1}`,
+		"secs past 540": `{"job": "rollupCounters", "seconds": 541}`,
+		"secs a string": `{"job": "rollupCounters", "seconds": "30"}`,
 	} {
 		_, err := r.Deliver(context.Background(), execID(t), jobs.Event{Source: source, ID: "1", Data: []byte(data)})
 		if !errors.Is(err, jobs.ErrBadPayload) {
@@ -252,5 +306,89 @@ func TestSweepExpiredDeletesOnlyLongEndedLeases(t *testing.T) {
 		if exists(path) != want {
 			t.Errorf("%s exists = %v, want %v", path, !want, want)
 		}
+	}
+}
+
+// A Runner given lock client options builds its lock's commit client once:
+// its goroutines do not grow with its deliveries. The options are the kind
+// that make a client dial (an endpoint and credentials), as in production.
+func TestDeliveriesWithClientOptionsLeakNothing(t *testing.T) {
+	opts := []option.ClientOption{
+		option.WithEndpoint(os.Getenv("FIRESTORE_EMULATOR_HOST")),
+		option.WithoutAuthentication(),
+		option.WithGRPCDialOption(grpc.WithTransportCredentials(insecure.NewCredentials())),
+		option.WithGRPCDialOption(grpc.WithPerRPCCredentials(emulators.EmulatorAdmin{})),
+	}
+	c, err := firestore.NewClient(context.Background(), emulators.ProjectID(t), opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	r := jobs.New(c, map[string]jobs.Func{"work": func(context.Context, *jobs.Run) error { return nil }},
+		jobs.WithLockOptions(lock.WithClientOptions(opts...)))
+	deliver := func(first, n int) {
+		for i := range n {
+			if o, err := r.Deliver(context.Background(), execID(t), event(fmt.Sprint(first+i), "work")); err != nil || o != jobs.Ran {
+				t.Fatalf("delivery %d: %s %v", first+i, o, err)
+			}
+		}
+	}
+	deliver(0, 5) // the first deliveries start what a Runner keeps for good
+	before := goroutinesAfterSettling(0)
+	deliver(100, 30)
+	after := goroutinesAfterSettling(before + 10)
+	t.Logf("goroutines %d -> %d", before, after)
+	if after > before+10 {
+		t.Fatalf("goroutines %d -> %d over 30 deliveries: something is built per delivery and never closed", before, after)
+	}
+}
+
+// goroutinesAfterSettling counts goroutines once at most want are left, or
+// after two seconds of waiting for exiting ones to go.
+func goroutinesAfterSettling(want int) int {
+	n := runtime.NumGoroutine()
+	for deadline := time.Now().Add(2 * time.Second); n > want && time.Now().Before(deadline); n = runtime.NumGoroutine() {
+		time.Sleep(50 * time.Millisecond)
+	}
+	return n
+}
+
+// The body learns its event and when to stop from its Run.
+func TestRunTellsItsEventAndWhenToStop(t *testing.T) {
+	c := emulators.NewFirestore(t)
+	ctx := context.Background()
+	var got *jobs.Run
+	r := jobs.New(c, map[string]jobs.Func{"work": func(_ context.Context, run *jobs.Run) error {
+		got = run
+		return nil
+	}})
+	deliver := func(ev jobs.Event) *jobs.Run {
+		t.Helper()
+		got = nil
+		if o, err := r.Deliver(ctx, execID(t), ev); err != nil || o != jobs.Ran {
+			t.Fatalf("%s %v", o, err)
+		}
+		if got.Lease() == nil || got.Lease().Key() != got.Key() {
+			t.Fatalf("run %s has lease %v", got.Key(), got.Lease())
+		}
+		return got
+	}
+
+	run := deliver(scheduled("500", "work", "*/5 * * * *", "Europe/Berlin", "2026-11-22T10:07:30Z"))
+	if run.Key() != "work@2026-11-22T10:05:00Z" || !run.Slot().Equal(utc("2026-11-22T10:05:00Z")) ||
+		!run.Until().Equal(utc("2026-11-22T10:10:00Z")) || run.Message().Schedule != "*/5 * * * *" || run.Message().TimeZone != "Europe/Berlin" {
+		t.Fatalf("scheduled run: key %s, slot %s, until %s, message %+v", run.Key(), run.Slot(), run.Until(), run.Message())
+	}
+
+	before := time.Now()
+	ev := jobs.Event{Source: source, ID: "501", Data: []byte(`{"job": "work", "seconds": 30}`)}
+	run = deliver(ev)
+	if run.Key() != jobs.EventKey(source, "501") || !run.Slot().IsZero() || run.Message().Seconds != 30 ||
+		run.Until().Before(before.Add(30*time.Second)) || run.Until().After(time.Now().Add(30*time.Second)) {
+		t.Fatalf("run with seconds: key %s, slot %s, until %s (started after %s), message %+v", run.Key(), run.Slot(), run.Until(), before, run.Message())
+	}
+
+	if run = deliver(event("502", "work")); !run.Until().IsZero() || !run.Slot().IsZero() {
+		t.Fatalf("one-pass run: until %s, slot %s, want both zero", run.Until(), run.Slot())
 	}
 }

@@ -56,6 +56,45 @@ func TestSlotIsTheLatestTickOnTheZonesWallClock(t *testing.T) {
 	}
 }
 
+// A scheduled run's Until is the next slot: the schedule's next tick after
+// its slot on the zone's wall clock, read as Slot reads ticks.
+func TestNextSlotIsTheNextTickOnTheZonesWallClock(t *testing.T) {
+	for _, tc := range []struct {
+		name, schedule, zone, slot, want string
+	}{
+		{"hourly", "0 * * * *", "", "2026-11-22T10:00:00Z", "2026-11-22T11:00:00Z"},
+		{"every 15 minutes", "*/15 * * * *", "UTC", "2026-11-22T10:30:00Z", "2026-11-22T10:45:00Z"},
+		{"every minute, across midnight", "* * * * *", "UTC", "2026-12-31T23:59:00Z", "2027-01-01T00:00:00Z"},
+		// 09:00 in Berlin: 23 hours on to spring's DST day, 25 on to autumn's.
+		{"daily, into spring DST", "0 9 * * *", "Europe/Berlin", "2026-03-28T08:00:00Z", "2026-03-29T07:00:00Z"},
+		{"daily, into autumn DST", "0 9 * * *", "Europe/Berlin", "2026-10-24T07:00:00Z", "2026-10-25T08:00:00Z"},
+		// 02:30 is skipped on 2026-03-29: its slot is 03:30 CEST; the next is the day after's 02:30.
+		{"from a tick in the skipped hour", "30 2 * * *", "Europe/Berlin", "2026-03-29T01:30:00Z", "2026-03-30T00:30:00Z"},
+		// 02:30 happens twice on 2026-10-25: one slot, the first; then the day after's (CET).
+		{"from a tick in the repeated hour", "30 2 * * *", "Europe/Berlin", "2026-10-25T00:30:00Z", "2026-10-26T01:30:00Z"},
+		// The repeated hour's ticks are the first hour's slots again: the next new slot is 03:00 CET.
+		{"half-hourly through the repeated hour", "*/30 * * * *", "Europe/Berlin", "2026-10-25T00:30:00Z", "2026-10-25T02:00:00Z"},
+		{"New York, Friday to Monday", "0 6 * * 1-5", "America/New_York", "2026-11-20T11:00:00Z", "2026-11-23T11:00:00Z"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := jobs.NextSlot(tc.schedule, tc.zone, utc(tc.slot))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !got.Equal(utc(tc.want)) {
+				t.Fatalf("NextSlot(%q, %q, %s) = %s, want %s", tc.schedule, tc.zone, tc.slot, got.Format(time.RFC3339), tc.want)
+			}
+			// The next slot is the slot of a message published at its tick.
+			if slot, err := jobs.Slot(tc.schedule, tc.zone, got.Add(30*time.Second)); err != nil || !slot.Equal(got) {
+				t.Fatalf("Slot of a publish at the next slot = %s, %v", slot.Format(time.RFC3339), err)
+			}
+		})
+	}
+	if _, err := jobs.NextSlot("61 * * * *", "", utc("2026-11-22T10:00:00Z")); !errors.Is(err, jobs.ErrBadPayload) {
+		t.Errorf("bad schedule: err = %v, want ErrBadPayload", err)
+	}
+}
+
 func TestBadSchedulesAreBadPayloads(t *testing.T) {
 	at := utc("2026-11-22T10:00:00Z")
 	for _, tc := range []struct{ schedule, zone string }{
@@ -105,7 +144,7 @@ func TestDuplicatePublishesOfOneTickRunOnce(t *testing.T) {
 	c := emulators.NewFirestore(t)
 	ctx := context.Background()
 	var runs atomic.Int32
-	r := jobs.New(c, map[string]jobs.Func{"work": func(context.Context, *lock.Lease) error { runs.Add(1); return nil }})
+	r := jobs.New(c, map[string]jobs.Func{"work": func(context.Context, *jobs.Run) error { runs.Add(1); return nil }})
 	first := scheduled("1001", "work", "0 * * * *", "UTC", "2026-11-22T10:00:03Z")
 	dup := scheduled("1002", "work", "0 * * * *", "UTC", "2026-11-22T10:00:41Z")
 	if o, err := r.Deliver(ctx, execID(t), first); err != nil || o != jobs.Ran {
@@ -176,7 +215,7 @@ func TestRunNotMarkedDoneIsNotLost(t *testing.T) {
 			p := faultproxy.Start(t, os.Getenv("FIRESTORE_EMULATOR_HOST"))
 			via, opts := emulators.NewFirestoreVia(t, p.Addr, project)
 			var runs atomic.Int32
-			body := map[string]jobs.Func{"work": func(context.Context, *lock.Lease) error {
+			body := map[string]jobs.Func{"work": func(context.Context, *jobs.Run) error {
 				runs.Add(1)
 				if fault == "reset" {
 					return p.Reset()
