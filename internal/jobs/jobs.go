@@ -64,7 +64,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-	_ "time/tzdata" // schedules' zones resolve on any runtime image
+	_ "time/tzdata"
+	"unicode/utf8" // schedules' zones resolve on any runtime image
 
 	"cloud.google.com/go/firestore"
 	"github.com/adhocore/gronx"
@@ -382,6 +383,9 @@ const MaxSeconds = 540
 // Parse parses and checks the message data (ErrBadPayload).
 func (r *Runner) Parse(data []byte) (Message, error) {
 	var m Message
+	if err := exactKeys(data); err != nil {
+		return m, err
+	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&m); err != nil {
@@ -402,6 +406,42 @@ func (r *Runner) Parse(data []byte) (Message, error) {
 		return m, fmt.Errorf("%w: seconds %d: want 1 to %d (a delivery's deadline), or none", ErrBadPayload, m.Seconds, MaxSeconds)
 	}
 	return m, nil
+}
+
+// messageKeys are Message's JSON names: a message's keys must be these,
+// exactly (encoding/json also takes "Job" or "ſchedule") and once each.
+var messageKeys = map[string]bool{"job": true, "schedule": true, "timeZone": true, "seconds": true}
+
+// exactKeys refuses data that is not UTF-8, and an object whose keys are not
+// messageKeys exactly, once each. Anything else is left to the decoder.
+func exactKeys(data []byte) error {
+	if !utf8.Valid(data) {
+		return fmt.Errorf("%w: the message is not valid UTF-8", ErrBadPayload)
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return nil
+	}
+	seen := map[string]bool{}
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return nil
+		}
+		key, _ := t.(string)
+		switch {
+		case !messageKeys[key]:
+			return fmt.Errorf("%w: unknown field %q (names match exactly, case included)", ErrBadPayload, key)
+		case seen[key]:
+			return fmt.Errorf("%w: field %q appears more than once", ErrBadPayload, key)
+		}
+		seen[key] = true
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return nil
+		}
+	}
+	return nil
 }
 
 // runOf is delivery executionID's run of ev's event, without its lease.

@@ -216,16 +216,19 @@ func TestBadPayloadIsAcknowledgedAndWritesNothing(t *testing.T) {
 	c := emulators.NewFirestore(t)
 	r := jobs.New(c, jobs.Standard(c))
 	for name, data := range map[string]string{
-		"unknown job":   `{"job": "dropTables"}`,
-		"not JSON":      `job=rollupCounters`,
-		"wrong type":    `{"job": 7}`,
-		"extra field":   `{"job": "rollupCounters", "force": true}`,
-		"empty":         ``,
-		"missing job":   `{}`,
-		"array payload": `["rollupCounters"]`,
-		"negative secs": `{"job": "rollupCounters", "seconds": -1}`,
-		"secs past 540": `{"job": "rollupCounters", "seconds": 541}`,
-		"secs a string": `{"job": "rollupCounters", "seconds": "30"}`,
+		"unknown job":         `{"job": "dropTables"}`,
+		"not JSON":            `job=rollupCounters`,
+		"wrong type":          `{"job": 7}`,
+		"extra field":         `{"job": "rollupCounters", "force": true}`,
+		"empty":               ``,
+		"missing job":         `{}`,
+		"array payload":       `["rollupCounters"]`,
+		"negative secs":       `{"job": "rollupCounters", "seconds": -1}`,
+		"secs past 540":       `{"job": "rollupCounters", "seconds": 541}`,
+		"secs a string":       `{"job": "rollupCounters", "seconds": "30"}`,
+		"key in another case": `{"Job": "rollupCounters"}`,
+		"duplicate key":       `{"job": "dropTables", "job": "rollupCounters"}`,
+		"not UTF-8":           "{\"job\": \"rollupCounters\", \"timeZone\": \"\xff\"}",
 	} {
 		_, err := r.Deliver(context.Background(), execID(t), jobs.Event{Source: source, ID: "1", Data: []byte(data)})
 		if !errors.Is(err, jobs.ErrBadPayload) {
