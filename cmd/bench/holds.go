@@ -59,7 +59,7 @@ func benchHoldConfirm(ctx context.Context, c *firestore.Client, cfg config) ([]r
 	return rs, []comparison{
 		{name, "checkouts/s vs bookings/s", rs[0].OpsPerS, rs[1].OpsPerS, ratio(rs[0].OpsPerS, rs[1].OpsPerS), "higher"},
 		{name, "checkouts/s vs the seed's tx per seat", rs[0].OpsPerS, rs[2].OpsPerS, ratio(rs[0].OpsPerS, rs[2].OpsPerS), "higher"},
-		{"RPCs per checkout", "counted RPCs, hold+confirm vs a booking", rs[0].RPCsPerOp, rs[1].RPCsPerOp, ratio(rs[0].RPCsPerOp, rs[1].RPCsPerOp), "lower"},
+		{"RPCs per checkout", "counted RPCs, hold+confirm vs a booking", *rs[0].RPCsPerOp, *rs[1].RPCsPerOp, ratio(*rs[0].RPCsPerOp, *rs[1].RPCsPerOp), "lower"},
 	}, nil
 }
 

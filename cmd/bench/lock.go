@@ -49,7 +49,7 @@ func isHeld(err error) bool { return errors.Is(err, lock.ErrHeld) || errors.Is(e
 // tick in ms), which on a single hot key costs more than an RPC.
 func benchUncontended(ctx context.Context, c *firestore.Client, cfg config) ([]result, []comparison, error) {
 	const name = "lock acquire+release, uncontended"
-	l, err := lock.New(c, "locks")
+	l, err := newLocker(c, "locks")
 	if err != nil {
 		return nil, nil, err
 	}
@@ -82,7 +82,7 @@ func benchRace16(ctx context.Context, c *firestore.Client, cfg config) ([]result
 	lockers := make([]*lock.Locker, racers)
 	for i := range lockers {
 		var err error
-		if lockers[i], err = lock.New(c, "locks"); err != nil {
+		if lockers[i], err = newLocker(c, "locks"); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -113,6 +113,7 @@ func benchRace16(ctx context.Context, c *firestore.Client, cfg config) ([]result
 		var lat []time.Duration
 		bad := 0
 		start := time.Now()
+		before := stats.Snapshot()
 		for i := range n {
 			d, ok := round(acquire(fmt.Sprintf("race-%d", i)))
 			if !ok {
@@ -121,7 +122,8 @@ func benchRace16(ctx context.Context, c *firestore.Client, cfg config) ([]result
 			lat = append(lat, d)
 		}
 		r := summarize(name, variant, lat, bad, time.Since(start))
-		r.Note = "ops are rounds; p50 is the median time to decide a round; errors are rounds without exactly one winner"
+		r.RPCsPerOp = rpcsPer(before, n*racers)
+		r.Note = "ops are rounds; p50 is the median time to decide a round; errors are rounds without exactly one winner; RPCs per racer's try"
 		return r
 	}
 	fl := runRounds("firelock TryAcquire", cfg.rounds, func(key string) func(context.Context, int) error {
@@ -138,31 +140,36 @@ func benchRace16(ctx context.Context, c *firestore.Client, cfg config) ([]result
 // free key, so both see the same emulator load.
 func benchAcquireLatency(ctx context.Context, c *firestore.Client, cfg config) ([]result, []comparison, error) {
 	const name = "lock acquire latency vs bare create"
-	l, err := lock.New(c, "locks")
+	l, err := newLocker(c, "locks")
 	if err != nil {
 		return nil, nil, err
 	}
 	var acq, create []time.Duration
+	var acqRPCs, createRPCs int // counted around each call: the two interleave
 	errs := 0
 	deadline := time.Now().Add(cfg.duration)
 	start := time.Now()
 	for i := 0; time.Now().Before(deadline); i++ {
-		t := time.Now()
+		before, t := stats.Snapshot(), time.Now()
 		if _, err := c.Collection("plain").Doc(fmt.Sprintf("d%d", i)).Create(ctx, map[string]any{"owner": "x", "at": firestore.ServerTimestamp}); err != nil {
 			errs++
 		} else {
 			create = append(create, time.Since(t))
 		}
-		t = time.Now()
+		createRPCs += stats.Snapshot().Sub(before).Calls()
+		before, t = stats.Snapshot(), time.Now()
 		if _, err := l.TryAcquire(ctx, fmt.Sprintf("k%d", i)); err != nil {
 			errs++
 		} else {
 			acq = append(acq, time.Since(t))
 		}
+		acqRPCs += stats.Snapshot().Sub(before).Calls()
 	}
 	el := time.Since(start) / 2
 	fl := summarize(name, "firelock TryAcquire (free key)", acq, errs, el)
 	base := summarize(name, "baseline: one bare create RPC", create, 0, el)
+	perAcq, perCreate := float64(acqRPCs)/float64(max(len(acq), 1)), float64(createRPCs)/float64(max(len(create), 1))
+	fl.RPCsPerOp, base.RPCsPerOp = &perAcq, &perCreate
 	return []result{fl, base}, []comparison{{name, "p50 ms", fl.P50ms, base.P50ms, ratio(fl.P50ms, base.P50ms), "lower"}}, nil
 }
 
@@ -173,7 +180,7 @@ func benchManyKeys(ctx context.Context, c *firestore.Client, cfg config) ([]resu
 	lockers := make([]*lock.Locker, cfg.concurrency)
 	for i := range lockers {
 		var err error
-		if lockers[i], err = lock.New(c, "locks", lock.WithBackoff(5*time.Millisecond, 200*time.Millisecond)); err != nil {
+		if lockers[i], err = newLocker(c, "locks", lock.WithBackoff(5*time.Millisecond, 200*time.Millisecond)); err != nil {
 			return nil, nil, err
 		}
 	}

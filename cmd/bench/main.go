@@ -25,6 +25,7 @@ import (
 	"cloud.google.com/go/firestore"
 	"github.com/firelock/firelock/internal/emulators"
 	"github.com/firelock/firelock/internal/rpcstats"
+	"github.com/firelock/firelock/lock"
 )
 
 type config struct {
@@ -44,8 +45,10 @@ type result struct {
 	P99ms    float64 `json:"p99Ms"`
 	// RPCsPerOp is counted by an interceptor on the client (internal/rpcstats):
 	// every RPC the variant sent, over its operations (failed ones included).
-	RPCsPerOp float64 `json:"rpcsPerOp"`
-	Note      string  `json:"note,omitempty"`
+	// null for a peer in another process (seed 002 on Node), whose RPCs the
+	// interceptor cannot see.
+	RPCsPerOp *float64 `json:"rpcsPerOp"`
+	Note      string   `json:"note,omitempty"`
 }
 
 // comparison is a scenario's firelock result against its baseline.
@@ -166,7 +169,11 @@ func warmUp(ctx context.Context, cfg config, only string) error {
 func printTable(results []result, comps []comparison) {
 	fmt.Printf("\n%-34s %-34s %8s %6s %10s %9s %9s %8s\n", "scenario", "variant", "ops", "errs", "ops/s", "p50 ms", "p99 ms", "RPCs/op")
 	for _, r := range results {
-		fmt.Printf("%-34s %-34s %8d %6d %10.1f %9.2f %9.2f %8.2f\n", r.Scenario, r.Variant, r.Ops, r.Errors, r.OpsPerS, r.P50ms, r.P99ms, r.RPCsPerOp)
+		rpcs := "n/a"
+		if r.RPCsPerOp != nil {
+			rpcs = fmt.Sprintf("%.2f", *r.RPCsPerOp)
+		}
+		fmt.Printf("%-34s %-34s %8d %6d %10.1f %9.2f %9.2f %8s\n", r.Scenario, r.Variant, r.Ops, r.Errors, r.OpsPerS, r.P50ms, r.P99ms, rpcs)
 	}
 	fmt.Printf("\n%-34s %-26s %11s %11s %8s  %s\n", "scenario", "metric", "firelock", "baseline", "ratio", "better")
 	for _, c := range comps {
@@ -221,13 +228,27 @@ func measure(ctx context.Context, scenarioName, variant string, workers int, d t
 	}
 	wg.Wait()
 	r := summarize(scenarioName, variant, lat, int(errs.Load()), time.Since(start))
-	if n := r.Ops + r.Errors; n > 0 {
-		r.RPCsPerOp = float64(stats.Snapshot().Sub(before).Calls()) / float64(n)
-	}
+	r.RPCsPerOp = rpcsPer(before, r.Ops+r.Errors)
 	if e, ok := firstErr.Load().(string); ok {
 		r.Note = "first error: " + e
 	}
 	return r
+}
+
+// rpcsPer is the RPCs counted since before, per one of n operations.
+func rpcsPer(before rpcstats.Counts, n int) *float64 {
+	per := float64(stats.Snapshot().Sub(before).Calls()) / float64(max(n, 1))
+	return &per
+}
+
+// newLocker is lock.New whose commit client (grants, renewals, releases)
+// counts into the scenario's stats like the Firestore client does.
+func newLocker(c *firestore.Client, path string, opts ...lock.Option) (*lock.Locker, error) {
+	counted, err := stats.ClientOptions()
+	if err != nil {
+		return nil, err
+	}
+	return lock.New(c, path, append(opts, lock.WithClientOptions(counted...))...)
 }
 
 func summarize(scenarioName, variant string, lat []time.Duration, errs int, elapsed time.Duration) result {

@@ -181,13 +181,25 @@ func (c *countingStream) RecvMsg(m any) error {
 // set (as firestore.NewClient would dial it), else with the interceptors
 // added to the default connection. Close the client when done.
 func NewClient(ctx context.Context, project string, s *Stats) (*firestore.Client, error) {
+	opts, err := s.ClientOptions()
+	if err != nil {
+		return nil, err
+	}
+	return firestore.NewClient(ctx, project, opts...)
+}
+
+// ClientOptions are the options NewClient builds its client with, for
+// other Firestore clients whose RPCs should count into s too (the lock's
+// commit client: lock.WithClientOptions). On the emulator each call dials
+// a connection of its own, which the client built on it closes.
+func (s *Stats) ClientOptions() ([]option.ClientOption, error) {
 	host := os.Getenv("FIRESTORE_EMULATOR_HOST")
 	if host == "" {
 		var opts []option.ClientOption
 		for _, o := range s.DialOptions() {
 			opts = append(opts, option.WithGRPCDialOption(o))
 		}
-		return firestore.NewClient(ctx, project, opts...)
+		return opts, nil
 	}
 	conn, err := grpc.NewClient(host, append([]grpc.DialOption{
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
@@ -196,12 +208,7 @@ func NewClient(ctx context.Context, project string, s *Stats) (*firestore.Client
 	if err != nil {
 		return nil, fmt.Errorf("rpcstats: dial the Firestore emulator %s: %w", host, err)
 	}
-	c, err := firestore.NewClient(ctx, project, option.WithGRPCConn(conn))
-	if err != nil {
-		conn.Close()
-		return nil, err
-	}
-	return c, nil
+	return []option.ClientOption{option.WithGRPCConn(conn)}, nil
 }
 
 // emulatorOwner authenticates as the emulator's admin, as firestore.NewClient does.
