@@ -3,26 +3,33 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"cloud.google.com/go/firestore"
 	"github.com/cloudevents/sdk-go/v2/event"
 	"github.com/firelock/firelock/functions"
 	"github.com/firelock/firelock/internal/emulators"
+	"github.com/firelock/firelock/internal/jobs"
 	"github.com/firelock/firelock/internal/rpcstats"
 	"github.com/firelock/firelock/sale"
+	"google.golang.org/api/option"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
 )
 
 // instance is one function as deployed: its own API on its own Firestore
 // client, whose RPCs, reads and writes count into stats, and whose every
-// written document goes to the hot-document tracker.
+// written document goes to the hot-document tracker (rpcstats' OnWrite).
+// The client dials the emulator at emulatorHost itself; the API is built
+// while FIRESTORE_EMULATOR_HOST names the commit tap, so the lock package's
+// own commit clients (the leases) go through the tap (see commitTap).
 type instance struct {
 	name  string
 	stats *rpcstats.Stats
@@ -30,21 +37,35 @@ type instance struct {
 	api   *functions.API
 }
 
-func newInstance(ctx context.Context, name, project string, hot *hotDocs, log *slog.Logger) (*instance, error) {
+func newInstance(ctx context.Context, name, project, emulatorHost string, hot *hotDocs, log *slog.Logger) (*instance, error) {
 	stats := &rpcstats.Stats{OnWrite: hot.record}
-	fs, err := rpcstats.NewClient(ctx, project, stats)
+	conn, err := grpc.NewClient(emulatorHost, append([]grpc.DialOption{
+		grpc.WithTransportCredentials(insecure.NewCredentials()), grpc.WithPerRPCCredentials(emulatorOwner{}),
+	}, stats.DialOptions()...)...)
 	if err != nil {
 		return nil, err
 	}
-	api, err := functions.NewAPI(ctx, fs, emulators.AuthProject)
+	fs, err := firestore.NewClient(ctx, project, option.WithGRPCConn(conn))
+	if err != nil {
+		conn.Close()
+		return nil, err
+	}
+	api, err := functions.NewAPIWithLogger(ctx, fs, emulators.AuthProject, log)
 	if err != nil {
 		fs.Close()
 		return nil, err
 	}
-	api.Log = log
-	api.Sales = sale.New(fs, sale.WithLogger(log))
 	return &instance{name: name, stats: stats, fs: fs, api: api}, nil
 }
+
+// emulatorOwner authenticates as the emulator's admin, as a server's
+// client does (the rules do not apply to it).
+type emulatorOwner struct{}
+
+func (emulatorOwner) GetRequestMetadata(context.Context, ...string) (map[string]string, error) {
+	return map[string]string{"authorization": "Bearer owner"}, nil
+}
+func (emulatorOwner) RequireTransportSecurity() bool { return false }
 
 // call is one invocation of an HTTP function, timed on the server.
 type call struct {
@@ -80,11 +101,11 @@ type backend struct {
 	calls     *callLog
 }
 
-func startBackend(ctx context.Context, project string, hot *hotDocs, log *slog.Logger) (*backend, error) {
+func startBackend(ctx context.Context, project, emulatorHost string, hot *hotDocs, log *slog.Logger) (*backend, error) {
 	b := &backend{calls: &callLog{}}
 	mux := http.NewServeMux()
 	for _, name := range functions.HTTPFunctions {
-		in, err := newInstance(ctx, name, project, hot, log)
+		in, err := newInstance(ctx, name, project, emulatorHost, hot, log)
 		if err != nil {
 			b.close()
 			return nil, err
@@ -142,102 +163,86 @@ func (b *backend) close() {
 	}
 }
 
-// admitter runs the job admitQueue for the whole surge, on an instance of
-// its own (RunScheduledJob's), in one of two ways:
-//
-//   - job: as Cloud Scheduler and Pub/Sub would, CloudEvents of messages
-//     {"job": "admitQueue", "seconds": N} delivered to RunScheduledJob one
-//     after the other, each run admitting for N seconds;
-//   - direct: sale.Admitter.Run(ctx, until) for the whole surge, what such a
-//     run does inside.
-//
-// auto takes job when internal/jobs accepts the message's seconds (CONTRACT
-// §7), and direct otherwise. A job run that returns long before its seconds
-// (the body makes one pass: the Admitter's Job does not follow the run's end
-// yet) switches to direct, so that the sale's lease is not taken and given
-// up once a second, which would make it the hottest document of the run.
-type admitter struct {
-	in   *instance
-	mode string
-	runs int // job deliveries, or scheduler ticks a direct run stands for
-	log  *slog.Logger
-	done chan struct{}
-	err  error
+// scheduler stands in for Cloud Scheduler and Pub/Sub, as the local run's
+// does: it publishes {"job": "admitQueue", "schedule": "* * * * *"} at the
+// start and at every tick of the schedule, and delivers each message to
+// RunScheduledJob on the admitter's instance, again after a failure, as
+// Pub/Sub does. Each run admits until the next tick (CONTRACT §7), by
+// Firestore's clock, under the sale's admitter lease.
+type scheduler struct {
+	in                    *instance
+	log                   *slog.Logger
+	source                string
+	publishes, deliveries atomic.Int64
+	wg                    sync.WaitGroup
+	done                  chan struct{}
 }
 
-const admitJobSeconds = 60 // what a run every minute (deploy.sh) takes
+const (
+	admitSchedule = "* * * * *"
+	admitZone     = "UTC"
+)
 
-// startAdmitter runs the admitter on in (RunScheduledJob's instance).
-func startAdmitter(ctx context.Context, in *instance, mode, project string, log *slog.Logger) *admitter {
-	a := &admitter{in: in, mode: mode, log: log, done: make(chan struct{})}
-	if a.mode == "auto" {
-		a.mode = "direct"
-		if _, err := in.api.Jobs.Parse(admitMessage(admitJobSeconds)); err == nil {
-			a.mode = "job"
-		}
-	}
+func startScheduler(ctx context.Context, in *instance, project string, log *slog.Logger) *scheduler {
+	s := &scheduler{in: in, log: log, done: make(chan struct{}),
+		source: "//pubsub.googleapis.com/projects/" + project + "/topics/scheduled-jobs"}
 	go func() {
-		defer close(a.done)
-		a.err = a.run(ctx, project)
-	}()
-	return a
-}
-
-func admitMessage(seconds int) []byte {
-	b, _ := json.Marshal(map[string]any{"job": sale.AdmitJob, "seconds": seconds})
-	return b
-}
-
-func (a *admitter) run(ctx context.Context, project string) error {
-	if a.mode == "job" {
-		source := "//pubsub.googleapis.com/projects/" + project + "/topics/scheduled-jobs"
-		for ctx.Err() == nil {
-			a.runs++
-			start := time.Now()
-			ev := event.New()
-			ev.SetID(fmt.Sprintf("surge-%d", a.runs))
-			ev.SetSource(source)
-			ev.SetType("google.cloud.pubsub.topic.v1.messagePublished")
-			ev.SetTime(start)
-			if err := ev.SetData(event.ApplicationJSON, map[string]any{
-				"message": map[string]any{"data": admitMessage(admitJobSeconds), "messageId": ev.ID(), "publishTime": start},
-			}); err != nil {
-				return err
-			}
-			err := a.in.api.RunScheduledJob(ctx, ev)
-			if ctx.Err() != nil {
-				return nil
-			}
-			if err != nil {
-				a.log.Warn("surge: admitQueue delivery failed; delivering again", "error", err.Error())
-				continue
-			}
-			if time.Since(start) < admitJobSeconds*time.Second/2 {
-				a.log.Warn("surge: an admitQueue run returned before its seconds; admitting with sale.Admitter.Run from now on")
-				a.mode = "direct (job runs made one pass)"
-				break
+		defer close(s.done)
+		defer s.wg.Wait()
+		for at := time.Now(); ; {
+			s.publish(ctx, at)
+			at = at.Truncate(time.Minute).Add(time.Minute) // the next tick of "* * * * *"
+			t := time.NewTimer(time.Until(at))
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+				t.Stop()
+				return
 			}
 		}
-	}
-	adm, err := a.in.api.Sales.Admitter()
-	if err != nil {
-		return err
-	}
-	start := time.Now()
-	err = adm.Run(ctx, time.Now().Add(24*time.Hour))
-	a.runs += int(time.Since(start)/time.Minute) + 1 // a run a minute, as scheduled
-	if errors.Is(err, context.Canceled) || ctx.Err() != nil {
-		return nil
-	}
-	return err
+	}()
+	return s
 }
 
-// stop waits for the admitter to end (its context cancelled) and returns
-// what stopped it, if not the cancellation.
-func (a *admitter) stop() error {
-	<-a.done
-	a.in.fs.Close()
-	return a.err
+// publish publishes the tick at and delivers it until a delivery succeeds.
+func (s *scheduler) publish(ctx context.Context, at time.Time) {
+	n := s.publishes.Add(1)
+	data, _ := json.Marshal(jobs.Message{Job: sale.AdmitJob, Schedule: admitSchedule, TimeZone: admitZone})
+	ev := event.New()
+	ev.SetID(fmt.Sprintf("surge-%d", n))
+	ev.SetSource(s.source)
+	ev.SetType("google.cloud.pubsub.topic.v1.messagePublished")
+	ev.SetTime(at)
+	if err := ev.SetData(event.ApplicationJSON, map[string]any{
+		"message": map[string]any{"data": data, "messageId": ev.ID(), "publishTime": at},
+	}); err != nil {
+		panic(err) // a map of plain values always marshals
+	}
+	s.wg.Go(func() {
+		for ctx.Err() == nil {
+			s.deliveries.Add(1)
+			if err := s.in.api.RunScheduledJob(ctx, ev); err == nil || ctx.Err() != nil {
+				return
+			}
+			select { // Pub/Sub's redelivery backoff, shortened
+			case <-time.After(time.Second):
+			case <-ctx.Done():
+			}
+		}
+	})
+}
+
+// describe says how admitQueue ran.
+func (s *scheduler) describe() string {
+	return fmt.Sprintf("the job admitQueue on %q (%s), %d publishes, %d deliveries to RunScheduledJob",
+		admitSchedule, admitZone, s.publishes.Load(), s.deliveries.Load())
+}
+
+// stop waits for the scheduler and its deliveries to end (their context
+// cancelled).
+func (s *scheduler) stop() {
+	<-s.done
+	s.in.fs.Close()
 }
 
 // lockedWriter serializes writes to a log shared by the instances.

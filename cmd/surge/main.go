@@ -7,7 +7,8 @@
 // users up in the Auth emulator, serves the real HTTP functions on loopback
 // (one instance per function, each on a Firestore client whose RPCs an
 // interceptor counts, as deployed functions are separate services), puts a
-// screening on sale, and runs the admitter. Users join the queue around the
+// screening on sale, and publishes the job admitQueue every minute to
+// RunScheduledJob, as Cloud Scheduler does. Users join the queue around the
 // opening; while waiting they listen to sales/{id} and their own place, and
 // once admitted to the seat map, under the rules, as the app does. Each
 // admitted user holds 1-4 free seats (on a 409, others), then confirms, walks
@@ -59,9 +60,8 @@ type config struct {
 	ThinkMin    time.Duration `json:"thinkMin"` // before confirming, walking away or releasing
 	ThinkMax    time.Duration `json:"thinkMax"`
 
-	Limit    time.Duration `json:"limit"`    // the sale runs at most this long after opensAt
-	Admitter string        `json:"admitter"` // auto, direct or job (see admitter.go)
-	Seed     uint64        `json:"seed"`
+	Limit time.Duration `json:"limit"` // the sale runs at most this long after opensAt
+	Seed  uint64        `json:"seed"`
 
 	SignupConcurrency int           `json:"-"`
 	Conns             int           `json:"-"` // gRPC connections the users' Firestore clients share
@@ -95,7 +95,7 @@ func defaults() config {
 		AdmitPerMinute: 600, MaxActive: 100, PassSeconds: 30, MaxSeatsPerUser: 4,
 		PickMin: 1, PickMax: 4, HoldTries: 8, HoldSeconds: 30, Confirm: 0.7, Walk: 0.2,
 		ThinkMin: 2 * time.Second, ThinkMax: 8 * time.Second,
-		Limit: 4 * time.Minute, Admitter: "auto",
+		Limit:             4 * time.Minute,
 		SignupConcurrency: 16, Conns: 16, Progress: 3 * time.Second,
 		Goals: goals{HotWritesPer10s: 10, LateInversions: 0.01, SpearmanSigmas: 4,
 			FirstAdmission: 3 * time.Second, Refill: 3 * time.Second, SoldOut: true},
@@ -124,7 +124,6 @@ func main() {
 	flag.DurationVar(&cfg.ThinkMin, "think-min", cfg.ThinkMin, "shortest think time after a hold")
 	flag.DurationVar(&cfg.ThinkMax, "think-max", cfg.ThinkMax, "longest think time after a hold")
 	flag.DurationVar(&cfg.Limit, "limit", cfg.Limit, "stop this long after opensAt if the sale has not sold out")
-	flag.StringVar(&cfg.Admitter, "admitter", cfg.Admitter, "how admitQueue runs: job (RunScheduledJob with seconds), direct (sale.Admitter.Run), auto (job if internal/jobs takes seconds)")
 	flag.Uint64Var(&cfg.Seed, "seed", cfg.Seed, "seed of the users' random choices (0: from the clock)")
 	flag.IntVar(&cfg.SignupConcurrency, "signup-concurrency", cfg.SignupConcurrency, "sign-ups in flight at once")
 	flag.IntVar(&cfg.Conns, "conns", cfg.Conns, "gRPC connections the users' listeners share")
@@ -192,8 +191,6 @@ func (c config) check() error {
 		return fmt.Errorf("-hold-seconds %d: a hold must outlast -think-max %v by 2 s, or nobody confirms in time", c.HoldSeconds, c.ThinkMax)
 	case c.HoldTries < 1 || c.SignupConcurrency < 1 || c.Conns < 1:
 		return fmt.Errorf("-hold-tries, -signup-concurrency and -conns must be positive")
-	case c.Admitter != "auto" && c.Admitter != "direct" && c.Admitter != "job":
-		return fmt.Errorf("-admitter %q: want auto, direct or job", c.Admitter)
 	case c.EarlySpan < time.Second || c.LateSpan < 0 || c.Limit <= 0:
 		return fmt.Errorf("-early-span (1 s at least), -late-span and -limit must be positive")
 	}

@@ -59,6 +59,18 @@ type Report struct {
 	Outcomes map[string]int `json:"outcomes"` // how each user's surge ended
 	Problems []string       `json:"problems,omitempty"`
 	Failures []failure      `json:"failures"`
+
+	// What the audit judged: what Firestore held at the end, what the
+	// users were told, and when the surge ended.
+	state *saleState
+	told  clientRecords
+	end   time.Time
+}
+
+// audit judges what Firestore holds (st) against what the users were told.
+func (r *Report) audit(st *saleState, told clientRecords, end time.Time) {
+	r.state, r.told, r.end = st, told, end
+	r.correctness, r.fairness, r.metering = auditCorrectness(st, told), auditFairness(st), auditMetering(st, end)
 }
 
 // fnStats is one function's load and cost per call, counted on its
@@ -99,7 +111,7 @@ type cost struct {
 	ServerRPCs      int     `json:"serverRPCs"`
 	ListenerReads   int     `json:"listenerReads"` // documents the users' listeners received, on the wire
 	FunctionCalls   int     `json:"functionCalls"` // HTTP calls, plus admitQueue runs
-	AdmitterRuns    int     `json:"admitterRuns"`  // a run a minute
+	AdmitterRuns    int     `json:"admitterRuns"`  // deliveries of admitQueue to RunScheduledJob
 	AdmitterReads   int     `json:"admitterReads"`
 	AdmitterWrites  int     `json:"admitterWrites"`
 	AdmitterRPCs    int     `json:"admitterRPCs"`
@@ -131,14 +143,14 @@ type failure struct {
 	What string `json:"what"`
 }
 
-func report(cfg config, st *saleState, s *sim, us []*user, be *backend, adm *admitter, pool *listenerPool, tap *commitTap, hot *hotDocs, opensAt, end time.Time) *Report {
+func report(cfg config, st *saleState, s *sim, us []*user, be *backend, adm *scheduler, pool *listenerPool, tap *commitTap, hot *hotDocs, opensAt, end time.Time) *Report {
 	r := &Report{
 		Date: time.Now().UTC().Format(time.RFC3339), Machine: fmt.Sprintf("%s/%s, %d CPUs", runtime.GOOS, runtime.GOARCH, runtime.NumCPU()),
-		Go: runtime.Version(), Admitter: adm.mode, Config: cfg, Users: len(us), Seats: len(st.Hall),
-		correctness: auditCorrectness(st, s.records), fairness: auditFairness(st), metering: auditMetering(st, end),
+		Go: runtime.Version(), Admitter: adm.describe(), Config: cfg, Users: len(us), Seats: len(st.Hall),
 		AdmitPerMinute: st.AdmitPerMinute, MaxActive: st.MaxActive, RunSeconds: seconds(end.Sub(opensAt)),
 		SellOutSeconds: -1, Answers: s.answers, Outcomes: map[string]int{}, Problems: s.failures,
 	}
+	r.audit(st, s.records, end)
 	if last := st.lastSaleOf(); !last.IsZero() {
 		r.SellOutSeconds = seconds(last.Sub(opensAt))
 	}
@@ -180,12 +192,12 @@ func report(cfg config, st *saleState, s *sim, us []*user, be *backend, adm *adm
 	// The leases' writes (the tap's) are the admitter's: its lease on the
 	// sale, and in job mode the runs' leases.
 	leases := int(tap.writes.Load())
-	c.AdmitterRuns, c.AdmitterReads, c.AdmitterWrites, c.AdmitterRPCs = adm.runs, an.Reads, an.Writes+leases, an.Calls()
+	c.AdmitterRuns, c.AdmitterReads, c.AdmitterWrites, c.AdmitterRPCs = int(adm.deliveries.Load()), an.Reads, an.Writes+leases, an.Calls()
 	c.AdmitterSeconds = seconds(end.Sub(opensAt.Add(-cfg.EarlySpan)))
 	c.ServerReads += an.Reads
 	c.ServerWrites += an.Writes + leases
 	c.ServerRPCs += an.Calls()
-	c.FunctionCalls += adm.runs
+	c.FunctionCalls += int(adm.deliveries.Load())
 	c.ListenerReads = pool.stats.Snapshot().Reads
 	r.Cost = c
 	if sold := float64(r.SeatsSold); sold > 0 {
@@ -288,10 +300,14 @@ func (r *Report) judge(g goals) {
 		{r.DoubleBooked, "seats double-booked"}, {r.LostHolds, "holds lost"}, {r.LostBookings, "confirmations lost"},
 		{r.OverCap, "users past the seat cap"}, {r.WithoutPass, "holds or bookings without a live pass"},
 		{r.AdmittedTwice, "admissions beyond the places admitted"},
+		{int(r.TicketsCounted) - (r.SeatsSold + r.DoubleBooked), "tickets counted beyond the seats booked (negative: fewer)"},
 	} {
 		if c.n != 0 {
 			add("correctness", "%d %s", c.n, c.what)
 		}
+	}
+	if r.CounterShards < r.CounterShardsNeeded {
+		add("correctness", "the tickets-sold counter has %d shards, the sale's rate needs %d", r.CounterShards, r.CounterShardsNeeded)
 	}
 	if !r.EarlyBeforeLate {
 		add("fairness", "early joiners were not all admitted before the first later joiner")
@@ -344,7 +360,8 @@ func (r *Report) print(w io.Writer) {
 	p("\ncorrectness  (sold/double-booked/lost holds/over cap/without pass)  %d/%d  %d/%d/%d/%d  %s",
 		r.SeatsSold, r.Seats, r.DoubleBooked, r.LostHolds, r.OverCap, r.WithoutPass,
 		ok(r.SeatsSold == r.Seats && r.DoubleBooked+r.LostHolds+r.OverCap+r.WithoutPass == 0))
-	p("  lost confirmations %d, admissions beyond places admitted %d", r.LostBookings, r.AdmittedTwice)
+	p("  lost confirmations %d, admissions beyond places admitted %d; tickets-sold counter %d on %d shards (the rate needs %d)",
+		r.LostBookings, r.AdmittedTwice, r.TicketsCounted, r.CounterShards, r.CounterShardsNeeded)
 	for _, e := range r.correctness.Examples {
 		p("  ! %s", e)
 	}
