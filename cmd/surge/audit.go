@@ -3,6 +3,7 @@ package main
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -10,6 +11,7 @@ import (
 
 	"cloud.google.com/go/firestore"
 	"github.com/firelock/firelock/booking"
+	"github.com/firelock/firelock/counter"
 	"github.com/firelock/firelock/sale"
 )
 
@@ -29,6 +31,9 @@ type saleState struct {
 	Seats           map[string]seatDoc
 	// AdmissionsRecorded is what the admitter counted (saleStates/{id}.admitted).
 	AdmissionsRecorded int64
+	// The tickets-sold counter: its shards (0: none) and its count.
+	CounterShards  int
+	TicketsCounted int64
 }
 
 type placeDoc struct {
@@ -161,6 +166,16 @@ func readState(ctx context.Context, fs *firestore.Client, id string) (*saleState
 	if s, err := fs.Collection(sale.States).Doc(id).Get(ctx); err == nil {
 		st.AdmissionsRecorded, _ = s.Data()["admitted"].(int64)
 	}
+	switch c, err := counter.Open(ctx, fs, booking.CounterID(id)); {
+	case errors.Is(err, counter.ErrNotFound):
+	case err != nil:
+		return nil, err
+	default:
+		st.CounterShards = c.NumShards()
+		if st.TicketsCounted, err = c.Count(ctx); err != nil {
+			return nil, err
+		}
+	}
 	return st, nil
 }
 
@@ -174,8 +189,13 @@ type correctness struct {
 	WithoutPass  int `json:"withoutPass"`  // holds or bookings made without a live pass
 	// AdmittedTwice: admissions the admitter recorded beyond the places
 	// admitted (a place admitted twice counts twice there).
-	AdmittedTwice int      `json:"admittedTwice"`
-	Examples      []string `json:"correctnessExamples,omitempty"` // the first few violations, named
+	AdmittedTwice int `json:"admittedTwice"`
+	// The tickets-sold counter: its count against the seats sold, and its
+	// shards against what the sale's rate needs (the admitter makes them).
+	TicketsCounted      int64    `json:"ticketsCounted"`
+	CounterShards       int      `json:"counterShards"`
+	CounterShardsNeeded int      `json:"counterShardsNeeded"`
+	Examples            []string `json:"correctnessExamples,omitempty"` // the first few violations, named
 }
 
 const maxExamples = 10
@@ -357,11 +377,25 @@ func auditCorrectness(st *saleState, cl clientRecords) correctness {
 			admitted++
 		}
 	}
+	c.TicketsCounted, c.CounterShards = st.TicketsCounted, st.CounterShards
+	c.CounterShardsNeeded = counterShardsNeeded(st.AdmitPerMinute)
+	if c.TicketsCounted != int64(c.SeatsSold+c.DoubleBooked) {
+		c.example("the tickets-sold counter says %d, the bookings %d", c.TicketsCounted, c.SeatsSold+c.DoubleBooked)
+	}
 	if st.AdmissionsRecorded > admitted {
 		c.AdmittedTwice = int(st.AdmissionsRecorded - admitted)
 		c.example("the admitter recorded %d admissions, %d places were admitted", st.AdmissionsRecorded, admitted)
 	}
 	return c
+}
+
+// counterShardsNeeded is how many shards the tickets-sold counter needs at
+// a sale's rate (docs/waiting-room.md): each admitted user confirms about
+// one booking, so bookings come at most at the admission rate; a shard
+// takes about one write a second, so 1.5 shards per booking a second, and
+// never fewer than a screening's default.
+func counterShardsNeeded(admitPerMinute int) int {
+	return max(booking.CounterShards, int(math.Ceil(float64(admitPerMinute)/60*1.5)))
 }
 
 // mostSeatsAtOnce sweeps a user's claims: the most seats held at once.
