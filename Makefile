@@ -1,5 +1,5 @@
 # The commands of the README.
-.PHONY: run test deps bench soak
+.PHONY: run test deps bench surge soak
 
 # Everything on loopback: emulators, every function, Pub/Sub wiring, demo
 # data, and the web app on Vite's dev server (http://127.0.0.1:5173).
@@ -39,3 +39,10 @@ SOAK ?= 3m
 soak: deps
 	FIRELOCK_SOAK=$(SOAK) go test -race -count=1 -timeout 60m -v \
 		-run '^(TestLockHistoryIsLinearizable|TestLockUnderFaults)$$' ./lock/
+
+# The waiting room's surge test on the emulators (issue #22): 2,000 users
+# of the Auth emulator on the real functions, 200 seats; a text report and
+# surge-results.json; exit 1 if a check or goal fails. Flags: SURGE_FLAGS.
+# Not part of `make test`, which runs a short one (cmd/surge's TestShortSurge).
+surge: deps
+	go run ./cmd/surge $(SURGE_FLAGS)

@@ -117,7 +117,14 @@ func ProjectID() string {
 
 // NewAPI wires the API to a Firestore client and the Firebase Auth of
 // authProject (the Auth emulator when FIREBASE_AUTH_EMULATOR_HOST is set).
+// It logs to stdout, as Cloud Functions collect it.
 func NewAPI(ctx context.Context, fs *firestore.Client, authProject string) (*API, error) {
+	return NewAPIWithLogger(ctx, fs, authProject, NewLogger(os.Stdout))
+}
+
+// NewAPIWithLogger is NewAPI logging to log: the functions, the booking
+// Gate and the admitter alike (cmd/surge keeps its report apart from them).
+func NewAPIWithLogger(ctx context.Context, fs *firestore.Client, authProject string, log *slog.Logger) (*API, error) {
 	app, err := firebase.NewApp(ctx, &firebase.Config{ProjectID: authProject})
 	if err != nil {
 		return nil, fmt.Errorf("functions: firebase app: %w", err)
@@ -126,7 +133,6 @@ func NewAPI(ctx context.Context, fs *firestore.Client, authProject string) (*API
 	if err != nil {
 		return nil, fmt.Errorf("functions: firebase auth: %w", err)
 	}
-	log := NewLogger(os.Stdout)
 	sales := sale.New(fs, sale.WithLogger(log))
 	admitter, err := sales.Admitter()
 	if err != nil {

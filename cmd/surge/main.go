@@ -1,0 +1,198 @@
+// Command surge is the surge test of the on-sale waiting room (CONTRACT §7,
+// issue #22), on the emulators, in one command:
+//
+//	go run ./cmd/surge [-early 1000] [-late 1000] [-seats 200] [-json surge-results.json] ...
+//
+// It starts the Firestore (with firestore.rules) and Auth emulators, signs
+// users up in the Auth emulator, serves the real HTTP functions on loopback
+// (one instance per function, each on a Firestore client whose RPCs an
+// interceptor counts, as deployed functions are separate services), puts a
+// screening on sale, and publishes the job admitQueue every minute to
+// RunScheduledJob, as Cloud Scheduler does. Users join the queue around the
+// opening; while waiting they listen to sales/{id} and their own place, and
+// once admitted to the seat map, under the rules, as the app does. Each
+// admitted user holds 1-4 free seats (on a 409, others), then confirms, walks
+// away or releases. The run ends when the sale is sold out, everyone has
+// left, or the time limit passes.
+//
+// Then an audit reads every booking, hold, seat and place and checks
+// correctness (no seat sold twice, no lost hold, nobody past the seat cap, no
+// hold without a live pass), fairness (early joiners drawn at random and all
+// admitted before later joiners, later joiners in join order) and metering
+// (admitPerMinute, maxActive, how fast the opening and ended passes are
+// served), and reports the load, the hottest documents (every Commit's
+// writes, counted by the interceptor) and the cost per seat sold. Every knob
+// and every goal is a flag. The exit status is 1 when a check or a goal fails.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"time"
+)
+
+// config is one surge: its users, hall, sale, behaviour and goals.
+type config struct {
+	Early     int           `json:"early"`     // users who join before opensAt
+	EarlySpan time.Duration `json:"earlySpan"` // they join within this span before opensAt
+	Late      int           `json:"late"`      // users who join from opensAt on
+	LateSpan  time.Duration `json:"lateSpan"`  // they join within this span after opensAt
+
+	Seats       int `json:"seats"` // the hall
+	SeatsPerRow int `json:"seatsPerRow"`
+
+	AdmitPerMinute  int `json:"admitPerMinute"`
+	MaxActive       int `json:"maxActive"`
+	PassSeconds     int `json:"passSeconds"`
+	MaxSeatsPerUser int `json:"maxSeatsPerUser"`
+
+	PickMin     int           `json:"pickMin"` // an admitted user holds PickMin..PickMax free seats
+	PickMax     int           `json:"pickMax"`
+	HoldTries   int           `json:"holdTries"` // holds tried (409: other seats) before giving up
+	HoldSeconds int           `json:"holdSeconds"`
+	Confirm     float64       `json:"confirm"` // share of holders who confirm; Walk walk away; the rest release
+	Walk        float64       `json:"walk"`
+	ThinkMin    time.Duration `json:"thinkMin"` // before confirming, walking away or releasing
+	ThinkMax    time.Duration `json:"thinkMax"`
+
+	Limit time.Duration `json:"limit"` // the sale runs at most this long after opensAt
+	Seed  uint64        `json:"seed"`
+
+	SignupConcurrency int           `json:"-"`
+	Conns             int           `json:"-"` // gRPC connections the users' Firestore clients share
+	Progress          time.Duration `json:"-"`
+
+	Goals goals `json:"goals"`
+
+	out  io.Writer // progress lines
+	logw io.Writer // the functions' and the admitter's log
+}
+
+// goals are the thresholds a run is judged by besides the hard checks
+// (correctness, the rate and maxActive, early before late).
+type goals struct {
+	HotWritesPer10s int     `json:"hotWritesPer10s"` // most writes to one document in any 10 s
+	LateInversions  float64 `json:"lateInversions"`  // later joiners' pairs admitted out of join order
+	// SpearmanSigmas bounds |ρ| of the early joiners' join order against
+	// their admission order at this many standard errors (1/sqrt(n-1)) of
+	// a random order: 4 fails a fair draw about once in 16,000 runs, and a
+	// draw in join order (ρ = 1) from 18 admitted early joiners on.
+	SpearmanSigmas float64       `json:"spearmanSigmas"`
+	FirstAdmission time.Duration `json:"firstAdmission"` // from opensAt
+	Refill         time.Duration `json:"refill"`         // from a pass ending to the next admission
+	SoldOut        bool          `json:"soldOut"`        // the hall must sell out
+}
+
+func defaults() config {
+	return config{
+		Early: 1000, EarlySpan: 30 * time.Second, Late: 1000, LateSpan: 30 * time.Second,
+		Seats: 200, SeatsPerRow: 20,
+		AdmitPerMinute: 600, MaxActive: 100, PassSeconds: 30, MaxSeatsPerUser: 4,
+		PickMin: 1, PickMax: 4, HoldTries: 8, HoldSeconds: 30, Confirm: 0.7, Walk: 0.2,
+		ThinkMin: 2 * time.Second, ThinkMax: 8 * time.Second,
+		Limit:             4 * time.Minute,
+		SignupConcurrency: 16, Conns: 16, Progress: 3 * time.Second,
+		Goals: goals{HotWritesPer10s: 10, LateInversions: 0.01, SpearmanSigmas: 4,
+			FirstAdmission: 3 * time.Second, Refill: 3 * time.Second, SoldOut: true},
+	}
+}
+
+func main() {
+	cfg := defaults()
+	var jsonPath, logPath string
+	flag.IntVar(&cfg.Early, "early", cfg.Early, "users who join in the span before opensAt")
+	flag.DurationVar(&cfg.EarlySpan, "early-span", cfg.EarlySpan, "the early joiners join within this span before opensAt")
+	flag.IntVar(&cfg.Late, "late", cfg.Late, "users who join in the span after opensAt")
+	flag.DurationVar(&cfg.LateSpan, "late-span", cfg.LateSpan, "the later joiners join within this span after opensAt")
+	flag.IntVar(&cfg.Seats, "seats", cfg.Seats, "seats in the hall (a multiple of -seats-per-row)")
+	flag.IntVar(&cfg.SeatsPerRow, "seats-per-row", cfg.SeatsPerRow, "seats in a row")
+	flag.IntVar(&cfg.AdmitPerMinute, "admit-per-minute", cfg.AdmitPerMinute, "the sale's admitPerMinute")
+	flag.IntVar(&cfg.MaxActive, "max-active", cfg.MaxActive, "the sale's maxActive")
+	flag.IntVar(&cfg.PassSeconds, "pass-seconds", cfg.PassSeconds, "the sale's passSeconds (30 at least)")
+	flag.IntVar(&cfg.MaxSeatsPerUser, "max-seats-per-user", cfg.MaxSeatsPerUser, "the sale's maxSeatsPerUser")
+	flag.IntVar(&cfg.PickMin, "pick-min", cfg.PickMin, "an admitted user holds at least this many seats")
+	flag.IntVar(&cfg.PickMax, "pick-max", cfg.PickMax, "and at most this many")
+	flag.IntVar(&cfg.HoldTries, "hold-tries", cfg.HoldTries, "holds a user tries (after a 409, with other seats) before giving up")
+	flag.IntVar(&cfg.HoldSeconds, "hold-seconds", cfg.HoldSeconds, "holdSeconds of each hold")
+	flag.Float64Var(&cfg.Confirm, "confirm", cfg.Confirm, "share of holders who confirm")
+	flag.Float64Var(&cfg.Walk, "walk", cfg.Walk, "share of holders who walk away (the hold lapses); the rest release")
+	flag.DurationVar(&cfg.ThinkMin, "think-min", cfg.ThinkMin, "shortest think time after a hold")
+	flag.DurationVar(&cfg.ThinkMax, "think-max", cfg.ThinkMax, "longest think time after a hold")
+	flag.DurationVar(&cfg.Limit, "limit", cfg.Limit, "stop this long after opensAt if the sale has not sold out")
+	flag.Uint64Var(&cfg.Seed, "seed", cfg.Seed, "seed of the users' random choices (0: from the clock)")
+	flag.IntVar(&cfg.SignupConcurrency, "signup-concurrency", cfg.SignupConcurrency, "sign-ups in flight at once")
+	flag.IntVar(&cfg.Conns, "conns", cfg.Conns, "gRPC connections the users' listeners share")
+	flag.DurationVar(&cfg.Progress, "progress", cfg.Progress, "how often to print a progress line (0: never)")
+	flag.IntVar(&cfg.Goals.HotWritesPer10s, "goal-hot-writes", cfg.Goals.HotWritesPer10s, "goal: most writes to one document in any 10 s")
+	flag.Float64Var(&cfg.Goals.LateInversions, "goal-late-inversions", cfg.Goals.LateInversions, "goal: share of later joiners' pairs admitted out of join order")
+	flag.Float64Var(&cfg.Goals.SpearmanSigmas, "goal-spearman-sigmas", cfg.Goals.SpearmanSigmas, "goal: |ρ| of the early joiners within this many standard errors of 0")
+	flag.DurationVar(&cfg.Goals.FirstAdmission, "goal-first-admission", cfg.Goals.FirstAdmission, "goal: first admission within this of opensAt")
+	flag.DurationVar(&cfg.Goals.Refill, "goal-refill", cfg.Goals.Refill, "goal: an ended pass refilled within this")
+	flag.BoolVar(&cfg.Goals.SoldOut, "goal-sold-out", cfg.Goals.SoldOut, "goal: the hall sells out")
+	flag.StringVar(&jsonPath, "json", "surge-results.json", "where to write the JSON report ('-': stdout, '': nowhere)")
+	flag.StringVar(&logPath, "log", "surge-functions.log", "where the functions and the admitter log")
+	flag.Parse()
+
+	if err := cfg.check(); err != nil {
+		fmt.Fprintln(os.Stderr, "surge:", err)
+		os.Exit(2)
+	}
+	logf, err := os.Create(logPath)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "surge:", err)
+		os.Exit(2)
+	}
+	defer logf.Close()
+	cfg.out, cfg.logw = os.Stderr, logf
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	rep, err := run(ctx, cfg)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "surge:", err)
+		os.Exit(2)
+	}
+	rep.print(os.Stdout)
+	if jsonPath != "" {
+		b, _ := json.MarshalIndent(rep, "", "  ")
+		if jsonPath == "-" {
+			os.Stdout.Write(append(b, '\n'))
+		} else if err := os.WriteFile(jsonPath, append(b, '\n'), 0o644); err != nil {
+			fmt.Fprintln(os.Stderr, "surge:", err)
+			os.Exit(2)
+		} else {
+			fmt.Printf("\nJSON written to %s; the functions' log to %s\n", jsonPath, logPath)
+		}
+	}
+	if len(rep.Failures) > 0 {
+		os.Exit(1)
+	}
+}
+
+// check refuses configurations the run cannot carry out.
+func (c config) check() error {
+	switch {
+	case c.Early < 0 || c.Late < 0 || c.Early+c.Late == 0:
+		return fmt.Errorf("-early and -late: want some users")
+	case c.SeatsPerRow < 1 || c.Seats < c.SeatsPerRow || c.Seats%c.SeatsPerRow != 0 || c.Seats/c.SeatsPerRow > 26*27:
+		return fmt.Errorf("-seats %d: want a multiple of -seats-per-row %d, at most %d rows", c.Seats, c.SeatsPerRow, 26*27)
+	case c.PickMin < 1 || c.PickMax < c.PickMin || c.PickMax > 10:
+		return fmt.Errorf("-pick-min %d -pick-max %d: want 1 <= min <= max <= 10", c.PickMin, c.PickMax)
+	case c.Confirm < 0 || c.Walk < 0 || c.Confirm+c.Walk > 1:
+		return fmt.Errorf("-confirm %v -walk %v: want shares that add up to at most 1", c.Confirm, c.Walk)
+	case c.ThinkMin < 0 || c.ThinkMax < c.ThinkMin:
+		return fmt.Errorf("-think-min %v -think-max %v: want 0 <= min <= max", c.ThinkMin, c.ThinkMax)
+	case time.Duration(c.HoldSeconds)*time.Second < c.ThinkMax+2*time.Second:
+		return fmt.Errorf("-hold-seconds %d: a hold must outlast -think-max %v by 2 s, or nobody confirms in time", c.HoldSeconds, c.ThinkMax)
+	case c.HoldTries < 1 || c.SignupConcurrency < 1 || c.Conns < 1:
+		return fmt.Errorf("-hold-tries, -signup-concurrency and -conns must be positive")
+	case c.EarlySpan < time.Second || c.LateSpan < 0 || c.Limit <= 0:
+		return fmt.Errorf("-early-span (1 s at least), -late-span and -limit must be positive")
+	}
+	return nil
+}

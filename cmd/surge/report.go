@@ -1,0 +1,444 @@
+package main
+
+import (
+	"cmp"
+	"encoding/json"
+	"fmt"
+	"io"
+	"maps"
+	"math"
+	"runtime"
+	"slices"
+	"strings"
+	"time"
+
+	pb "cloud.google.com/go/firestore/apiv1/firestorepb"
+)
+
+// Report is what a surge measured and what the audit found. The JSON has
+// the fields issue #22 asks for at the top level.
+type Report struct {
+	Date     string `json:"date"`
+	Machine  string `json:"machine"`
+	Go       string `json:"go"`
+	Project  string `json:"project"`
+	Seed     uint64 `json:"seed"`
+	Admitter string `json:"admitter"` // how admitQueue ran
+	Config   config `json:"config"`
+	Ended    string `json:"ended"` // sold out, everyone left, time limit
+
+	Users int `json:"users"`
+	Seats int `json:"seats"`
+	correctness
+	fairness
+	metering
+	AdmitPerMinute int `json:"admitPerMinute"`
+	MaxActive      int `json:"maxActive"`
+
+	// Load.
+	SellOutSeconds float64   `json:"sellOutSeconds"` // from opensAt to the last seat sold; -1: not sold out
+	RunSeconds     float64   `json:"runSeconds"`     // from opensAt to the end
+	BurstFrom      float64   `json:"burstFromSeconds"`
+	BurstTo        float64   `json:"burstToSeconds"` // the burst: these seconds after opensAt
+	Functions      []fnStats `json:"functions"`
+
+	// The hottest documents, counted from every Commit's writes.
+	HottestDoc             string      `json:"hottestDoc"`
+	HottestDocWritesPer10s int         `json:"hottestDocWritesPer10s"`
+	HottestByKind          []hotDoc    `json:"hottestByKind"`
+	Collections            []collWrite `json:"collections"`
+
+	// Cost.
+	ReadsPerSeatSold  float64       `json:"readsPerSeatSold"`
+	WritesPerSeatSold float64       `json:"writesPerSeatSold"`
+	CallsPerSeatSold  float64       `json:"callsPerSeatSold"`
+	Cost              cost          `json:"cost"`
+	Listeners         listenerReads `json:"listeners"`
+
+	Answers  map[string]int `json:"answers"`  // every function answer, by function, status and code
+	Outcomes map[string]int `json:"outcomes"` // how each user's surge ended
+	Problems []string       `json:"problems,omitempty"`
+	Failures []failure      `json:"failures"`
+
+	// What the audit judged: what Firestore held at the end, what the
+	// users were told, and when the surge ended.
+	state *saleState
+	told  clientRecords
+	end   time.Time
+}
+
+// audit judges what Firestore holds (st) against what the users were told.
+func (r *Report) audit(st *saleState, told clientRecords, end time.Time) {
+	r.state, r.told, r.end = st, told, end
+	r.correctness, r.fairness, r.metering = auditCorrectness(st, told), auditFairness(st), auditMetering(st, end)
+}
+
+// fnStats is one function's load and cost per call, counted on its
+// instance's Firestore client.
+type fnStats struct {
+	Name        string  `json:"name"`
+	Calls       int     `json:"calls"`
+	BurstCalls  int     `json:"burstCalls"`
+	BurstP50ms  float64 `json:"burstP50Ms"`
+	BurstP99ms  float64 `json:"burstP99Ms"`
+	P50ms       float64 `json:"p50Ms"`
+	P99ms       float64 `json:"p99Ms"`
+	RPCsPerCall float64 `json:"rpcsPerCall"`
+	ReadsPer    float64 `json:"readsPerCall"`
+	WritesPer   float64 `json:"writesPerCall"`
+	Reads       int     `json:"reads"`
+	Writes      int     `json:"writes"`
+}
+
+type hotDoc struct {
+	Kind          string  `json:"kind"`
+	Doc           string  `json:"doc"`
+	WritesPer10s  int     `json:"writesPer10s"`      // most in any 10 s
+	Writes        int     `json:"writes"`            // in the whole run
+	WindowFromSec float64 `json:"windowFromSeconds"` // the busiest window starts this long after opensAt
+}
+
+type collWrite struct {
+	Collection string `json:"collection"`
+	Writes     int    `json:"writes"`
+	MostPerSec int    `json:"mostPerSecond"` // most writes in any 1 s
+	Docs       int    `json:"docs"`
+}
+
+type cost struct {
+	ServerReads     int     `json:"serverReads"`  // the functions' and the admitter's
+	ServerWrites    int     `json:"serverWrites"` // every write of every Commit sent (failed commits too)
+	ServerRPCs      int     `json:"serverRPCs"`
+	ListenerReads   int     `json:"listenerReads"` // documents the users' listeners received, on the wire
+	FunctionCalls   int     `json:"functionCalls"` // HTTP calls, plus admitQueue runs
+	AdmitterRuns    int     `json:"admitterRuns"`  // deliveries of admitQueue to RunScheduledJob
+	AdmitterReads   int     `json:"admitterReads"`
+	AdmitterWrites  int     `json:"admitterWrites"`
+	AdmitterRPCs    int     `json:"admitterRPCs"`
+	AdmitterSeconds float64 `json:"admitterSeconds"`
+}
+
+// listenerReads compares what a waiting user's listeners read (sales/{id}
+// and the place) with what an admitted one's read (those and the seat map).
+type listenerReads struct {
+	WaitingUsers           int     `json:"waitingUsers"`
+	WaitingReadsPerUser    float64 `json:"waitingReadsPerUser"`
+	WaitingSecondsPerUser  float64 `json:"waitingSecondsPerUser"`
+	WaitingReadsPerMinute  float64 `json:"waitingReadsPerMinute"`
+	AdmittedUsers          int     `json:"admittedUsers"`
+	AdmittedReadsPerUser   float64 `json:"admittedReadsPerUser"`
+	AdmittedSecondsPerUser float64 `json:"admittedSecondsPerUser"`
+	AdmittedReadsPerMinute float64 `json:"admittedReadsPerMinute"`
+	Attributed             int     `json:"attributed"` // the sum over users, against the wire's count
+	// CutByRules: seat-map listeners the emulator ended (permission
+	// denied) on a change after the pass had ended or turned done.
+	CutByRules int `json:"cutByRules"`
+}
+
+// failure is a check or a goal the run missed. Kind: correctness,
+// fairness, metering (hard limits and order: never allowed), or goal
+// (timing and hot documents: targets, judged on the emulator).
+type failure struct {
+	Kind string `json:"kind"`
+	What string `json:"what"`
+}
+
+func report(cfg config, st *saleState, s *sim, us []*user, be *backend, adm *scheduler, pool *listenerPool, tap *commitTap, hot *hotDocs, opensAt, end time.Time) *Report {
+	r := &Report{
+		Date: time.Now().UTC().Format(time.RFC3339), Machine: fmt.Sprintf("%s/%s, %d CPUs", runtime.GOOS, runtime.GOARCH, runtime.NumCPU()),
+		Go: runtime.Version(), Admitter: adm.describe(), Config: cfg, Users: len(us), Seats: len(st.Hall),
+		AdmitPerMinute: st.AdmitPerMinute, MaxActive: st.MaxActive, RunSeconds: seconds(end.Sub(opensAt)),
+		SellOutSeconds: -1, Answers: s.answers, Outcomes: map[string]int{}, Problems: s.failures,
+	}
+	r.audit(st, s.records, end)
+	if last := st.lastSaleOf(); !last.IsZero() {
+		r.SellOutSeconds = seconds(last.Sub(opensAt))
+	}
+
+	// Load: the burst is the opening and the later joiners' span.
+	burstTo := opensAt.Add(max(cfg.LateSpan, 30*time.Second))
+	r.BurstTo = seconds(burstTo.Sub(opensAt))
+	byFn := map[string][]call{}
+	for _, c := range be.calls.all() {
+		byFn[c.fn] = append(byFn[c.fn], c)
+	}
+	var c cost
+	for _, in := range be.instances {
+		calls := byFn[in.name]
+		n := in.stats.Snapshot()
+		c.ServerReads += n.Reads
+		c.ServerWrites += n.Writes
+		c.ServerRPCs += n.Calls()
+		c.FunctionCalls += len(calls)
+		if len(calls) == 0 {
+			continue
+		}
+		var all, burst []time.Duration
+		for _, call := range calls {
+			all = append(all, call.took)
+			if !call.at.Before(opensAt) && call.at.Before(burstTo) {
+				burst = append(burst, call.took)
+			}
+		}
+		slices.Sort(all)
+		slices.Sort(burst)
+		per := func(v int) float64 { return math.Round(float64(v)/float64(len(calls))*100) / 100 }
+		r.Functions = append(r.Functions, fnStats{Name: in.name, Calls: len(calls), BurstCalls: len(burst),
+			BurstP50ms: ms(quantile(burst, 0.5)), BurstP99ms: ms(quantile(burst, 0.99)),
+			P50ms: ms(quantile(all, 0.5)), P99ms: ms(quantile(all, 0.99)),
+			RPCsPerCall: per(n.Calls()), ReadsPer: per(n.Reads), WritesPer: per(n.Writes), Reads: n.Reads, Writes: n.Writes})
+	}
+	an := adm.in.stats.Snapshot()
+	// The leases' writes (the tap's) are the admitter's: its lease on the
+	// sale, and in job mode the runs' leases.
+	leases := int(tap.writes.Load())
+	c.AdmitterRuns, c.AdmitterReads, c.AdmitterWrites, c.AdmitterRPCs = int(adm.deliveries.Load()), an.Reads, an.Writes+leases, an.Calls()
+	c.AdmitterSeconds = seconds(end.Sub(opensAt.Add(-cfg.EarlySpan)))
+	c.ServerReads += an.Reads
+	c.ServerWrites += an.Writes + leases
+	c.ServerRPCs += an.Calls()
+	c.FunctionCalls += int(adm.deliveries.Load())
+	c.ListenerReads = pool.stats.Snapshot().Reads
+	r.Cost = c
+	if sold := float64(r.SeatsSold); sold > 0 {
+		round := func(v float64) float64 { return math.Round(v*100) / 100 }
+		r.ReadsPerSeatSold = round(float64(c.ServerReads+c.ListenerReads) / sold)
+		r.WritesPerSeatSold = round(float64(c.ServerWrites) / sold)
+		r.CallsPerSeatSold = round(float64(c.FunctionCalls) / sold)
+	}
+
+	// The hottest documents, of all and of each kind, and each
+	// collection's writes.
+	writes := hot.snapshot()
+	kinds := map[string]hotDoc{}
+	colls := map[string]*struct {
+		times []time.Time
+		docs  int
+	}{}
+	for _, doc := range slices.Sorted(maps.Keys(writes)) {
+		ts := writes[doc]
+		n, from := maxInWindow(ts, 10*time.Second)
+		h := hotDoc{Kind: kindOf(doc), Doc: doc, WritesPer10s: n, Writes: len(ts), WindowFromSec: seconds(from.Sub(opensAt))}
+		if k, ok := kinds[h.Kind]; !ok || n > k.WritesPer10s {
+			kinds[h.Kind] = h
+		}
+		if n > r.HottestDocWritesPer10s {
+			r.HottestDoc, r.HottestDocWritesPer10s = doc, n
+		}
+		cw := colls[collectionOf(doc)]
+		if cw == nil {
+			cw = &struct {
+				times []time.Time
+				docs  int
+			}{}
+			colls[collectionOf(doc)] = cw
+		}
+		cw.times = append(cw.times, ts...)
+		cw.docs++
+	}
+	r.HottestByKind = slices.SortedFunc(maps.Values(kinds), func(a, b hotDoc) int {
+		return cmp.Or(cmp.Compare(b.WritesPer10s, a.WritesPer10s), cmp.Compare(a.Kind, b.Kind))
+	})
+	for name, cw := range colls {
+		slices.SortFunc(cw.times, time.Time.Compare)
+		most, _ := maxInWindow(cw.times, time.Second)
+		r.Collections = append(r.Collections, collWrite{Collection: name, Writes: len(cw.times), MostPerSec: most, Docs: cw.docs})
+	}
+	slices.SortFunc(r.Collections, func(a, b collWrite) int { return cmp.Compare(b.Writes, a.Writes) })
+
+	// Listener reads: waiting against admitted.
+	var l listenerReads
+	var wr, ws, ar, as float64
+	for _, u := range us {
+		r.Outcomes[u.outcome]++
+		l.Attributed += int(u.waitingReads.Load() + u.admittedReads.Load())
+		if !u.waitingFrom.IsZero() {
+			l.WaitingUsers++
+			wr += float64(u.waitingReads.Load())
+			until := u.admittedFrom
+			if until.IsZero() {
+				until = u.goneAt
+			}
+			ws += until.Sub(u.waitingFrom).Seconds()
+		}
+		if !u.admittedFrom.IsZero() {
+			l.AdmittedUsers++
+			ar += float64(u.admittedReads.Load())
+			as += u.goneAt.Sub(u.admittedFrom).Seconds()
+		}
+	}
+	round := func(v float64) float64 { return math.Round(v*100) / 100 }
+	if l.WaitingUsers > 0 {
+		l.WaitingReadsPerUser, l.WaitingSecondsPerUser = round(wr/float64(l.WaitingUsers)), round(ws/float64(l.WaitingUsers))
+	}
+	if ws > 0 {
+		l.WaitingReadsPerMinute = round(wr / ws * 60)
+	}
+	if l.AdmittedUsers > 0 {
+		l.AdmittedReadsPerUser, l.AdmittedSecondsPerUser = round(ar/float64(l.AdmittedUsers)), round(as/float64(l.AdmittedUsers))
+	}
+	if as > 0 {
+		l.AdmittedReadsPerMinute = round(ar / as * 60)
+	}
+	l.CutByRules = int(s.seatMapCut.Load())
+	r.Listeners = l
+	return r
+}
+
+// judge lists every check and goal the run missed.
+func (r *Report) judge(g goals) {
+	add := func(kind, format string, args ...any) {
+		r.Failures = append(r.Failures, failure{kind, fmt.Sprintf(format, args...)})
+	}
+	if g.SoldOut && r.SeatsSold != r.Seats {
+		add("correctness", "%d of %d seats sold (the run ended: %s)", r.SeatsSold, r.Seats, r.Ended)
+	}
+	for _, c := range []struct {
+		n    int
+		what string
+	}{
+		{r.DoubleBooked, "seats double-booked"}, {r.LostHolds, "holds lost"}, {r.LostBookings, "confirmations lost"},
+		{r.OverCap, "users past the seat cap"}, {r.WithoutPass, "holds or bookings without a live pass"},
+		{r.AdmittedTwice, "admissions beyond the places admitted"},
+		{int(r.TicketsCounted) - (r.SeatsSold + r.DoubleBooked), "tickets counted beyond the seats booked (negative: fewer)"},
+	} {
+		if c.n != 0 {
+			add("correctness", "%d %s", c.n, c.what)
+		}
+	}
+	if r.CounterShards < r.CounterShardsNeeded {
+		add("correctness", "the tickets-sold counter has %d shards, the sale's rate needs %d", r.CounterShards, r.CounterShardsNeeded)
+	}
+	if !r.EarlyBeforeLate {
+		add("fairness", "early joiners were not all admitted before the first later joiner")
+	}
+	if r.Skipped > 0 {
+		add("fairness", "%d places still wait behind someone admitted", r.Skipped)
+	}
+	if b := spearmanBound(r.EarlyAdmitted, g.SpearmanSigmas); math.Abs(float64(r.EarlySpearman)) > b {
+		add("fairness", "early joiners' ρ(join, admission) = %.3f, beyond ±%.3f", r.EarlySpearman, b)
+	}
+	if b := spearmanBound(r.EarlyJoiners-r.Unranked, g.SpearmanSigmas); math.Abs(float64(r.EarlyLineSpearman)) > b {
+		add("fairness", "early joiners' ρ(join, line) = %.3f, beyond ±%.3f", r.EarlyLineSpearman, b)
+	}
+	if r.LateInversions > g.LateInversions {
+		add("fairness", "%.2f%% of the later joiners' pairs admitted out of join order (goal %.2f%%)", 100*r.LateInversions, 100*g.LateInversions)
+	}
+	if r.MaxAdmittedPerMinute > r.AdmitPerMinute {
+		add("metering", "%d admitted in 60 s, admitPerMinute is %d", r.MaxAdmittedPerMinute, r.AdmitPerMinute)
+	}
+	if r.MaxLivePasses > r.MaxActive {
+		add("metering", "%d passes live at once, maxActive is %d", r.MaxLivePasses, r.MaxActive)
+	}
+	if r.Admitted == 0 {
+		add("metering", "nobody was admitted")
+	} else if r.FirstAdmission > g.FirstAdmission.Seconds() {
+		add("goal", "first admission %.2f s after opensAt (goal %s)", r.FirstAdmission, g.FirstAdmission)
+	}
+	if r.RefillMax > g.Refill.Seconds() {
+		add("goal", "an ended pass refilled after %.2f s (goal %s)", r.RefillMax, g.Refill)
+	}
+	if r.HottestDocWritesPer10s > g.HotWritesPer10s {
+		add("goal", "%s took %d writes in 10 s (goal %d)", r.HottestDoc, r.HottestDocWritesPer10s, g.HotWritesPer10s)
+	}
+	if len(r.Problems) > 0 {
+		add("correctness", "%d users met errors (see problems), e.g. %s", len(r.Problems), r.Problems[0])
+	}
+}
+
+// print writes the report as text.
+func (r *Report) print(w io.Writer) {
+	p := func(format string, args ...any) { fmt.Fprintf(w, format+"\n", args...) }
+	ok := func(good bool) string {
+		if good {
+			return "ok"
+		}
+		return "FAIL"
+	}
+	p("\nsurge: %d users (%d early, %d later), %d seats, admitPerMinute %d, maxActive %d, passSeconds %d, maxSeatsPerUser %d; admitQueue: %s; ended: %s after %.1f s",
+		r.Users, r.Config.Early, r.Config.Late, r.Seats, r.AdmitPerMinute, r.MaxActive, r.Config.PassSeconds, r.Config.MaxSeatsPerUser, r.Admitter, r.Ended, r.RunSeconds)
+	p("\ncorrectness  (sold/double-booked/lost holds/over cap/without pass)  %d/%d  %d/%d/%d/%d  %s",
+		r.SeatsSold, r.Seats, r.DoubleBooked, r.LostHolds, r.OverCap, r.WithoutPass,
+		ok(r.SeatsSold == r.Seats && r.DoubleBooked+r.LostHolds+r.OverCap+r.WithoutPass == 0))
+	p("  lost confirmations %d, admissions beyond places admitted %d; tickets-sold counter %d on %d shards (the rate needs %d)",
+		r.LostBookings, r.AdmittedTwice, r.TicketsCounted, r.CounterShards, r.CounterShardsNeeded)
+	for _, e := range r.correctness.Examples {
+		p("  ! %s", e)
+	}
+	p("\nfairness")
+	p("  early joiners admitted before the first later joiner  %-5v  (%d of %d early admitted, %d of %d later)  %s",
+		r.EarlyBeforeLate, r.EarlyAdmitted, r.EarlyJoiners, r.LateAdmitted, r.LateJoiners, ok(r.EarlyBeforeLate))
+	p("  Spearman ρ, early joiners' join order vs admission order  %+.3f over %d admitted; vs place in line %+.3f over %d (near 0 expected)",
+		r.EarlySpearman, r.EarlyAdmitted, r.EarlyLineSpearman, r.EarlyJoiners-r.Unranked)
+	p("  later joiners' pairs admitted out of join order  %.2f%% of %d pairs  (goal <= %.2f%%)  %s",
+		100*r.LateInversions, r.LatePairs, 100*r.Config.Goals.LateInversions, ok(r.LateInversions <= r.Config.Goals.LateInversions))
+	p("  places skipped (still waiting behind an admitted one)  %d", r.Skipped)
+	for _, e := range r.fairness.Examples {
+		p("  ! %s", e)
+	}
+	p("\nmetering")
+	p("  most admitted in any 60 s  %d  (admitPerMinute %d)  %s", r.MaxAdmittedPerMinute, r.AdmitPerMinute, ok(r.MaxAdmittedPerMinute <= r.AdmitPerMinute))
+	p("  most passes live at once   %d  (maxActive %d)  %s", r.MaxLivePasses, r.MaxActive, ok(r.MaxLivePasses <= r.MaxActive))
+	p("  opensAt to the first admission  %.2f s;  a full house's ended pass to the next admission  p50 %.2f s, max %.2f s over %d",
+		r.FirstAdmission, r.RefillP50, r.RefillMax, r.Refills)
+	p("  %d admitted in all", r.Admitted)
+	p("\nload  (burst: %.0f-%.0f s after opensAt)   sold out %.1f s after opensAt", r.BurstFrom, r.BurstTo, r.SellOutSeconds)
+	p("  %-14s %7s %7s %10s %10s %9s %9s %8s %8s %8s", "function", "calls", "burst", "burst p50", "burst p99", "p50 ms", "p99 ms", "RPCs", "reads", "writes")
+	for _, f := range r.Functions {
+		p("  %-14s %7d %7d %10.1f %10.1f %9.1f %9.1f %8.2f %8.2f %8.2f", f.Name, f.Calls, f.BurstCalls, f.BurstP50ms, f.BurstP99ms, f.P50ms, f.P99ms, f.RPCsPerCall, f.ReadsPer, f.WritesPer)
+	}
+	p("\nhottest documents  (most writes in any 10 s; goal <= %d)", r.Config.Goals.HotWritesPer10s)
+	for _, h := range r.HottestByKind {
+		p("  %3d  %-42s %s  (%d writes in all)", h.WritesPer10s, h.Kind, h.Doc, h.Writes)
+	}
+	p("  collections (writes, most in any 1 s, documents):")
+	for _, c := range r.Collections {
+		p("    %-14s %6d %5d/s %6d", c.Collection, c.Writes, c.MostPerSec, c.Docs)
+	}
+	p("\ncost  per seat sold: %.1f reads, %.1f writes, %.2f function calls", r.ReadsPerSeatSold, r.WritesPerSeatSold, r.CallsPerSeatSold)
+	p("  server %d reads, %d writes, %d RPCs; listeners %d reads; %d function calls (%d admitQueue runs)",
+		r.Cost.ServerReads, r.Cost.ServerWrites, r.Cost.ServerRPCs, r.Cost.ListenerReads, r.Cost.FunctionCalls, r.Cost.AdmitterRuns)
+	p("  admitter: %d reads, %d writes, %d RPCs over %.0f s", r.Cost.AdmitterReads, r.Cost.AdmitterWrites, r.Cost.AdmitterRPCs, r.Cost.AdmitterSeconds)
+	l := r.Listeners
+	p("  listener reads of a waiting user  %.1f over %.0f s (%.2f a minute); of an admitted one  %.1f over %.0f s (%.2f a minute)",
+		l.WaitingReadsPerUser, l.WaitingSecondsPerUser, l.WaitingReadsPerMinute, l.AdmittedReadsPerUser, l.AdmittedSecondsPerUser, l.AdmittedReadsPerMinute)
+	p("  seat-map listeners the rules ended after the pass: %d", l.CutByRules)
+	p("\nusers' outcomes: %s", countsLine(r.Outcomes))
+	p("answers: %s", countsLine(r.Answers))
+	for _, e := range r.Problems {
+		p("  ! %s", e)
+	}
+	if len(r.Failures) == 0 {
+		p("\nPASS: every check and goal met")
+		return
+	}
+	p("\nFAIL:")
+	for _, f := range r.Failures {
+		p("  %-11s %s", f.Kind, f.What)
+	}
+}
+
+func countsLine(m map[string]int) string {
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		parts = append(parts, fmt.Sprintf("%s %d", k, m[k]))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// countValue reads a count aggregation's result.
+func countValue(v any) (int64, bool) {
+	pv, ok := v.(*pb.Value)
+	return pv.GetIntegerValue(), ok
+}
+
+// maybe is a measure that is NaN when there is nothing to measure (a
+// correlation of fewer than 3 pairs); JSON writes it as null.
+type maybe float64
+
+func (m maybe) MarshalJSON() ([]byte, error) {
+	if math.IsNaN(float64(m)) {
+		return []byte("null"), nil
+	}
+	return json.Marshal(float64(m))
+}

@@ -1,0 +1,251 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"time"
+
+	"cloud.google.com/go/firestore"
+	"github.com/firelock/firelock/booking"
+	"github.com/firelock/firelock/functions"
+	"github.com/firelock/firelock/internal/emulators"
+	"github.com/firelock/firelock/sale"
+	gonanoid "github.com/matoous/go-nanoid/v2"
+)
+
+// surgeScreening is the screening on sale.
+const surgeScreening = "surge"
+
+// grace is how long calls in flight when the surge ends may take to answer
+// before they are cut (an answer cut off would leave the audit guessing).
+const grace = 30 * time.Second
+
+// run carries out one surge and audits it.
+func run(ctx context.Context, cfg config) (*Report, error) {
+	emu, err := emulators.Start(ctx, emulators.Firestore, emulators.Auth)
+	if err != nil {
+		return nil, err
+	}
+	defer emu.Stop()
+	id, err := gonanoid.Generate("abcdefghijklmnopqrstuvwxyz0123456789", 10)
+	if err != nil {
+		return nil, err
+	}
+	project := "demo-surge-" + id
+	admin, err := firestore.NewClient(ctx, project) // uncounted: setup, watching the sale, the audit
+	if err != nil {
+		return nil, err
+	}
+	defer admin.Close()
+	log := functions.NewLogger(&lockedWriter{w: cfg.logw})
+	progress := func(format string, args ...any) { fmt.Fprintf(cfg.out, format+"\n", args...) }
+
+	// Every Firestore client of the run dials the emulator itself. The lock
+	// package's commit clients (the leases) are made from
+	// FIRESTORE_EMULATOR_HOST when the functions' APIs are built, so it
+	// names the commit tap meanwhile (see commitTap): nothing is counted
+	// twice, and nothing written goes uncounted.
+	emulatorHost := os.Getenv("FIRESTORE_EMULATOR_HOST")
+	hot := newHotDocs()
+	tap, err := startCommitTap(emulatorHost, hot.record)
+	if err != nil {
+		return nil, err
+	}
+	defer tap.stop()
+	os.Setenv("FIRESTORE_EMULATOR_HOST", tap.addr)
+	defer os.Setenv("FIRESTORE_EMULATOR_HOST", emulatorHost)
+	be, err := startBackend(ctx, project, emulatorHost, hot, log)
+	if err != nil {
+		return nil, err
+	}
+	defer be.close()
+	admIn, err := newInstance(ctx, "RunScheduledJob", project, emulatorHost, hot, log)
+	if err != nil {
+		return nil, err
+	}
+	pool, err := newListenerPool(ctx, emulatorHost, project, cfg.Conns)
+	if err != nil {
+		return nil, err
+	}
+	defer pool.close()
+
+	users := cfg.Early + cfg.Late
+	t0 := time.Now()
+	progress("surge: signing up %d users in the Auth emulator ...", users)
+	accts, err := signUp(ctx, users, cfg.SignupConcurrency)
+	if err != nil {
+		return nil, err
+	}
+	progress("surge: %d users signed up in %.1f s", users, time.Since(t0).Seconds())
+
+	// The screening on sale, opening once the early joiners' span has passed.
+	opensAt := time.Now().Add(cfg.EarlySpan + 2*time.Second).Truncate(time.Millisecond)
+	var rows []string
+	for r := range cfg.Seats / cfg.SeatsPerRow {
+		rows = append(rows, rowLabel(r))
+	}
+	if _, err := admin.Collection(booking.Screenings).Doc(surgeScreening).Set(ctx, map[string]any{
+		"title": "The Surge", "startsAt": opensAt.Add(2 * time.Hour), "rows": rows, "seatsPerRow": cfg.SeatsPerRow,
+		"sale": map[string]any{"opensAt": opensAt, "admitPerMinute": cfg.AdmitPerMinute, "maxActive": cfg.MaxActive,
+			"passSeconds": cfg.PassSeconds, "maxSeatsPerUser": cfg.MaxSeatsPerUser},
+	}); err != nil {
+		return nil, err
+	}
+
+	admCtx, stopAdmitter := context.WithCancel(ctx)
+	defer stopAdmitter()
+	adm := startScheduler(admCtx, admIn, project, log)
+
+	seed := cfg.Seed
+	if seed == 0 {
+		seed = uint64(time.Now().UnixNano())
+	}
+	callCtx, cutCalls := context.WithCancel(ctx)
+	defer cutCalls()
+	listenCtx, stopListening := context.WithCancel(ctx)
+	defer stopListening()
+	s := &sim{cfg: cfg, screening: surgeScreening, opensAt: opensAt, base: be.url, stop: make(chan struct{}),
+		callCtx: callCtx, answers: map[string]int{},
+		http: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 1024, IdleConnTimeout: time.Minute}}}
+	for _, r := range rows {
+		for n := 1; n <= cfg.SeatsPerRow; n++ {
+			s.hall = append(s.hall, fmt.Sprintf("%s%d", r, n))
+		}
+	}
+	rng := rand.New(rand.NewPCG(seed, 1))
+	us := make([]*user, users)
+	for i, a := range accts {
+		u := &user{i: i, acct: a, fs: pool.clients[i%len(pool.clients)], rng: rand.New(rand.NewPCG(seed, uint64(i)+2))}
+		if i < cfg.Early { // before opensAt, leaving half a second for the join's read
+			u.joinAt = opensAt.Add(-cfg.EarlySpan).Add(time.Duration(rng.Int64N(int64(cfg.EarlySpan - 500*time.Millisecond))))
+		} else {
+			u.joinAt = opensAt.Add(time.Duration(rng.Int64N(int64(cfg.LateSpan) + 1)))
+		}
+		us[i] = u
+	}
+
+	// The end: the sale sold out (the admitter publishes it), everyone
+	// gone, or the time limit.
+	soldOut := make(chan struct{})
+	saleState := &latest[string]{changed: make(chan struct{}, 1)}
+	watchCtx, stopWatching := context.WithCancel(ctx)
+	defer stopWatching()
+	go func() {
+		it := admin.Collection(sale.Sales).Doc(surgeScreening).Snapshots(watchCtx)
+		defer it.Stop()
+		for {
+			snap, err := it.Next()
+			if err != nil {
+				return
+			}
+			if !snap.Exists() {
+				continue
+			}
+			st, _ := snap.Data()["state"].(string)
+			left, _ := snap.Data()["seatsLeft"].(int64)
+			saleState.set(fmt.Sprintf("%s, %d seats left", st, left))
+			if st == sale.StateSoldOut {
+				close(soldOut)
+				return
+			}
+		}
+	}()
+	everyoneGone := make(chan struct{})
+	progress("surge: %d users join from %s, the sale opens at %s (in %.0f s); %d seats",
+		users, opensAt.Add(-cfg.EarlySpan).Format("15:04:05"), opensAt.Format("15:04:05"), time.Until(opensAt).Seconds(), cfg.Seats)
+	s.wg.Add(len(us))
+	for _, u := range us {
+		go s.run(listenCtx, u)
+	}
+	go func() { s.wg.Wait(); close(everyoneGone) }()
+
+	var tick <-chan time.Time
+	if cfg.Progress > 0 {
+		t := time.NewTicker(cfg.Progress)
+		defer t.Stop()
+		tick = t.C
+	}
+	limit := time.NewTimer(time.Until(opensAt.Add(cfg.Limit)))
+	defer limit.Stop()
+	ended := "?"
+	lastCalls := 0
+wait:
+	for {
+		select {
+		case <-soldOut:
+			ended = "sold out"
+			break wait
+		case <-everyoneGone:
+			ended = "everyone left"
+			break wait
+		case <-limit.C:
+			ended = "time limit"
+			break wait
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-tick:
+			calls := len(be.calls.all())
+			progress("T%+5.0fs  joined %4d  waiting %4d  admitted %4d  shopping %3d  holds %4d  booked %4d/%d  calls %5d (+%d)  sale: %s",
+				time.Since(opensAt).Seconds(), s.joined.Load(), s.waiting.Load(), countAdmitted(ctx, admin),
+				s.inShop.Load(), s.holds.Load(), s.seatsBooked.Load(), cfg.Seats, calls, calls-lastCalls, orNone(saleState.get()))
+			lastCalls = calls
+		}
+	}
+	end := time.Now()
+	progress("surge: %s at T%+.1fs; letting calls in flight answer ...", ended, end.Sub(opensAt).Seconds())
+	close(s.stop)
+	select {
+	case <-everyoneGone:
+	case <-time.After(grace):
+		progress("surge: calls still in flight after %s are cut", grace)
+		cutCalls()
+		<-everyoneGone
+	}
+	progress("surge: users gone after %.1f s", time.Since(end).Seconds())
+	stopListening()
+	stopAdmitter()
+	adm.stop()
+	progress("surge: admitter stopped after %.1f s", time.Since(end).Seconds())
+
+	st, err := readState(ctx, admin, surgeScreening)
+	if err != nil {
+		return nil, fmt.Errorf("audit: %w", err)
+	}
+	progress("surge: state read after %.1f s", time.Since(end).Seconds())
+	rep := report(cfg, st, s, us, be, adm, pool, tap, hot, opensAt, end)
+	rep.Ended = ended
+	rep.Project = project
+	rep.Seed = seed
+	rep.judge(cfg.Goals)
+	return rep, nil
+}
+
+// rowLabel is the label of row r: A..Z, then AA..AZ, BA...
+func rowLabel(r int) string {
+	if r < 26 {
+		return string(rune('A' + r))
+	}
+	return string(rune('A'+r/26-1)) + string(rune('A'+r%26))
+}
+
+// countAdmitted counts the places admitted so far (progress only).
+func countAdmitted(ctx context.Context, fs *firestore.Client) int64 {
+	q := fs.Collection(sale.Queue).Where("screeningId", "==", surgeScreening).Where("status", "in", []string{
+		sale.StatusAdmitted, sale.StatusDone, sale.StatusExpired})
+	res, err := q.NewAggregationQuery().WithCount("n").Get(ctx)
+	if err != nil {
+		return -1
+	}
+	n, _ := countValue(res["n"])
+	return n
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "not published yet"
+	}
+	return s
+}

@@ -1,0 +1,171 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/firelock/firelock/internal/emulators"
+)
+
+func TestMain(m *testing.M) {
+	os.Exit(emulators.RunTests(m, emulators.Firestore, emulators.Auth))
+}
+
+// shortSurge is the surge of `make test` (issue #22): 200 users, 40 seats,
+// the sale's limits as `make surge` has them but shorter spans, think
+// times and holds, so it sells out within seconds of opening.
+func shortSurge(t *testing.T) config {
+	cfg := defaults()
+	// Few enough early joiners that all are admitted before the hall sells
+	// out, so that later joiners are admitted too and their order is judged.
+	cfg.Early, cfg.EarlySpan, cfg.Late, cfg.LateSpan = 24, 4*time.Second, 176, 8*time.Second
+	cfg.Seats, cfg.SeatsPerRow = 40, 10
+	cfg.MaxActive = 20
+	cfg.ThinkMin, cfg.ThinkMax, cfg.HoldSeconds = 300*time.Millisecond, 1500*time.Millisecond, 5
+	cfg.Limit = 40 * time.Second
+	cfg.Seed = uint64(time.Now().UnixNano())
+	cfg.Progress = 0
+	cfg.out, cfg.logw = io.Discard, io.Discard
+	if testing.Verbose() {
+		cfg.out, cfg.Progress = os.Stderr, 5*time.Second
+	}
+	return cfg
+}
+
+// failuresOf lists a report's failures of the given kinds.
+func failuresOf(r *Report, kinds ...string) []failure {
+	var out []failure
+	for _, f := range r.Failures {
+		if slices.Contains(kinds, f.Kind) {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// TestShortSurge runs the short surge end to end (real functions over
+// HTTP, users of the Auth emulator under the rules, admitQueue through
+// RunScheduledJob) and fails on any correctness, fairness or metering
+// violation the audit finds in what Firestore holds. Goals that are times
+// on a loaded machine (first admission, refill, hot documents) are logged;
+// `make surge` judges them. Then the audit is fed planted violations of
+// the same run and must go red on each.
+func TestShortSurge(t *testing.T) {
+	cfg := shortSurge(t)
+	rep, err := run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var text bytes.Buffer
+	rep.print(&text)
+	if bad := failuresOf(rep, "correctness", "fairness", "metering"); len(bad) > 0 {
+		t.Fatalf("the short surge (seed %d) failed: %+v\n%s", rep.Seed, bad, text.String())
+	}
+	for _, f := range failuresOf(rep, "goal") {
+		t.Logf("goal missed (not judged here): %s", f.What)
+	}
+	if rep.SeatsSold != 40 || rep.Admitted == 0 || rep.EarlyAdmitted == 0 {
+		t.Fatalf("sold %d of 40, admitted %d (%d early)\n%s", rep.SeatsSold, rep.Admitted, rep.EarlyAdmitted, text.String())
+	}
+	if rep.HottestDoc == "" || rep.Cost.ServerWrites == 0 || rep.Cost.ListenerReads == 0 {
+		t.Fatalf("nothing counted: hottest %q, %d writes, %d listener reads", rep.HottestDoc, rep.Cost.ServerWrites, rep.Cost.ListenerReads)
+	}
+	t.Logf("sold out %.1f s after opening; hottest %s %d writes/10 s; %.1f reads and %.1f writes per seat",
+		rep.SellOutSeconds, rep.HottestDoc, rep.HottestDocWritesPer10s, rep.ReadsPerSeatSold, rep.WritesPerSeatSold)
+
+	b, err := json.Marshal(rep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keys map[string]any
+	if err := json.Unmarshal(b, &keys); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"seats", "seatsSold", "doubleBooked", "lostHolds", "overCap", "withoutPass", "earlyBeforeLate",
+		"earlySpearman", "lateInversions", "maxAdmittedPerMinute", "admitPerMinute", "maxLivePasses", "maxActive",
+		"hottestDoc", "hottestDocWritesPer10s", "readsPerSeatSold", "writesPerSeatSold"} {
+		if _, ok := keys[k]; !ok {
+			t.Errorf("the JSON report has no key %q", k)
+		}
+	}
+
+	// Negative controls: the same run's state with one violation planted,
+	// audited again.
+	for _, plant := range []struct {
+		name, want string
+		plant      func(st *saleState, told *clientRecords)
+	}{
+		{"a seat sold twice", "double-booked", func(st *saleState, _ *clientRecords) {
+			b := firstConfirmed(t, st)
+			b.ID, b.UID, b.HoldID, b.CreatedAt = "planted", "someone-else", "", b.CreatedAt.Add(time.Second)
+			st.Bookings = append(st.Bookings, b)
+		}},
+		{"a later joiner admitted first", "early joiners were not all admitted", func(st *saleState, _ *clientRecords) {
+			var early, late *placeDoc
+			for i := range st.Places {
+				p := &st.Places[i]
+				if p.AdmittedAt == nil {
+					continue
+				}
+				if p.JoinedAt.Before(st.OpensAt) && (early == nil || p.AdmittedAt.Before(*early.AdmittedAt)) {
+					early = p
+				}
+				if !p.JoinedAt.Before(st.OpensAt) && late == nil {
+					late = p
+				}
+			}
+			if early == nil || late == nil {
+				t.Fatal("no early and later joiner admitted to swap")
+			}
+			at := early.AdmittedAt.Add(-time.Millisecond)
+			late.AdmittedAt = &at
+		}},
+		{"a 201 hold Firestore does not have", "holds lost", func(_ *saleState, told *clientRecords) {
+			told.Holds = append(told.Holds, heldRecord{ID: "planted", UID: "someone", Seats: []string{"A1"}})
+		}},
+	} {
+		t.Run(plant.name, func(t *testing.T) {
+			st, told := cloneState(rep.state), rep.told
+			told.Holds = slices.Clone(told.Holds)
+			plant.plant(st, &told)
+			planted := *rep
+			planted.Failures = nil
+			planted.audit(st, told, rep.end)
+			planted.judge(cfg.Goals)
+			var whats []string
+			for _, f := range failuresOf(&planted, "correctness", "fairness") {
+				whats = append(whats, f.What)
+			}
+			if !strings.Contains(strings.Join(whats, "; "), plant.want) {
+				t.Fatalf("planted %s: the audit found %q, want a failure naming %q", plant.name, whats, plant.want)
+			}
+		})
+	}
+}
+
+func firstConfirmed(t *testing.T, st *saleState) bookingDoc {
+	for _, b := range st.Bookings {
+		if b.Status == "confirmed" {
+			b.Seats = slices.Clone(b.Seats)
+			return b
+		}
+	}
+	t.Fatal("no confirmed booking to plant a double booking with")
+	return bookingDoc{}
+}
+
+// cloneState copies what the plants change.
+func cloneState(st *saleState) *saleState {
+	c := *st
+	c.Places = slices.Clone(st.Places)
+	c.Bookings = slices.Clone(st.Bookings)
+	c.Holds = slices.Clone(st.Holds)
+	return &c
+}

@@ -1,0 +1,612 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"cloud.google.com/go/firestore"
+	"github.com/firelock/firelock/booking"
+	"github.com/firelock/firelock/internal/emulators"
+	"github.com/firelock/firelock/internal/rpcstats"
+	"github.com/firelock/firelock/sale"
+	"google.golang.org/api/option"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+)
+
+// account is a user signed up in the Auth emulator.
+type account struct {
+	email, uid, token string
+}
+
+// signUp signs n users up in the Auth emulator (or in, if they exist),
+// at most conc at once.
+func signUp(ctx context.Context, n, conc int) ([]account, error) {
+	accts := make([]account, n)
+	errs := make(chan error, n)
+	sem := make(chan struct{}, conc)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			email := fmt.Sprintf("surge-%06d@example.com", i)
+			var err error
+			for try := 0; try < 3 && ctx.Err() == nil; try++ {
+				var tok, uid string
+				if tok, uid, err = emulators.SignIn(email, "surge-password"); err == nil {
+					accts[i] = account{email: email, uid: uid, token: tok}
+					return
+				}
+				time.Sleep(time.Duration(try+1) * 200 * time.Millisecond)
+			}
+			errs <- err
+		})
+	}
+	wg.Wait()
+	close(errs)
+	if err := <-errs; err != nil {
+		return nil, fmt.Errorf("sign up: %w", err)
+	}
+	return accts, ctx.Err()
+}
+
+// listenerPool is the Firestore clients the users listen with: a few gRPC
+// connections without credentials of their own, each user's calls carrying
+// its ID token (so the rules apply, as to the app), and an rpcstats
+// interceptor counting what the listeners receive on the wire.
+type listenerPool struct {
+	clients []*firestore.Client
+	conns   []*grpc.ClientConn
+	stats   *rpcstats.Stats
+}
+
+func newListenerPool(ctx context.Context, emulatorHost, project string, n int) (*listenerPool, error) {
+	p := &listenerPool{stats: &rpcstats.Stats{}}
+	for range n {
+		conn, err := grpc.NewClient(emulatorHost,
+			append([]grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}, p.stats.DialOptions()...)...)
+		if err != nil {
+			p.close()
+			return nil, err
+		}
+		c, err := firestore.NewClient(ctx, project, option.WithGRPCConn(conn))
+		if err != nil {
+			conn.Close()
+			p.close()
+			return nil, err
+		}
+		p.conns, p.clients = append(p.conns, conn), append(p.clients, c)
+	}
+	return p, nil
+}
+
+func (p *listenerPool) close() {
+	for _, c := range p.clients {
+		c.Close()
+	}
+	for _, c := range p.conns {
+		c.Close()
+	}
+}
+
+// Phases of a user, for whom its listener reads count.
+const (
+	phaseNone int32 = iota
+	phaseWaiting
+	phaseAdmitted
+	phaseGone
+)
+
+// user is one simulated fan.
+type user struct {
+	i      int
+	acct   account
+	joinAt time.Time
+	fs     *firestore.Client
+	rng    *rand.Rand
+
+	phase atomic.Int32
+	// confirming: a confirmation was sent; it ends the pass (done) when it
+	// commits, and the rules may then end the seat map's listener.
+	confirming    atomic.Bool
+	passUntil     time.Time
+	waitingReads  atomic.Int64 // listener reads (documents delivered) while waiting
+	admittedReads atomic.Int64 // and while admitted
+	// When the phases began and ended (local clock: the user's own view).
+	waitingFrom, admittedFrom, goneAt time.Time
+	outcome                           string
+}
+
+func (u *user) setPhase(p int32) {
+	now := time.Now()
+	switch p {
+	case phaseWaiting:
+		u.waitingFrom = now
+	case phaseAdmitted:
+		u.admittedFrom = now
+	case phaseGone:
+		u.goneAt = now
+	}
+	u.phase.Store(p)
+}
+
+func (u *user) countReads(n int) {
+	switch u.phase.Load() {
+	case phaseWaiting:
+		u.waitingReads.Add(int64(n))
+	case phaseAdmitted:
+		u.admittedReads.Add(int64(n))
+	}
+}
+
+// sim is one surge's users and what they were told.
+type sim struct {
+	cfg       config
+	screening string
+	opensAt   time.Time
+	hall      []string
+	base      string
+	http      *http.Client
+	stop      chan struct{}   // closed: the surge is over, nobody starts anything new
+	callCtx   context.Context // calls in flight when it ends get a grace before this ends
+	wg        sync.WaitGroup
+
+	joined, waiting, inShop, holds, seatsBooked, retries atomic.Int64
+	seatMapCut                                           atomic.Int64 // seat-map listeners the rules ended after the pass
+
+	mu       sync.Mutex
+	records  clientRecords
+	answers  map[string]int // every answer, "JoinQueue 201", "HoldSeats 409 seat_held", ...
+	failures []string       // transport errors and listener errors, first few
+}
+
+func (s *sim) note(key string) {
+	s.mu.Lock()
+	s.answers[key]++
+	s.mu.Unlock()
+}
+
+func (s *sim) fail(format string, args ...any) {
+	s.mu.Lock()
+	if len(s.failures) < 20 {
+		s.failures = append(s.failures, fmt.Sprintf(format, args...))
+	}
+	s.mu.Unlock()
+}
+
+func (s *sim) stopping() bool {
+	select {
+	case <-s.stop:
+		return true
+	default:
+		return false
+	}
+}
+
+// sleep waits d, or until the surge ends (false).
+func (s *sim) sleep(d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-s.stop:
+		return false
+	}
+}
+
+// answer is a function's answer.
+type answer struct {
+	status int
+	body   map[string]any
+	retry  time.Duration // Retry-After
+}
+
+func (a answer) code() string {
+	if e, ok := a.body["error"].(map[string]any); ok {
+		c, _ := e["code"].(string)
+		return c
+	}
+	return ""
+}
+
+// seats are the seats an answer names: a hold's, or a conflict's.
+func (a answer) seats() []string {
+	v, ok := a.body["seats"]
+	if e, isErr := a.body["error"].(map[string]any); isErr {
+		v, ok = e["seats"]
+	}
+	var out []string
+	if list, _ := v.([]any); ok {
+		for _, s := range list {
+			if str, ok := s.(string); ok {
+				out = append(out, str)
+			}
+		}
+	}
+	return out
+}
+
+func (a answer) str(key string) string { v, _ := a.body[key].(string); return v }
+
+// call calls fn as the user with token, and tries a 503 again after its
+// Retry-After (the same body: a retry of the same request), up to 10 times.
+func (s *sim) call(fn, token string, body any) (answer, error) {
+	b, _ := json.Marshal(body)
+	for attempt := 1; ; attempt++ {
+		a, err := s.callOnce(fn, token, b)
+		if err != nil {
+			s.note(fn + " error")
+			return a, err
+		}
+		key := fmt.Sprintf("%s %d", fn, a.status)
+		if c := a.code(); c != "" {
+			key += " " + c
+		}
+		s.note(key)
+		if a.status != http.StatusServiceUnavailable || attempt == 10 {
+			return a, nil
+		}
+		s.retries.Add(1)
+		time.Sleep(max(a.retry, 100*time.Millisecond))
+	}
+}
+
+func (s *sim) callOnce(fn, token string, body []byte) (answer, error) {
+	ctx, cancel := context.WithTimeout(s.callCtx, time.Minute)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.base+"/"+fn, bytes.NewReader(body))
+	if err != nil {
+		return answer{}, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := s.http.Do(req)
+	if err != nil {
+		return answer{}, err
+	}
+	defer resp.Body.Close()
+	a := answer{status: resp.StatusCode, body: map[string]any{}}
+	if err := json.NewDecoder(resp.Body).Decode(&a.body); err != nil {
+		return a, fmt.Errorf("%s: HTTP %d with a body that is not JSON: %w", fn, resp.StatusCode, err)
+	}
+	if sec, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil {
+		a.retry = time.Duration(sec) * time.Second
+	}
+	return a, nil
+}
+
+// run is one user's life: join at its time, listen while waiting, and,
+// once admitted, shop.
+func (s *sim) run(ctx context.Context, u *user) {
+	defer s.wg.Done()
+	defer u.setPhase(phaseGone)
+	if !s.sleep(time.Until(u.joinAt)) {
+		u.outcome = "never joined"
+		return
+	}
+	a, err := s.call("JoinQueue", u.acct.token, map[string]any{"screeningId": s.screening})
+	switch {
+	case err != nil:
+		u.outcome = "join failed"
+		s.fail("user %d: JoinQueue: %v", u.i, err)
+		return
+	case a.status != http.StatusCreated && a.status != http.StatusOK:
+		u.outcome = "join " + a.code()
+		return
+	}
+	s.joined.Add(1)
+
+	// The app listens to the sale and to its own place, as the user.
+	lctx, cancel := context.WithCancel(metadata.AppendToOutgoingContext(ctx, "authorization", "Bearer "+u.acct.token))
+	var listeners sync.WaitGroup
+	defer func() { cancel(); listeners.Wait() }()
+	u.setPhase(phaseWaiting)
+	s.waiting.Add(1)
+	stillWaiting := true
+	defer func() {
+		if stillWaiting {
+			s.waiting.Add(-1)
+		}
+	}()
+	place := &latest[*firestore.DocumentSnapshot]{changed: make(chan struct{}, 1)}
+	listeners.Go(func() { s.listenDoc(lctx, u, u.fs.Collection(sale.Sales).Doc(s.screening), nil) })
+	listeners.Go(func() { s.listenDoc(lctx, u, u.fs.Collection(sale.Queue).Doc(a.str("queueId")), place) })
+
+	var passUntil time.Time
+	for passUntil.IsZero() {
+		if snap := place.get(); snap != nil && snap.Exists() {
+			st, _ := snap.Data()["status"].(string)
+			until, _ := snap.Data()["passUntil"].(time.Time)
+			switch {
+			case st == sale.StatusAdmitted && !until.IsZero():
+				passUntil = until
+				continue
+			case st == sale.StatusDone, st == sale.StatusExpired:
+				u.outcome = "pass " + st + " unseen"
+				return
+			}
+		}
+		select {
+		case <-place.changed:
+		case <-s.stop:
+			u.outcome = "still waiting"
+			return
+		}
+	}
+	stillWaiting = false
+	s.waiting.Add(-1)
+	u.passUntil = passUntil
+	u.setPhase(phaseAdmitted)
+	s.inShop.Add(1)
+	defer s.inShop.Add(-1)
+	u.outcome = s.shop(lctx, u, passUntil)
+}
+
+// latest keeps the newest value a listener delivered and signals changes.
+type latest[T any] struct {
+	mu      sync.Mutex
+	v       T
+	changed chan struct{}
+}
+
+func (l *latest[T]) set(v T) {
+	l.mu.Lock()
+	l.v = v
+	l.mu.Unlock()
+	select {
+	case l.changed <- struct{}{}:
+	default:
+	}
+}
+
+func (l *latest[T]) get() T {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.v
+}
+
+// listenDoc listens to one document as u until ctx ends; each delivery of
+// the document is one read. to, if set, gets every snapshot.
+func (s *sim) listenDoc(ctx context.Context, u *user, ref *firestore.DocumentRef, to *latest[*firestore.DocumentSnapshot]) {
+	it := ref.Snapshots(ctx)
+	defer it.Stop()
+	for {
+		snap, err := it.Next()
+		if err != nil {
+			if ctx.Err() == nil && status.Code(err) != codes.Canceled {
+				s.fail("user %d: listening to %s: %v", u.i, ref.Path, err)
+			}
+			return
+		}
+		if snap.Exists() {
+			u.countReads(1)
+		}
+		if to != nil {
+			to.set(snap)
+		}
+	}
+}
+
+// seatMap is an admitted user's view of the seat map, kept by a listener
+// on screenings/{id}/seats (rules: only with a live pass).
+type seatMap struct {
+	mu      sync.Mutex
+	seats   map[string]seatDoc
+	err     error
+	ready   chan struct{} // closed on the first snapshot or an error
+	changed chan struct{}
+}
+
+func (s *sim) listenSeats(ctx context.Context, u *user, m *seatMap) {
+	it := u.fs.Collection(booking.Screenings).Doc(s.screening).Collection("seats").Snapshots(ctx)
+	defer it.Stop()
+	first := true
+	for {
+		snap, err := it.Next()
+		if err != nil {
+			switch {
+			case ctx.Err() != nil || status.Code(err) == codes.Canceled:
+			case status.Code(err) == codes.PermissionDenied && (u.confirming.Load() || !time.Now().Before(u.passUntil)):
+				// The pass has ended (done, or passUntil): the emulator
+				// re-judges a listener when it delivers a change, and ends it.
+				s.seatMapCut.Add(1)
+			default:
+				s.fail("user %d: listening to the seat map, %.1f s after its admission (pass until %s), first snapshot %v: %v",
+					u.i, time.Since(u.admittedFrom).Seconds(), u.passUntil.Format("15:04:05.000"), !first, err)
+			}
+			m.mu.Lock()
+			m.err = err
+			m.mu.Unlock()
+			if first {
+				close(m.ready)
+			}
+			return
+		}
+		u.countReads(len(snap.Changes))
+		m.mu.Lock()
+		for _, c := range snap.Changes {
+			if c.Kind == firestore.DocumentRemoved {
+				delete(m.seats, c.Doc.Ref.ID)
+				continue
+			}
+			d := c.Doc.Data()
+			var sd seatDoc
+			sd.Status, _ = d["status"].(string)
+			sd.HeldUntil, _ = d["heldUntil"].(time.Time)
+			m.seats[c.Doc.Ref.ID] = sd
+		}
+		m.mu.Unlock()
+		if first {
+			first = false
+			close(m.ready)
+		}
+		select {
+		case m.changed <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// free lists the seats the map shows free at now, leaving out those
+// refused recently, and says when the next held seat's hold ends. A hold
+// past its heldUntil is free (the app greys it out by its own clock; the
+// server judges by Firestore's).
+func (m *seatMap) free(hall []string, now time.Time, avoid map[string]time.Time) ([]string, time.Time) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var free []string
+	var next time.Time
+	for _, id := range hall {
+		if at, ok := avoid[id]; ok && now.Sub(at) < 3*time.Second {
+			continue
+		}
+		d, ok := m.seats[id]
+		switch {
+		case !ok:
+		case d.Status == booking.StatusBooked:
+			continue
+		case d.Status == booking.StatusHeld && d.HeldUntil.After(now):
+			if next.IsZero() || d.HeldUntil.Before(next) {
+				next = d.HeldUntil
+			}
+			continue
+		}
+		free = append(free, id)
+	}
+	return free, next
+}
+
+// shop is an admitted user's turn: it opens the seat map, holds seats (on
+// a 409, others), then confirms, walks away or releases. It returns the
+// outcome.
+func (s *sim) shop(ctx context.Context, u *user, passUntil time.Time) string {
+	mctx, cancel := context.WithCancel(ctx)
+	m := &seatMap{seats: map[string]seatDoc{}, ready: make(chan struct{}), changed: make(chan struct{}, 1)}
+	var listener sync.WaitGroup
+	listener.Go(func() { s.listenSeats(mctx, u, m) })
+	defer func() { cancel(); listener.Wait() }() // the app closes the map with the pass
+
+	select {
+	case <-m.ready:
+	case <-s.stop:
+		return "admitted at the end"
+	}
+	if m.err != nil {
+		return "seat map refused"
+	}
+	want := s.cfg.PickMin + u.rng.IntN(s.cfg.PickMax-s.cfg.PickMin+1)
+	avoid := map[string]time.Time{}
+	var hold heldRecord
+	for tries := 0; hold.ID == ""; {
+		now := time.Now()
+		switch {
+		case tries >= s.cfg.HoldTries:
+			return "gave up"
+		case !now.Before(passUntil):
+			return "pass ended"
+		case s.stopping():
+			return "shopping at the end"
+		}
+		free, next := m.free(s.hall, now, avoid)
+		if len(free) == 0 {
+			wake := passUntil
+			if !next.IsZero() && next.Before(wake) {
+				wake = next
+			}
+			t := time.NewTimer(max(time.Until(wake), 10*time.Millisecond))
+			select {
+			case <-m.changed:
+			case <-t.C:
+			case <-s.stop:
+			}
+			t.Stop()
+			continue
+		}
+		picked := pick(u.rng, free, want)
+		a, err := s.call("HoldSeats", u.acct.token, map[string]any{"screeningId": s.screening, "seats": picked,
+			"requestId": fmt.Sprintf("surge-%d-hold-%d", u.i, tries), "holdSeconds": s.cfg.HoldSeconds})
+		switch {
+		case err != nil:
+			s.fail("user %d: HoldSeats: %v", u.i, err)
+			return "hold failed"
+		case a.status == http.StatusCreated || a.status == http.StatusOK:
+			until, _ := time.Parse(time.RFC3339Nano, a.str("heldUntil"))
+			hold = heldRecord{ID: a.str("holdId"), UID: u.acct.uid, Seats: a.seats(), HeldUntil: until}
+		case a.status == http.StatusConflict && (a.code() == "seat_taken" || a.code() == "seat_held" || a.code() == "seat_busy"):
+			tries++
+			conflicted := a.seats()
+			if len(conflicted) == 0 {
+				conflicted = picked
+			}
+			for _, seat := range conflicted {
+				avoid[seat] = now
+			}
+		default:
+			return "hold " + a.code()
+		}
+	}
+	s.holds.Add(1)
+	s.mu.Lock()
+	s.records.Holds = append(s.records.Holds, hold)
+	s.mu.Unlock()
+
+	think := s.cfg.ThinkMin + time.Duration(u.rng.Int64N(int64(s.cfg.ThinkMax-s.cfg.ThinkMin)+1))
+	r := u.rng.Float64()
+	switch {
+	case r < s.cfg.Confirm:
+		if !s.sleep(think) {
+			return "holding at the end"
+		}
+		u.confirming.Store(true)
+		a, err := s.call("ConfirmHold", u.acct.token, map[string]any{"holdId": hold.ID})
+		switch {
+		case err != nil:
+			s.fail("user %d: ConfirmHold: %v", u.i, err)
+			return "confirm failed"
+		case a.status != http.StatusCreated && a.status != http.StatusOK:
+			return "confirm " + a.code()
+		}
+		s.seatsBooked.Add(int64(len(hold.Seats)))
+		s.mu.Lock()
+		s.records.Bookings = append(s.records.Bookings, bookedRecord{ID: a.str("bookingId"), HoldID: hold.ID, UID: u.acct.uid, Seats: a.seats()})
+		s.mu.Unlock()
+		return "booked"
+	case r < s.cfg.Confirm+s.cfg.Walk:
+		s.sleep(think)
+		return "walked away"
+	default:
+		if !s.sleep(think) {
+			return "holding at the end"
+		}
+		a, err := s.call("ReleaseHold", u.acct.token, map[string]any{"holdId": hold.ID})
+		switch {
+		case err != nil:
+			s.fail("user %d: ReleaseHold: %v", u.i, err)
+			return "release failed"
+		case a.status != http.StatusOK:
+			return "release " + a.code()
+		}
+		return "released"
+	}
+}
+
+// pick chooses up to n of free at random.
+func pick(rng *rand.Rand, free []string, n int) []string {
+	free = slices.Clone(free)
+	rng.Shuffle(len(free), func(i, j int) { free[i], free[j] = free[j], free[i] })
+	return free[:min(n, len(free))]
+}
