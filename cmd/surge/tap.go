@@ -20,8 +20,8 @@ import (
 
 // commitTap is a transparent gRPC proxy on loopback in front of the
 // Firestore emulator that hands the documents of every Commit passing
-// through it to onWrite, as rpcstats' OnWrite does for a client's own
-// Commits (whatever the answer, when it arrives).
+// through it and succeeded to onWrite, as rpcstats' OnWrite does for a
+// client's own Commits. A refused commit wrote nothing and is not counted.
 //
 // It exists for the lock package: a Locker commits through a client of its
 // own, dialled from FIRESTORE_EMULATOR_HOST, that no interceptor on the
@@ -35,7 +35,7 @@ type commitTap struct {
 	srv     *grpc.Server
 	backend *grpc.ClientConn
 	onWrite func(doc string, at time.Time)
-	writes  atomic.Int64 // every write of every Commit relayed
+	writes  atomic.Int64 // every write of every Commit relayed that succeeded
 }
 
 func startCommitTap(emulatorHost string, onWrite func(doc string, at time.Time)) (*commitTap, error) {
@@ -103,7 +103,7 @@ func (t *commitTap) forward(_ any, in grpc.ServerStream) error {
 		}
 		if err != nil {
 			in.SetTrailer(out.Trailer())
-			if commit {
+			if commit && errors.Is(err, io.EOF) { // answered OK: its writes applied
 				select {
 				case req := <-request:
 					t.record(req)

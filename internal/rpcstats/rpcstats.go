@@ -26,9 +26,11 @@ import (
 type Stats struct {
 	mu sync.Mutex
 	c  Counts
-	// OnWrite, if set, is called with every document a Commit writes
-	// (after the commit answered, whatever the answer), e.g. to find the
-	// hottest documents.
+	// OnWrite, if set, is called with every document a Commit wrote, once
+	// the commit answered success, e.g. to find the hottest documents. A
+	// refused commit (a failed precondition, an aborted transaction) wrote
+	// nothing, so it is not counted: Firestore's per-document write rate and
+	// its bill count applied writes.
 	OnWrite func(doc string, at time.Time)
 }
 
@@ -36,7 +38,7 @@ type Stats struct {
 type Counts struct {
 	RPCs   map[string]int // by method name (Commit, BatchGetDocuments, RunQuery, Listen, ...)
 	Reads  int            // documents read (a missing document in a batched get counts too)
-	Writes int            // writes sent in Commits
+	Writes int            // writes of Commits that succeeded
 }
 
 // Calls is the total number of RPCs.
@@ -106,7 +108,7 @@ func (s *Stats) DialOptions() []grpc.DialOption {
 func (s *Stats) unary(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
 	err := invoker(ctx, method, req, reply, cc, opts...)
 	writes := 0
-	if c, ok := req.(*pb.CommitRequest); ok {
+	if c, ok := req.(*pb.CommitRequest); ok && err == nil {
 		writes = len(c.Writes)
 		if f := s.OnWrite; f != nil {
 			now := time.Now()
