@@ -139,12 +139,13 @@ export function runAdmitter(): { stop: () => Promise<void> } {
 
 /**
  * The listeners a page opens on a screening's seat map, read off the
- * Firestore WebChannel as the SDK sends them: the target ids of each
- * `addTarget` of a query on `screenings/{id}/seats`, and which of them a
- * `removeTarget` closed. Attach before the page loads.
+ * Firestore WebChannel as the SDK sends them: the target id of each
+ * `addTarget` of a query on `screenings/{id}/seats`. Attach before the page
+ * loads. (Closing is not seen here: when a pass ends the rules may end the
+ * listener from the server's side, and the page then sends nothing.)
  */
-export function watchSeatListeners(page: Page, screeningId: string): { opened: number[]; closed: number[] } {
-  const seen = { opened: [] as number[], closed: [] as number[] };
+export function watchSeatListeners(page: Page, screeningId: string): { opened: number[] } {
+  const seen = { opened: [] as number[] };
   const parent = `/documents/screenings/${screeningId}`;
   page.on("request", (req) => {
     if (!req.url().includes("/google.firestore.v1.Firestore/Listen/channel")) return;
@@ -152,13 +153,9 @@ export function watchSeatListeners(page: Page, screeningId: string): { opened: n
     if (!body) return;
     for (const [key, value] of new URLSearchParams(body)) {
       if (!/^req\d+___data__$/.test(key)) continue;
-      const msg = JSON.parse(value) as {
-        addTarget?: { targetId?: number; query?: { parent?: string; structuredQuery?: { from?: { collectionId?: string }[] } } };
-        removeTarget?: number;
-      };
+      const msg = JSON.parse(value) as { addTarget?: { targetId?: number; query?: { parent?: string; structuredQuery?: { from?: { collectionId?: string }[] } } } };
       const q = msg.addTarget?.query;
       if (q?.parent?.endsWith(parent) && q.structuredQuery?.from?.[0]?.collectionId === "seats") seen.opened.push(msg.addTarget?.targetId ?? -1);
-      if (msg.removeTarget !== undefined && seen.opened.includes(msg.removeTarget)) seen.closed.push(msg.removeTarget);
     }
   });
   return seen;

@@ -308,13 +308,13 @@ async function main(): Promise<void> {
 
   /**
    * Opens and closes the listeners the state calls for: the seat map's only
-   * while it shows (a listener opened with a pass is not judged again by the
-   * rules when the pass ends, so the page closes it), the sale's while the
+   * while it shows (the rules judge a listener when it starts, and need not
+   * judge it again when the pass ends, so the page closes it), the sale's while the
    * screening has one, and the user's place while signed in.
    */
   function syncListeners(): void {
     if (mapShown() && !stopSeats) {
-      stopSeats = onSnapshot(
+      const listener: Unsubscribe = onSnapshot(
         collection(db, "screenings", screeningId, "seats"),
         (snap) => {
           for (const change of snap.docChanges()) {
@@ -324,8 +324,22 @@ async function main(): Promise<void> {
           paint();
         },
         // Left "open" (stopSeats stays set) so a refusal is not retried every second.
-        (err) => status.error("unavailable", `The seat map stopped updating (${err.code}). Reload the page.`),
+        (err) => {
+          const stopped = () => status.error("unavailable", `The seat map stopped updating (${err.code}). Reload the page.`);
+          if (err.code !== "permission-denied" || !screening?.sale) {
+            stopped();
+            return;
+          }
+          // The rules may end the listener as the pass ends (the emulator
+          // judges it again when the place turns done), a moment before the
+          // place's own update arrives: that is no error, unless the pass
+          // still looks live by then.
+          setTimeout(() => {
+            if (stopSeats === listener && queueState(myPlace(), now()) === "admitted") stopped();
+          }, 3000);
+        },
       );
+      stopSeats = listener;
     } else if (!mapShown() && stopSeats) {
       stopSeats();
       stopSeats = undefined;
