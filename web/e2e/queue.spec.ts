@@ -90,6 +90,7 @@ test("three users wait, are admitted in fair order (the early joiner first), hol
     await expect(queue(a)).toHaveAttribute("data-queue-state", "admitted");
     await expect(a.locator("#hall")).toBeVisible();
     await expect(a.locator("[data-pass-countdown]")).toHaveText(/^(2:00|1:[0-5]\d)$/);
+    await expect(status(a)).toContainText("your turn");
     for (const p of [b, c, d]) {
       await expect(queue(p)).toHaveAttribute("data-queue-state", "waiting");
       await expect(p.locator("[data-queue-ahead]")).toHaveAttribute("data-queue-ahead", /^\d+$/);
@@ -132,6 +133,7 @@ test("three users wait, are admitted in fair order (the early joiner first), hol
     for (const p of pages) await expect(queue(p)).toHaveAttribute("data-sale-state", "soldout");
     await expect(queue(d)).toHaveAttribute("data-seats-left", "0");
     await expect(d.locator("#queue-h")).toHaveText("Sold out");
+    await expect(status(d), "the status line no longer says dave is in the queue").toHaveAttribute("data-code", "sold_out");
     await shoot(d, "soldout");
     // A visitor who comes now sees it at once, with nothing to join.
     const visitor = await open();

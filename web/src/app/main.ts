@@ -19,6 +19,7 @@ import {
   DEFAULT_MAX_SEATS_PER_USER,
   type Place,
   type PlaceStatus,
+  type QueueState,
   type SaleDoc,
   type SaleState,
   ServerClock,
@@ -89,6 +90,7 @@ async function main(): Promise<void> {
   let stopSeats: Unsubscribe | undefined;
   let stopSale: Unsubscribe | undefined;
   let stopPlace: Unsubscribe | undefined;
+  let shownQueueState: QueueState | undefined; // as last painted, while the sale is on
 
   const now = () => clock.now();
   const myPlace = () => placeSeen ?? placeAnswered ?? null;
@@ -290,16 +292,21 @@ async function main(): Promise<void> {
     }
     setText($("#queue-h"), heading);
     setText($("#queue-text"), text);
+    // The status line still tells of the join: say what changed since.
+    if (shownQueueState === "waiting" && qs === "admitted") status.ok("It is your turn: choose your seats before your pass ends.");
+    else if (shownQueueState === "waiting" && (st === "soldout" || st === "closed")) status.error(st === "soldout" ? "sold_out" : "screening_started", text);
+    shownQueueState = st === "soldout" || st === "closed" ? undefined : qs;
 
     $("#opens").hidden = !(before && selling());
     setText($("[data-opens-countdown]"), countdown(cfg.opensAt.toMillis() - at));
     const aheadEl = $("[data-queue-ahead]");
     aheadEl.hidden = ahead === undefined || !selling();
     aheadEl.dataset.queueAhead = ahead === undefined ? "" : String(ahead);
-    setText(aheadEl, ahead === 0 ? "You are next in line." : `About ${String(ahead)} ${ahead === 1 ? "person" : "people"} ahead of you`);
+    // An estimate (people who joined since the last mark are not counted yet), so 0 is "near".
+    setText(aheadEl, ahead === 0 ? "You are at or near the front of the line." : `About ${String(ahead)} ${ahead === 1 ? "person" : "people"} ahead of you`);
     const wait = $("#queue-wait");
     wait.hidden = aheadEl.hidden;
-    setText(wait, ahead === 0 ? "Your turn comes as soon as a place frees up." : `Estimated wait: ${waitWords(waitMs(ahead ?? 0, cfg))}.`);
+    setText(wait, ahead === 0 ? "Your turn comes soon, as places free up." : `Estimated wait: ${waitWords(waitMs(ahead ?? 0, cfg))}.`);
     $("#pass").hidden = !mapShown();
     setText($("[data-pass-countdown]"), countdown((place?.passUntilMs ?? 0) - at));
     joinButton.hidden = !user || qs !== "none" || !selling();
@@ -580,6 +587,7 @@ async function main(): Promise<void> {
     stopPlace = undefined;
     placeId = undefined;
     placeSeen = placeAnswered = undefined;
+    shownQueueState = undefined;
     user = u;
     selected.clear();
     bookings.clear();
