@@ -4,7 +4,7 @@
  * admin would, and Firestore's state read back for invariants (REST, as the
  * emulator's owner, which bypasses the rules like the Admin SDK).
  */
-import { randomUUID } from "node:crypto";
+import { createHash, randomUUID } from "node:crypto";
 import { type Browser, type Page, expect, test as base } from "@playwright/test";
 
 function need(name: string): string {
@@ -45,22 +45,129 @@ export async function createUser(name = "user", displayName?: string): Promise<T
 const docsURL = () => `http://${env.firestore}/v1/projects/${env.project}/databases/(default)/documents`;
 const owner = { Authorization: "Bearer owner", "Content-Type": "application/json" };
 
-/** Writes a screening that starts in a day (or at `startsAt`): its id. */
-export async function createScreening(opts: { rows?: string[]; seatsPerRow?: number; title?: string; startsAt?: Date } = {}): Promise<string> {
+/** A screening's sale (CONTRACT §7), as an admin writes it. */
+export interface Sale {
+  opensAt: Date;
+  admitPerMinute: number;
+  maxActive: number;
+  passSeconds?: number;
+  maxSeatsPerUser?: number;
+}
+
+function saleValue(sale: Sale): Value {
+  const fields: Record<string, Value> = { opensAt: { timestampValue: sale.opensAt.toISOString() } };
+  for (const k of ["admitPerMinute", "maxActive", "passSeconds", "maxSeatsPerUser"] as const) {
+    const v = sale[k];
+    if (v !== undefined) fields[k] = { integerValue: String(v) };
+  }
+  return { mapValue: { fields } };
+}
+
+/** Writes a screening that starts in a day (or at `startsAt`), with a sale if given: its id. */
+export async function createScreening(opts: { rows?: string[]; seatsPerRow?: number; title?: string; startsAt?: Date; sale?: Sale } = {}): Promise<string> {
   const id = `e2e-${randomUUID().slice(0, 8)}`;
   const rows = opts.rows ?? ["A", "B", "C", "D", "E", "F"];
-  const fields = {
+  const fields: Record<string, Value> = {
     title: { stringValue: opts.title ?? "The Conversation" },
     startsAt: { timestampValue: (opts.startsAt ?? new Date(Date.now() + 86_400_000)).toISOString() },
     rows: { arrayValue: { values: rows.map((r) => ({ stringValue: r })) } },
     seatsPerRow: { integerValue: String(opts.seatsPerRow ?? 12) },
   };
+  if (opts.sale) fields.sale = saleValue(opts.sale);
   const res = await fetch(`${docsURL()}/screenings/${id}`, { method: "PATCH", headers: owner, body: JSON.stringify({ fields }) });
   if (!res.ok) throw new Error(`create screening: ${String(res.status)} ${await res.text()}`);
   return id;
 }
 
-type Value = { stringValue?: string; arrayValue?: { values?: Value[] }; timestampValue?: string };
+/** Replaces a screening's sale, as an admin would (say, to move its opening). */
+export async function setSale(screeningId: string, sale: Sale): Promise<void> {
+  const res = await fetch(`${docsURL()}/screenings/${screeningId}?updateMask.fieldPaths=sale`, {
+    method: "PATCH",
+    headers: owner,
+    body: JSON.stringify({ fields: { sale: saleValue(sale) } }),
+  });
+  if (!res.ok) throw new Error(`set sale: ${String(res.status)} ${await res.text()}`);
+}
+
+/** The id of a user's place in a sale: hex SHA-256 of screeningId/uid, as the server derives it. */
+export const queueIdOf = (screeningId: string, uid: string) => createHash("sha256").update(`${screeningId}/${uid}`).digest("hex");
+
+/**
+ * Runs the admitter while the test needs it: the job `admitQueue` as one
+ * pass at a time (a message without `schedule` or `seconds`), posted to
+ * RunScheduledJob as Pub/Sub's push would, again as soon as the last pass
+ * returns (and 300 ms later). The bundle runs with `-schedule ''`, so
+ * nothing else admits; a pass admits within the contract's bounds as a long
+ * run would, and whether a run keeps going (`seconds`) is not this test's
+ * concern. Every pass looks after every sale of the bundle, under each
+ * sale's own lease, so parallel tests' admitters stay out of each other's way.
+ */
+export function runAdmitter(): { stop: () => Promise<void> } {
+  const stopped = new AbortController();
+  const url = `${env.functions}/RunScheduledJob/projects/${env.project}/topics/scheduled-jobs~e2e-admitter`;
+  const loop = (async () => {
+    while (!stopped.signal.aborted) {
+      const message = {
+        messageId: randomUUID(),
+        publishTime: new Date().toISOString(),
+        data: Buffer.from(JSON.stringify({ job: "admitQueue" })).toString("base64"),
+        attributes: {},
+      };
+      try {
+        const res = await fetch(url, {
+          method: "POST",
+          headers: { "Content-Type": "application/json" },
+          body: JSON.stringify({ subscription: `projects/${env.project}/subscriptions/e2e-admitter`, message }),
+        });
+        // A pass that failed (say, contention with another test's admitter)
+        // is simply followed by the next; said here for a failing test's log.
+        if (!res.ok) console.log(`admitter: a pass answered ${String(res.status)}: ${await res.text()}`);
+        else await res.arrayBuffer();
+      } catch (err) {
+        console.log(`admitter: a pass failed: ${String(err)}`);
+      }
+      await new Promise((r) => setTimeout(r, 300));
+    }
+  })();
+  return {
+    stop: async () => {
+      stopped.abort();
+      await loop;
+    },
+  };
+}
+
+/**
+ * The listeners a page opens on a screening's seat map, read off the
+ * Firestore WebChannel as the SDK sends them: the target id of each
+ * `addTarget` of a query on `screenings/{id}/seats`. Attach before the page
+ * loads. (Closing is not seen here: when a pass ends the rules may end the
+ * listener from the server's side, and the page then sends nothing.)
+ */
+export function watchSeatListeners(page: Page, screeningId: string): { opened: number[] } {
+  const seen = { opened: [] as number[] };
+  const parent = `/documents/screenings/${screeningId}`;
+  page.on("request", (req) => {
+    if (!req.url().includes("/google.firestore.v1.Firestore/Listen/channel")) return;
+    const body = req.postData();
+    if (!body) return;
+    for (const [key, value] of new URLSearchParams(body)) {
+      if (!/^req\d+___data__$/.test(key)) continue;
+      const msg = JSON.parse(value) as { addTarget?: { targetId?: number; query?: { parent?: string; structuredQuery?: { from?: { collectionId?: string }[] } } } };
+      const q = msg.addTarget?.query;
+      if (q?.parent?.endsWith(parent) && q.structuredQuery?.from?.[0]?.collectionId === "seats") seen.opened.push(msg.addTarget?.targetId ?? -1);
+    }
+  });
+  return seen;
+}
+
+type Value = {
+  stringValue?: string;
+  integerValue?: string;
+  arrayValue?: { values?: Value[] };
+  mapValue?: { fields?: Record<string, Value> };
+  timestampValue?: string;
+};
 export interface StoredDoc {
   id: string;
   fields: Record<string, Value>;

@@ -41,6 +41,12 @@ describe("formatting", () => {
     expect(countdown(-5_000)).toBe("0:00");
   });
 
+  it("counts an hour as 60:00 (a pass's longest) and longer waits as h:mm:ss", () => {
+    expect(countdown(3_600_000)).toBe("60:00");
+    expect(countdown(3_600_001)).toBe("1:00:01");
+    expect(countdown(26 * 3_600_000 + 5 * 60_000 + 9_000)).toBe("26:05:09");
+  });
+
   it("lists seats as people write them", () => {
     expect(seatList([])).toBe("");
     expect(seatList(["F12"])).toBe("F12");
@@ -67,11 +73,24 @@ describe("errorMessage", () => {
   });
 
   it("tells a user who holds the seats to confirm their own hold", () => {
-    expect(errorMessage(err("seat_held", ["D7"]), new Set(["D7"]))).toBe("You are already holding D7. Confirm or release that hold below.");
+    expect(errorMessage(err("seat_held", ["D7"]), { ownHoldSeats: new Set(["D7"]) })).toBe("You are already holding D7. Confirm or release that hold below.");
   });
 
-  it("has words for every §3 code, and never shows a bare code", () => {
+  it("names the sale's seat cap when the page knows it", () => {
+    expect(errorMessage(err("seat_limit"), { maxSeatsPerUser: 2 })).toBe(
+      "In this sale one moviegoer may hold and book 2 seats at most, counting the seats you already hold or booked. Please choose fewer seats.",
+    );
+    expect(errorMessage(err("seat_limit"), { maxSeatsPerUser: 1 })).toContain("book 1 seat at most");
+    expect(errorMessage(err("seat_limit"))).toBe("That is more seats than one moviegoer may hold and book in this sale. Please choose fewer seats.");
+  });
+
+  it("has words for every §3 and §7 code, and never shows a bare code", () => {
     for (const code of [
+      "no_sale",
+      "sold_out",
+      "sale_not_open",
+      "not_admitted",
+      "seat_limit",
       "hold_expired",
       "screening_started",
       "screening_not_found",

@@ -1,11 +1,13 @@
 /**
- * The booking functions of CONTRACT §3, called from the browser with the
- * signed-in user's ID token. Every failure becomes an {@link ApiError} with
- * the contract's code; a network failure is `unavailable`.
+ * The booking functions of CONTRACT §3 and the waiting room's `JoinQueue`
+ * (§7), called from the browser with the signed-in user's ID token. Every
+ * failure becomes an {@link ApiError} with the contract's code; a network
+ * failure is `unavailable`.
  *
  * Calls that create something carry a `requestId`, so a retry after a lost
  * answer or a `503` joins the first attempt instead of booking twice: these
- * are retried here, with the same `requestId`, a few times.
+ * are retried here, with the same `requestId`, a few times. `JoinQueue`
+ * needs none: a user has one place per sale, and joining again answers it.
  */
 import type { User } from "firebase/auth";
 
@@ -23,6 +25,15 @@ export interface Hold {
   status: "held" | "confirmed" | "released" | "expired";
   /** RFC 3339, the server's time. */
   heldUntil: string;
+}
+
+/** JoinQueue's answer: the caller's place in the sale's queue (CONTRACT §7). */
+export interface QueuePlace {
+  screeningId: string;
+  queueId: string;
+  status: "waiting" | "admitted" | "done" | "expired";
+  /** RFC 3339, the server's time; with `admitted`. */
+  passUntil?: string;
 }
 
 /** A §3 error answer (or `unavailable` when no answer came). */
@@ -103,6 +114,11 @@ export class Api {
 
   cancelBooking(bookingId: string): Promise<Booking> {
     return this.call("CancelBooking", { bookingId });
+  }
+
+  /** Joins the queue of the screening's sale, or answers the place the caller has. */
+  joinQueue(screeningId: string): Promise<QueuePlace> {
+    return this.call("JoinQueue", { screeningId });
   }
 
   /** POSTs body to the function, retrying what is safe to retry. */

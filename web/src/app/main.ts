@@ -4,12 +4,32 @@
  * user's holds with confirm and release, and the user's bookings with cancel.
  * Everything that changes the map goes through the HTTP functions; the page
  * itself writes nothing to Firestore.
+ *
+ * A screening with a sale (§7) shows the waiting room instead of the map:
+ * join, a countdown to the opening, "about N ahead of you" from the public
+ * `sales/{id}`, and, live from the user's own place `queue/{queueId}`, the
+ * map once admitted, with the pass's countdown. The per-seat listener is
+ * open only while the pass is live: waiting users never open it.
  */
 import type { User } from "firebase/auth";
-import { type Unsubscribe, collection, doc, onSnapshot, query, where } from "firebase/firestore";
+import { type Timestamp, type Unsubscribe, collection, doc, onSnapshot, query, where } from "firebase/firestore";
 import { Api, ApiError, type Booking, type Hold } from "./api";
 import { services } from "./config";
-import { type Mine, type Screening, type SeatDoc, type SeatState, countdown, errorMessage, seatGrid, seatList, seatState } from "./seats";
+import {
+  DEFAULT_MAX_SEATS_PER_USER,
+  type Place,
+  type PlaceStatus,
+  type QueueState,
+  type SaleDoc,
+  type SaleState,
+  ServerClock,
+  aheadOf,
+  queueId,
+  queueState,
+  waitMs,
+  waitWords,
+} from "./queue";
+import { type ErrorContext, type Mine, type Screening, type SeatDoc, type SeatState, countdown, errorMessage, seatGrid, seatList, seatState } from "./seats";
 import { $, $as, Status, h, mountAccount, runAction } from "./ui";
 
 const STATE_WORDS: Record<SeatState, string> = {
@@ -44,11 +64,12 @@ async function main(): Promise<void> {
   const holdButton = $as(HTMLButtonElement, '[data-action="hold"]');
   holdButton.textContent = `Hold for ${String(Math.round(holdSeconds / 60)) || "<1"} min`;
 
+  const joinButton = $as(HTMLButtonElement, '[data-action="join"]');
+
   let screening: Screening | undefined;
   let user: User | null = null;
   let busy = false;
-  /** Server time minus local time, estimated from the last hold's answer. */
-  let clockOffsetMs = 0;
+  const clock = new ServerClock();
   const seatDocs = new Map<string, SeatDoc>();
   const seatButtons = new Map<string, HTMLButtonElement>();
   const selected = new Set<string>();
@@ -61,7 +82,26 @@ async function main(): Promise<void> {
   const answeredHolds = new Map<string, HoldView>();
   const gone = new Set<string>(); // cancelled bookings and ended holds, until the queries agree
 
-  const now = () => Date.now() + clockOffsetMs;
+  // The waiting room (§7), for a screening with a sale.
+  let sale: SaleDoc | undefined; // sales/{id}, live; undefined until the admitter first writes it
+  let placeId: string | undefined; // queue/{placeId}: the signed-in user's place
+  let placeSeen: Place | null | undefined; // from the listener; null: the user has no place
+  let placeAnswered: Place | undefined; // from JoinQueue's answer, until the listener has the place
+  let stopSeats: Unsubscribe | undefined;
+  let stopSale: Unsubscribe | undefined;
+  let stopPlace: Unsubscribe | undefined;
+  let shownQueueState: QueueState | undefined; // as last painted, while the sale is on
+
+  const now = () => clock.now();
+  const myPlace = () => placeSeen ?? placeAnswered ?? null;
+  const saleState = (): SaleState => sale?.state ?? "scheduled"; // not written yet: scheduled, as the rules read it
+  const selling = () => saleState() === "scheduled" || saleState() === "open";
+  /**
+   * Whether the seat map shows: always without a sale; during one, only to a
+   * user whose pass is live while the sale is scheduled or open (the rules
+   * let nobody else read it, and once it is sold out there is nothing to pick).
+   */
+  const mapShown = () => screening !== undefined && (!screening.sale || (queueState(myPlace(), now()) === "admitted" && selling()));
   /** Forgets a booking or hold that was cancelled, released, confirmed or has expired. */
   const forget = (id: string) => {
     gone.add(id);
@@ -162,8 +202,9 @@ async function main(): Promise<void> {
     paint();
   }
 
-  /** Brings every seat, the selection and the lists up to date. */
+  /** Brings the listeners, every seat, the selection, the lists and the waiting room up to date. */
   function paint(): void {
+    syncListeners();
     let free = 0;
     const m = mine();
     const at = now();
@@ -183,7 +224,13 @@ async function main(): Promise<void> {
       // or does nothing): the label says the state, and nothing waits for
       // a seat to become "enabled".
     }
-    $("#left").textContent = screening ? `${String(free)} of ${String(seatButtons.size)} seats free` : "";
+    $("#left").textContent = !screening
+      ? ""
+      : mapShown()
+        ? `${String(free)} of ${String(seatButtons.size)} seats free`
+        : sale
+          ? `${String(sale.seatsLeft)} of ${String(seatButtons.size)} seats left`
+          : "";
     mapEl.classList.toggle("readonly", !user);
 
     const sel = [...selected].sort(seatOrder);
@@ -195,6 +242,159 @@ async function main(): Promise<void> {
     bookButton.disabled = holdButton.disabled = !user || sel.length === 0 || busy;
     paintHolds();
     paintBookings();
+    paintQueue();
+  }
+
+  /** The waiting room: hidden without a sale; with one, the queue screen, and the map only while it shows. */
+  function paintQueue(): void {
+    const cfg = screening?.sale;
+    const box = $("#queue");
+    box.hidden = !cfg;
+    $("#hall").hidden = $("#selection-card").hidden = cfg !== undefined && !mapShown();
+    if (!cfg) return;
+    const at = now();
+    const place = myPlace();
+    const qs = queueState(place, at);
+    const st = saleState();
+    const before = at < cfg.opensAt.toMillis();
+    const ahead = qs === "waiting" && !before && sale ? aheadOf(place?.order, sale) : undefined;
+    box.dataset.saleState = st;
+    box.dataset.queueState = qs;
+    if (sale) box.dataset.seatsLeft = String(sale.seatsLeft);
+    else delete box.dataset.seatsLeft;
+
+    const max = cfg.maxSeatsPerUser ?? DEFAULT_MAX_SEATS_PER_USER;
+    const seatsWord = `${String(max)} seat${max === 1 ? "" : "s"}`;
+    let heading = "Waiting room";
+    let text: string;
+    if (st === "closed") {
+      [heading, text] = ["Sales closed", "The screening has started, so the sale is closed."];
+    } else if (st === "soldout") {
+      [heading, text] = ["Sold out", qs === "done" ? "Every seat is booked now, yours included: see your booking below." : "Sorry, every seat of this screening is booked."];
+    } else if (qs === "none") {
+      text = !user
+        ? "Tickets for this screening are sold through a waiting room. Sign in to join the queue."
+        : before
+          ? "Join the queue now: everyone who joins before the opening gets a place in line by a fair, random draw, so there is no need to rush."
+          : "Join the queue: people are let in to choose their seats in turn.";
+    } else if (qs === "waiting") {
+      text = before
+        ? "You are in the queue. At the opening, everyone who joined early gets a place in line by a random draw."
+        : ahead === undefined
+          ? "The sale has opened. Places in line are being drawn…"
+          : "You are in the queue. Keep this page open: the seat map appears here when it is your turn.";
+    } else if (qs === "admitted") {
+      [heading, text] = ["Your turn", `Choose up to ${seatsWord}, then hold or book them before your pass ends.`];
+    } else if (qs === "done") {
+      [heading, text] = ["All set", "Your booking is confirmed, so your pass has ended and the next person in line can choose."];
+    } else {
+      [heading, text] = ["Your pass has ended", "Time ran out, so the seat map has closed. A hold you made with your pass can still be confirmed below while it lasts."];
+    }
+    setText($("#queue-h"), heading);
+    setText($("#queue-text"), text);
+    // The status line still tells of the join: say what changed since.
+    if (shownQueueState === "waiting" && qs === "admitted") status.ok("It is your turn: choose your seats before your pass ends.");
+    else if (shownQueueState === "waiting" && (st === "soldout" || st === "closed")) status.error(st === "soldout" ? "sold_out" : "screening_started", text);
+    shownQueueState = st === "soldout" || st === "closed" ? undefined : qs;
+
+    $("#opens").hidden = !(before && selling());
+    setText($("[data-opens-countdown]"), countdown(cfg.opensAt.toMillis() - at));
+    const aheadEl = $("[data-queue-ahead]");
+    aheadEl.hidden = ahead === undefined || !selling();
+    aheadEl.dataset.queueAhead = ahead === undefined ? "" : String(ahead);
+    // An estimate (people who joined since the last mark are not counted yet), so 0 is "near".
+    setText(aheadEl, ahead === 0 ? "You are at or near the front of the line." : `About ${String(ahead)} ${ahead === 1 ? "person" : "people"} ahead of you`);
+    const wait = $("#queue-wait");
+    wait.hidden = aheadEl.hidden;
+    setText(wait, ahead === 0 ? "Your turn comes soon, as places free up." : `Estimated wait: ${waitWords(waitMs(ahead ?? 0, cfg))}.`);
+    $("#pass").hidden = !mapShown();
+    setText($("[data-pass-countdown]"), countdown((place?.passUntilMs ?? 0) - at));
+    joinButton.hidden = !user || qs !== "none" || !selling();
+    joinButton.disabled = busy;
+  }
+
+  /**
+   * Opens and closes the listeners the state calls for: the seat map's only
+   * while it shows (the rules judge a listener when it starts, and need not
+   * judge it again when the pass ends, so the page closes it), the sale's while the
+   * screening has one, and the user's place while signed in.
+   */
+  function syncListeners(): void {
+    if (mapShown() && !stopSeats) {
+      const listener: Unsubscribe = onSnapshot(
+        collection(db, "screenings", screeningId, "seats"),
+        (snap) => {
+          for (const change of snap.docChanges()) {
+            if (change.type === "removed") seatDocs.delete(change.doc.id);
+            else seatDocs.set(change.doc.id, change.doc.data() as SeatDoc);
+          }
+          paint();
+        },
+        // Left "open" (stopSeats stays set) so a refusal is not retried every second.
+        (err) => {
+          const stopped = () => status.error("unavailable", `The seat map stopped updating (${err.code}). Reload the page.`);
+          if (err.code !== "permission-denied" || !screening?.sale) {
+            stopped();
+            return;
+          }
+          // The rules may end the listener as the pass ends (the emulator
+          // judges it again when the place turns done), a moment before the
+          // place's own update arrives: that is no error, unless the pass
+          // still looks live by then.
+          setTimeout(() => {
+            if (stopSeats === listener && queueState(myPlace(), now()) === "admitted") stopped();
+          }, 3000);
+        },
+      );
+      stopSeats = listener;
+    } else if (!mapShown() && stopSeats) {
+      stopSeats();
+      stopSeats = undefined;
+      seatDocs.clear();
+      selected.clear();
+    }
+
+    const onSale = screening?.sale !== undefined;
+    if (onSale && !stopSale) {
+      stopSale = onSnapshot(
+        doc(db, "sales", screeningId),
+        (snap) => {
+          sale = snap.exists() ? (snap.data() as SaleDoc) : undefined;
+          if (sale) clock.sawAtLeast(sale.updatedAt.toMillis());
+          paint();
+        },
+        (err) => status.error("unavailable", `The waiting room stopped updating (${err.code}). Reload the page.`),
+      );
+    } else if (!onSale && stopSale) {
+      stopSale();
+      stopSale = undefined;
+      sale = undefined;
+    }
+
+    // placeSeen === null: the rules refused the place (nobody reads a place
+    // that does not exist), so the user has none; listen again after a join.
+    if (onSale && user && placeId !== undefined && !stopPlace && placeSeen !== null) {
+      stopPlace = onSnapshot(
+        doc(db, "queue", placeId),
+        (snap) => {
+          const d = snap.data() as { status: PlaceStatus; order?: string; joinedAt?: Timestamp; admittedAt?: Timestamp; passUntil?: Timestamp } | undefined;
+          for (const t of [d?.joinedAt, d?.admittedAt]) if (t) clock.sawAtLeast(t.toMillis());
+          placeSeen = d ? { status: d.status, ...(d.order ? { order: d.order } : {}), ...(d.passUntil ? { passUntilMs: d.passUntil.toMillis() } : {}) } : null;
+          paint();
+        },
+        (err) => {
+          if (err.code === "permission-denied") {
+            placeSeen = null;
+            paint();
+          } else {
+            status.error("unavailable", `Your place in the queue stopped updating (${err.code}). Reload the page.`);
+          }
+        },
+      );
+    } else if (!(onSale && user) && stopPlace) {
+      stopPlace();
+      stopPlace = undefined;
+    }
   }
 
   function paintHolds(): void {
@@ -261,12 +461,28 @@ async function main(): Promise<void> {
       busy = on;
       paint();
     };
-    return runAction(status, setBusy, pending, fn, (err) =>
-      err instanceof ApiError
-        ? { code: err.code, message: errorMessage(err, new Set([...myHolds().values()].flatMap((x) => x.seats))) }
-        : { code: "unavailable", message: `Something went wrong: ${err instanceof Error ? err.message : String(err)}` },
-    );
+    return runAction(status, setBusy, pending, fn, (err) => {
+      if (!(err instanceof ApiError)) return { code: "unavailable", message: `Something went wrong: ${err instanceof Error ? err.message : String(err)}` };
+      const context: ErrorContext = { ownHoldSeats: new Set([...myHolds().values()].flatMap((x) => x.seats)) };
+      if (screening?.sale) context.maxSeatsPerUser = screening.sale.maxSeatsPerUser ?? DEFAULT_MAX_SEATS_PER_USER;
+      return { code: err.code, message: errorMessage(err, context) };
+    });
   }
+
+  joinButton.addEventListener("click", () => {
+    void act("Joining the queue…", async () => {
+      const p = await api.joinQueue(screeningId);
+      placeAnswered = { status: p.status, ...(p.passUntil ? { passUntilMs: Date.parse(p.passUntil) } : {}) };
+      if (placeId !== p.queueId || placeSeen === null) {
+        // Listen (again): the place exists now.
+        stopPlace?.();
+        stopPlace = undefined;
+        placeSeen = undefined;
+        placeId = p.queueId;
+      }
+      return p.status === "admitted" ? "It is your turn: choose your seats." : "You are in the queue.";
+    });
+  });
 
   bookButton.addEventListener("click", () => {
     const seats = [...selected].sort(seatOrder);
@@ -281,12 +497,10 @@ async function main(): Promise<void> {
   holdButton.addEventListener("click", () => {
     const seats = [...selected].sort(seatOrder);
     void act(`Holding ${seatList(seats)}…`, async () => {
-      const sent = Date.now();
       const hold = await api.holdSeats(screeningId, seats, holdSeconds);
       const heldUntilMs = Date.parse(hold.heldUntil);
-      // heldUntil = the server's commit time + holdSeconds; the commit
-      // happened between sending and the answer.
-      clockOffsetMs = heldUntilMs - holdSeconds * 1000 - (sent + Date.now()) / 2;
+      // heldUntil = the server's commit time + holdSeconds, before the answer came.
+      clock.sawAtLeast(heldUntilMs - holdSeconds * 1000);
       answeredHolds.set(hold.holdId, { holdId: hold.holdId, seats: hold.seats, heldUntilMs });
       for (const s of seats) selected.delete(s);
       return `${seatList(hold.seats)} ${hold.seats.length === 1 ? "is" : "are"} yours for ${countdown(heldUntilMs - now())}. Confirm to book.`;
@@ -312,6 +526,7 @@ async function main(): Promise<void> {
       try {
         const hold = await api.extendHold(holdId, holdSeconds);
         const heldUntilMs = Date.parse(hold.heldUntil);
+        clock.sawAtLeast(heldUntilMs - holdSeconds * 1000);
         answeredHolds.set(hold.holdId, { holdId: hold.holdId, seats: hold.seats, heldUntilMs });
         return `${seatList(hold.seats)} ${hold.seats.length === 1 ? "is" : "are"} yours for ${countdown(heldUntilMs - now())} more.`;
       } catch (err) {
@@ -358,27 +573,21 @@ async function main(): Promise<void> {
       $("#title").textContent = s.title;
       const starts = s.startsAt.toDate();
       $("#when").textContent = starts.toLocaleString(undefined, { weekday: "long", day: "numeric", month: "long", hour: "2-digit", minute: "2-digit" });
-      if (changed) buildMap(s);
+      if (changed) buildMap(s); // paints, which opens the listeners the screening calls for
+      else paint();
     },
     (err) => status.error("unavailable", `The seat map could not be loaded (${err.code}).`),
-  );
-
-  onSnapshot(
-    collection(db, "screenings", screeningId, "seats"),
-    (snap) => {
-      for (const change of snap.docChanges()) {
-        if (change.type === "removed") seatDocs.delete(change.doc.id);
-        else seatDocs.set(change.doc.id, change.doc.data() as SeatDoc);
-      }
-      paint();
-    },
-    (err) => status.error("unavailable", `The seat map stopped updating (${err.code}). Reload the page.`),
   );
 
   let unsubscribeMine: Unsubscribe[] = [];
   mountAccount($("#account"), auth, status, (u) => {
     for (const un of unsubscribeMine) un();
     unsubscribeMine = [];
+    stopPlace?.();
+    stopPlace = undefined;
+    placeId = undefined;
+    placeSeen = placeAnswered = undefined;
+    shownQueueState = undefined;
     user = u;
     selected.clear();
     bookings.clear();
@@ -417,12 +626,23 @@ async function main(): Promise<void> {
           (err) => status.error("unavailable", `Your holds could not be loaded (${err.code}).`),
         ),
       ];
+      // The place's id is derived as the rules derive it; then paint listens to it.
+      void queueId(screeningId, u.uid).then((id) => {
+        if (user?.uid !== u.uid || placeId !== undefined) return;
+        placeId = id;
+        paint();
+      });
     }
     paint();
-  }, "Signed in. Pick your seats.");
+  }, () => (screening?.sale ? "Signed in." : "Signed in. Pick your seats."));
 
   // Countdowns, and holds that lapse, by the estimated server clock.
   setInterval(paint, 1000);
+}
+
+/** Sets an element's text only when it changes (screen readers announce changes of a timer). */
+function setText(el: HTMLElement, text: string): void {
+  if (el.textContent !== text) el.textContent = text;
 }
 
 /** Orders seat ids by row, then number: A2 before A10. */

@@ -1,9 +1,10 @@
 /**
  * The seat map's pure logic: seat ids, the §6 states of a seat, the time
- * left on a hold, and the words a moviegoer reads for each §3 outcome.
+ * left on a hold, and the words a moviegoer reads for each §3 and §7 outcome.
  */
 import type { Timestamp } from "firebase/firestore";
 import type { ApiError } from "./api";
+import type { SaleConfig } from "./queue";
 
 /** The §6 `data-state` of a seat. */
 export type SeatState = "free" | "selected" | "held" | "booked" | "mine-held" | "mine-booked";
@@ -18,6 +19,8 @@ export interface Screening {
   startsAt: Timestamp;
   rows: string[];
   seatsPerRow: number;
+  /** CONTRACT §7: the screening is sold through a waiting room. */
+  sale?: SaleConfig;
 }
 
 /** The seat ids of a screening, row by row: `[["A1", ...], ...]`. */
@@ -41,10 +44,12 @@ export function seatState(d: SeatDoc | undefined, selected: boolean, mine: Mine,
   return selected ? "selected" : "free";
 }
 
-/** Time left as `m:ss` (never negative). */
+/** Time left as `m:ss` up to an hour, `h:mm:ss` beyond (never negative). */
 export function countdown(msLeft: number): string {
   const s = Math.max(0, Math.ceil(msLeft / 1000));
-  return `${String(Math.floor(s / 60))}:${String(s % 60).padStart(2, "0")}`;
+  const ss = String(s % 60).padStart(2, "0");
+  if (s <= 3600) return `${String(Math.floor(s / 60))}:${ss}`;
+  return `${String(Math.floor(s / 3600))}:${String(Math.floor(s / 60) % 60).padStart(2, "0")}:${ss}`;
 }
 
 /** "F12", "F12 and F13", "F12, F13 and F14". */
@@ -56,9 +61,18 @@ export function seatList(seats: readonly string[]): string {
 const seatWord = (seats: readonly string[]) => (seats.length === 1 ? `Seat ${seatList(seats)}` : `Seats ${seatList(seats)}`);
 const isAre = (seats: readonly string[]) => (seats.length === 1 ? "is" : "are");
 
+/** What the page knows that makes an error's words more precise. */
+export interface ErrorContext {
+  /** The seats of the user's own live holds. */
+  ownHoldSeats?: ReadonlySet<string>;
+  /** The sale's seat cap per user (CONTRACT §7). */
+  maxSeatsPerUser?: number;
+}
+
 /** What a moviegoer reads when a call fails with this error. */
-export function errorMessage(err: Pick<ApiError, "code" | "message" | "seats">, ownHoldSeats: ReadonlySet<string> = new Set()): string {
+export function errorMessage(err: Pick<ApiError, "code" | "message" | "seats">, context: ErrorContext = {}): string {
   const seats = err.seats;
+  const ownHoldSeats = context.ownHoldSeats ?? new Set();
   switch (err.code) {
     case "seat_taken":
       return `Sorry, ${seatList(seats)} ${seats.length === 1 ? "was" : "were"} just booked by someone else. Please choose other seats.`;
@@ -73,6 +87,18 @@ export function errorMessage(err: Pick<ApiError, "code" | "message" | "seats">, 
       return "Your hold ran out, so those seats were released. Please choose them again.";
     case "screening_started":
       return "This screening has already started, so it takes no more bookings.";
+    case "no_sale":
+      return "There is no waiting room to join for this screening right now. Please reload the page in a while.";
+    case "sold_out":
+      return "Sorry, this screening is sold out: every seat is booked.";
+    case "sale_not_open":
+      return "The sale has not opened yet. Join the queue, and the seat map opens here when it is your turn.";
+    case "not_admitted":
+      return "During this sale only people let in from the queue can hold or book seats, while their pass lasts. It is not your turn yet, or your pass has ended.";
+    case "seat_limit":
+      return context.maxSeatsPerUser === undefined
+        ? "That is more seats than one moviegoer may hold and book in this sale. Please choose fewer seats."
+        : `In this sale one moviegoer may hold and book ${String(context.maxSeatsPerUser)} seat${context.maxSeatsPerUser === 1 ? "" : "s"} at most, counting the seats you already hold or booked. Please choose fewer seats.`;
     case "screening_not_found":
       return "We could not find this screening. Check the link.";
     case "booking_not_found":
