@@ -306,6 +306,14 @@ func (s *Service) takeRead(ctx context.Context, c *claim, refs []*firestore.Docu
 		}
 		lastErr = err // read again: a lost answer shows as our document
 	}
+	// The last commit may have landed unheard: the client library sent it
+	// again, and that copy failed its preconditions on our own writes, which
+	// looks like a lost race. Our document says so.
+	if snap, err := c.ref.Get(ctx); err == nil {
+		return snap, nil
+	} else if !notFound(err) {
+		return nil, err
+	}
 	if isAmbiguous(lastErr) {
 		return nil, lastErr
 	}

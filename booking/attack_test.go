@@ -1,0 +1,72 @@
+package booking
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	pb "cloud.google.com/go/firestore/apiv1/firestorepb"
+)
+
+// Defects found by attacking the booking (each test fails on the code it
+// was written against; see the commit that adds it).
+
+// A request whose commit answer is lost in its last read-then-commit round
+// (the commit landed; the client library's retry of it fails its
+// preconditions, which looks like a lost race) must not answer seat_busy:
+// its booking is in Firestore.
+func TestLostAnswerInTheLastRoundIsNotSeatBusy(t *testing.T) {
+	tp := newTapped(t)
+	ctx := context.Background()
+	other := New(tp.direct)
+	defer other.Close()
+	// Rounds 1..takeRounds-1: another user books A1 right before this
+	// request's commit, and cancels right before its next read, so each
+	// round loses a race and the next finds the seat free again. In the
+	// last round the commit lands and its answer is lost.
+	var mu sync.Mutex
+	commits, booked := 0, ""
+	wantsA1 := writesSeat("A1")
+	tp.setTap(func(method string, req any) {
+		mu.Lock()
+		defer mu.Unlock()
+		c, _ := req.(*pb.CommitRequest)
+		switch {
+		case method == "Commit" && c != nil && wantsA1(c):
+			commits++
+			switch {
+			case commits < takeRounds:
+				b, _, err := other.Book(ctx, "o", Request{UID: "o", ScreeningID: "s1", Seats: []string{"A1"}, RequestID: fmt.Sprint("o", commits)})
+				if err != nil {
+					t.Error(err)
+				}
+				booked = b.ID
+			case commits == takeRounds:
+				tp.loseAnswers(t, 600*time.Millisecond)
+			}
+		case method == "BatchGetDocuments" && booked != "":
+			if _, err := other.Cancel(ctx, "o", booked); err != nil {
+				t.Error(err)
+			}
+			booked = ""
+		}
+	})
+	b, _, err := tp.svc.Book(ctx, "e", Request{UID: "u", ScreeningID: "s1", Seats: []string{"A1"}, RequestID: "r"})
+	tp.setTap(nil)
+	if commits < takeRounds {
+		t.Fatalf("only %d commits: the rounds were not lost as planned (%v)", commits, err)
+	}
+	mine, qerr := tp.direct.Collection(Bookings).Where("uid", "==", "u").Documents(ctx).GetAll()
+	if qerr != nil {
+		t.Fatal(qerr)
+	}
+	switch {
+	case err != nil && len(mine) > 0:
+		t.Fatalf("answered %v, yet the booking %s is in Firestore", err, mine[0].Ref.ID)
+	case err == nil && len(mine) == 0:
+		t.Fatalf("answered the booking %s, which is not in Firestore", b.ID)
+	}
+	checkSeats(t, tp.direct)
+}
