@@ -70,3 +70,55 @@ func TestLostAnswerInTheLastRoundIsNotSeatBusy(t *testing.T) {
 	}
 	checkSeats(t, tp.direct)
 }
+
+// Cancel, ReleaseHold, ExtendHold and a ConfirmHold that goes through its
+// transaction, whose commit lands but whose answer is lost: the client
+// library retries the commit, Firestore refuses the finished transaction
+// (InvalidArgument "Transaction is invalid or closed"), and the call
+// reports that error (HTTP: 500 internal) though its change is stored. It
+// must report what landed (or at least an error a caller retries).
+func TestTransactionWithALostAnswerReportsWhatLanded(t *testing.T) {
+	for _, op := range []string{"cancel", "release", "extend", "confirm"} {
+		t.Run(op, func(t *testing.T) {
+			t.Parallel()
+			tp := newTapped(t)
+			ctx := context.Background()
+			svc := tp.svc
+			b, _, err := svc.Book(ctx, "e", Request{UID: "u", ScreeningID: "s1", Seats: []string{"A1"}, RequestID: "b"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			h, _, err := svc.Hold(ctx, "e", Request{UID: "u", ScreeningID: "s1", Seats: []string{"A2"}, RequestID: "h"}, time.Minute)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tp.onNextCommit(inTransaction, func() { tp.loseAnswers(t, 600*time.Millisecond) })
+			var landed func() bool
+			switch op {
+			case "cancel":
+				_, err = svc.Cancel(ctx, "u", b.ID)
+				landed = func() bool { _, d := storedAt(t, tp.direct, Bookings+"/"+b.ID); return d["status"] == StatusCanceled }
+			case "release":
+				_, err = svc.ReleaseHold(ctx, "u", h.ID)
+				landed = func() bool { _, d := storedAt(t, tp.direct, Holds+"/"+h.ID); return d["status"] == StatusReleased }
+			case "extend":
+				_, err = svc.ExtendHold(ctx, "u", h.ID, 5*time.Minute)
+				landed = func() bool {
+					_, d := storedAt(t, tp.direct, Holds+"/"+h.ID)
+					return d["heldUntil"].(time.Time).After(h.HeldUntil.Add(time.Minute))
+				}
+			case "confirm":
+				svc.Close() // no screening listener: the confirm goes through its transaction
+				_, _, err = svc.ConfirmHold(ctx, "u", h.ID)
+				landed = func() bool { _, d := storedAt(t, tp.direct, Holds+"/"+h.ID); return d["status"] == StatusOK }
+			}
+			if tp.proxy.Faults() != 1 {
+				t.Fatal("the transaction's commit was not reached")
+			}
+			if err != nil && landed() {
+				t.Fatalf("%s answered %v, yet it landed", op, err)
+			}
+			checkSeats(t, tp.direct)
+		})
+	}
+}

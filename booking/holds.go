@@ -152,7 +152,7 @@ func (s *Service) onHold(ctx context.Context, uid, holdID string, fn func(tx *fi
 	}
 	href := s.client.Collection(Holds).Doc(holdID)
 	var h Hold
-	err := s.client.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
+	err := s.runTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
 		snap, err := tx.Get(href)
 		if notFound(err) {
 			return fmt.Errorf("%w: %q", ErrHoldNotFound, holdID)
