@@ -2,6 +2,7 @@ package booking
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"testing"
@@ -137,5 +138,30 @@ func TestServerClockTakesAFreshSampleOnceTheBestOneAgesOut(t *testing.T) {
 	c.observe(now, now.Add(-15*time.Millisecond), now)
 	if _, _, ok := c.bounds(); !ok {
 		t.Fatal("no bounds of the server's clock with a sample 15 ms wide taken just now")
+	}
+}
+
+// Requests for screenings that do not exist (any string a client sends)
+// each open a snapshot listener, and past maxScreenings they evict the
+// listeners of real screenings: a client can switch off an instance's
+// one-commit path, and make every request it sends cost a listener's read
+// besides its own.
+func TestUnknownScreeningsDoNotEvictTheListenerOfARealOne(t *testing.T) {
+	_, svc := newScreening(t)
+	ctx := context.Background()
+	warm(t, svc)
+	for i := range maxScreenings {
+		_, _, err := svc.Book(ctx, "e", Request{UID: "x", ScreeningID: fmt.Sprint("no-such-", i), Seats: []string{"A1"}, RequestID: "r"})
+		if !errors.Is(err, ErrScreeningNotFound) {
+			t.Fatalf("screening no-such-%d: %v", i, err)
+		}
+	}
+	fast := false
+	svc.hooks.beforeCommit = func(f bool) { fast = f }
+	if _, _, err := svc.Book(ctx, "e", Request{UID: "u", ScreeningID: "s1", Seats: []string{"A1"}, RequestID: "r"}); err != nil {
+		t.Fatal(err)
+	}
+	if !fast {
+		t.Fatal("after requests for unknown screenings, a booking of free seats of s1 no longer takes one commit: its listener was evicted")
 	}
 }

@@ -240,12 +240,13 @@ func (s *Service) takeRead(ctx context.Context, c *claim, refs []*firestore.Docu
 		}
 		now := snaps[0].ReadTime
 		s.clock.observe(now, sent, time.Now())
+		got := cached{snap: snaps[1]}
+		got.sc, got.err = decodeScreening(snaps[1])
+		// Before a retry's answer too: the read opens the screening's listener.
+		s.screenings.put(got)
 		if snaps[0].Exists() { // this request's document: a retry, or our own lost answer
 			return snaps[0], nil
 		}
-		got := cached{snap: snaps[1]}
-		got.sc, got.err = decodeScreening(snaps[1])
-		s.screenings.put(got)
 		if got.err != nil {
 			return nil, got.err
 		}

@@ -337,6 +337,7 @@ func confirmation(h *Hold) Booking {
 // this hold's own writes can keep. done is false when the request needs
 // the transaction.
 func (s *Service) confirmFast(ctx context.Context, h Hold, snap *firestore.DocumentSnapshot) (Booking, bool, error) {
+	s.screenings.entry(h.ScreeningID) // a hold was made on it: it exists, so keep it current
 	got, ok := s.screenings.current(h.ScreeningID)
 	if !ok || got.err != nil || (s.gate != nil && s.gate.Gated(got.snap)) {
 		return Booking{}, false, nil
