@@ -124,6 +124,33 @@ func TestTransactionWithALostAnswerReportsWhatLanded(t *testing.T) {
 	}
 }
 
+// A one-commit hold places its end (heldUntil) when it decides, before it
+// commits. A commit that lands late (held back by the network here; the
+// client library also retries an unanswered commit for up to 60 s) makes a
+// hold shorter than asked, down to one that has ended when it is made and
+// answered as held. A hold lasts its length from its creation, give or take
+// the second TestOneCommitHoldEndsOnTheServersClock allows (or the request
+// fails and holds nothing).
+func TestHoldCommittedLateLastsItsLength(t *testing.T) {
+	tp := newTapped(t)
+	ctx := context.Background()
+	warm(t, tp.svc)
+	var once sync.Once
+	tp.svc.hooks.beforeCommit = func(bool) { once.Do(func() { tp.delayRequests(t, 2*time.Second, 2200*time.Millisecond) }) }
+	h, _, err := tp.svc.Hold(ctx, "e", Request{UID: "u", ScreeningID: "s1", Seats: []string{"A1"}, RequestID: "h"}, 5*time.Second)
+	if err != nil { // refused: then nothing may hold the seat
+		checkSeats(t, tp.direct)
+		if s, gerr := tp.direct.Collection(Holds).Doc(holdID("u", "h")).Get(ctx); gerr == nil && s.Data()["status"] == StatusHeld {
+			t.Fatalf("answered %v, yet the hold is stored: %v", err, s.Data())
+		}
+		return
+	}
+	created, d := storedAt(t, tp.direct, Holds+"/"+h.ID)
+	if lasts := d["heldUntil"].(time.Time).Sub(created); lasts < 4*time.Second {
+		t.Fatalf("a 5 s hold answered as held until %v lasts %v from its creation", h.HeldUntil, lasts)
+	}
+}
+
 // The clock keeps its tightest sample, and trusts none older than
 // clockMaxAge. A busy instance whose answers take longer than its best one
 // did is refused every fresh sample once the best ages out, and loses the

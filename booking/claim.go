@@ -25,6 +25,9 @@ type claim struct {
 	doc  func(now time.Time) any
 	// until is a hold's end at server time now (zero for a booking).
 	until func(now time.Time) time.Time
+	// committed is when the commit that took the seats landed (zero if
+	// this call did not take them).
+	committed time.Time
 }
 
 const (
@@ -197,6 +200,7 @@ func (s *Service) takeFast(ctx context.Context, c *claim, refs []*firestore.Docu
 	case err == nil:
 		s.observe(res[0].UpdateTime, sent, c, now)
 		s.taken.mark(true, refs...)
+		c.committed = res[0].UpdateTime
 		return true, nil
 	case isConflict(err):
 		return false, nil
@@ -300,6 +304,7 @@ func (s *Service) takeRead(ctx context.Context, c *claim, refs []*firestore.Docu
 		if err == nil {
 			s.clock.observe(res[0].UpdateTime, sent, time.Now())
 			s.taken.mark(true, refs...)
+			c.committed = res[0].UpdateTime
 			return nil, nil
 		}
 		if !isConflict(err) && !isAmbiguous(err) {
