@@ -359,6 +359,31 @@ func isAmbiguous(err error) bool {
 	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled)
 }
 
+// runTransaction runs fn in a transaction, and once more on a fresh read
+// when its commit failed in a way that may hide a landed commit. A commit
+// whose answer was lost is sent again by the client library, and Firestore
+// refuses the copy (InvalidArgument: the transaction is closed) although
+// the first one landed. Every fn here (cancel, release, extend, confirm,
+// expire) finds its own change done when it reads again, so running it
+// again reports what Firestore holds.
+func (s *Service) runTransaction(ctx context.Context, fn func(context.Context, *firestore.Transaction) error) error {
+	for again := true; ; again = false {
+		decided := false
+		err := s.client.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
+			decided = false
+			if err := fn(ctx, tx); err != nil {
+				return err
+			}
+			decided = true
+			return nil
+		})
+		unsettled := decided && (isAmbiguous(err) || status.Code(err) == codes.InvalidArgument)
+		if err == nil || !unsettled || !again || ctx.Err() != nil {
+			return err
+		}
+	}
+}
+
 func sortedSeats(seats []string) []string {
 	out := slices.Clone(seats)
 	slices.Sort(out)
@@ -421,7 +446,7 @@ func (s *Service) Cancel(ctx context.Context, uid, bookingID string) (Booking, e
 	ref := s.client.Collection(Bookings).Doc(bookingID)
 	var b Booking
 	var freed []*firestore.DocumentRef
-	err := s.client.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
+	err := s.runTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
 		freed = nil
 		snap, err := tx.Get(ref)
 		if notFound(err) {

@@ -25,6 +25,9 @@ type claim struct {
 	doc  func(now time.Time) any
 	// until is a hold's end at server time now (zero for a booking).
 	until func(now time.Time) time.Time
+	// committed is when the commit that took the seats landed (zero if
+	// this call did not take them).
+	committed time.Time
 }
 
 const (
@@ -197,6 +200,7 @@ func (s *Service) takeFast(ctx context.Context, c *claim, refs []*firestore.Docu
 	case err == nil:
 		s.observe(res[0].UpdateTime, sent, c, now)
 		s.taken.mark(true, refs...)
+		c.committed = res[0].UpdateTime
 		return true, nil
 	case isConflict(err):
 		return false, nil
@@ -240,12 +244,13 @@ func (s *Service) takeRead(ctx context.Context, c *claim, refs []*firestore.Docu
 		}
 		now := snaps[0].ReadTime
 		s.clock.observe(now, sent, time.Now())
+		got := cached{snap: snaps[1]}
+		got.sc, got.err = decodeScreening(snaps[1])
+		// Before a retry's answer too: the read opens the screening's listener.
+		s.screenings.put(got)
 		if snaps[0].Exists() { // this request's document: a retry, or our own lost answer
 			return snaps[0], nil
 		}
-		got := cached{snap: snaps[1]}
-		got.sc, got.err = decodeScreening(snaps[1])
-		s.screenings.put(got)
 		if got.err != nil {
 			return nil, got.err
 		}
@@ -299,12 +304,21 @@ func (s *Service) takeRead(ctx context.Context, c *claim, refs []*firestore.Docu
 		if err == nil {
 			s.clock.observe(res[0].UpdateTime, sent, time.Now())
 			s.taken.mark(true, refs...)
+			c.committed = res[0].UpdateTime
 			return nil, nil
 		}
 		if !isConflict(err) && !isAmbiguous(err) {
 			return nil, err
 		}
 		lastErr = err // read again: a lost answer shows as our document
+	}
+	// The last commit may have landed unheard: the client library sent it
+	// again, and that copy failed its preconditions on our own writes, which
+	// looks like a lost race. Our document says so.
+	if snap, err := c.ref.Get(ctx); err == nil {
+		return snap, nil
+	} else if !notFound(err) {
+		return nil, err
 	}
 	if isAmbiguous(lastErr) {
 		return nil, lastErr

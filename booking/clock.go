@@ -35,14 +35,16 @@ const (
 
 // observe records that the server stamped stamp while a request sent at
 // sent was answered at arrive. It keeps whichever sample bounds the clock
-// more tightly now.
+// more tightly now, but never one past half its trusted age: a tight old
+// sample would otherwise refuse every fresh one until it ages out, and the
+// instance would lose its bounds then.
 func (c *serverClock) observe(stamp, sent, arrive time.Time) {
 	if stamp.IsZero() {
 		return
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.stamp.IsZero() || width(sent, arrive, arrive) <= width(c.sent, c.arrive, arrive) {
+	if c.stamp.IsZero() || arrive.Sub(c.arrive) > clockMaxAge/2 || width(sent, arrive, arrive) <= width(c.sent, c.arrive, arrive) {
 		c.stamp, c.sent, c.arrive = stamp, sent, arrive
 	}
 }

@@ -89,12 +89,21 @@ func (s *Service) Hold(ctx context.Context, executionID string, r Request, d tim
 			return h
 		},
 	}
+	created := false
 	prev, err := s.take(ctx, c)
 	if err != nil {
 		return Hold{}, false, err
 	}
 	if prev == nil {
-		return h, true, nil
+		if placed := h.HeldUntil.Add(-d); c.committed.Sub(placed) <= confirmMargin {
+			return h, true, nil
+		}
+		// The commit landed late (the network held it back): the hold's end
+		// was placed at the decision and would be short by the delay.
+		if prev, err = s.placeLateHold(ctx, h, c.committed, d); err != nil {
+			return Hold{}, false, err
+		}
+		created = true
 	}
 	if err := prev.DataTo(&h); err != nil {
 		return Hold{}, false, err
@@ -103,7 +112,28 @@ func (s *Service) Hold(ctx context.Context, executionID string, r Request, d tim
 	if !sameRequest(h.UID, h.ScreeningID, h.Seats, r) {
 		return Hold{}, false, fmt.Errorf("%w: requestId %q was already used for other seats", ErrInvalidArgument, r.RequestID)
 	}
-	return h, false, nil
+	return h, created, nil
+}
+
+// placeLateHold moves the end of hold h, committed at committed, to
+// committed + d, on the hold and its seats, each conditioned on still being
+// exactly as that commit left them: then nobody has taken a seat since, even
+// if the short end passed. It returns the hold as stored afterwards (as
+// somebody else's change left it, if there was one).
+func (s *Service) placeLateHold(ctx context.Context, h Hold, committed time.Time, d time.Duration) (*firestore.DocumentSnapshot, error) {
+	until := firestore.Update{Path: "heldUntil", Value: committed.Add(d)}
+	pre := firestore.LastUpdateTime(committed)
+	ref := s.client.Collection(Holds).Doc(h.ID)
+	//lint:ignore SA1019 WriteBatch is the only atomic multi-document write that costs one RPC.
+	b := s.client.Batch()
+	for _, seat := range h.Seats {
+		b.Update(s.seatDoc(h.ScreeningID, seat), []firestore.Update{until}, pre)
+	}
+	b.Update(ref, []firestore.Update{until}, pre)
+	if _, err := b.Commit(ctx); err != nil && !isConflict(err) && !isAmbiguous(err) {
+		return nil, err
+	}
+	return ref.Get(ctx)
 }
 
 // readHold reads uid's hold holdID outside any transaction.
@@ -152,7 +182,7 @@ func (s *Service) onHold(ctx context.Context, uid, holdID string, fn func(tx *fi
 	}
 	href := s.client.Collection(Holds).Doc(holdID)
 	var h Hold
-	err := s.client.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
+	err := s.runTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
 		snap, err := tx.Get(href)
 		if notFound(err) {
 			return fmt.Errorf("%w: %q", ErrHoldNotFound, holdID)
@@ -337,6 +367,7 @@ func confirmation(h *Hold) Booking {
 // this hold's own writes can keep. done is false when the request needs
 // the transaction.
 func (s *Service) confirmFast(ctx context.Context, h Hold, snap *firestore.DocumentSnapshot) (Booking, bool, error) {
+	s.screenings.entry(h.ScreeningID) // a hold was made on it: it exists, so keep it current
 	got, ok := s.screenings.current(h.ScreeningID)
 	if !ok || got.err != nil || (s.gate != nil && s.gate.Gated(got.snap)) {
 		return Booking{}, false, nil

@@ -62,10 +62,17 @@ type cached struct {
 
 // current returns the screening as its listener last delivered it, and
 // whether that is current enough to decide a request without reading it
-// (the listener runs and delivered within ScreeningCacheTTL). The first
-// call opens the listener and answers ok false: that request reads.
+// (the listener runs and delivered within ScreeningCacheTTL). Without a
+// listener it answers ok false: the request reads, and a read that finds
+// the screening opens one (put). So only screenings that exist get
+// listeners: requests for made-up ids cannot evict real ones.
 func (c *screenings) current(id string) (cached, bool) {
-	e := c.entry(id)
+	c.mu.Lock()
+	e := c.m[id]
+	c.mu.Unlock()
+	if e == nil {
+		return cached{}, false
+	}
 	select {
 	case <-e.ready:
 	default:
@@ -82,12 +89,16 @@ func (c *screenings) current(id string) (cached, bool) {
 }
 
 // put records a screening that a request read: a later read time wins.
+// It opens the screening's listener if the screening exists and has none.
 func (c *screenings) put(got cached) {
 	c.mu.Lock()
 	e := c.m[got.snap.Ref.ID]
 	c.mu.Unlock()
 	if e == nil {
-		return
+		if !got.snap.Exists() {
+			return
+		}
+		e = c.entry(got.snap.Ref.ID)
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()

@@ -58,6 +58,13 @@ func (p *Proxy) Delay(d time.Duration) error {
 	return p.add("delay", "latency", "downstream", fmt.Sprintf(`{"latency": %d}`, d.Milliseconds()))
 }
 
+// DelayRequests holds every request back by d on its way to the server
+// (its answer follows it): a request its client gave up on may still reach
+// the server, and be processed, after the client's deadline.
+func (p *Proxy) DelayRequests(d time.Duration) error {
+	return p.add("delay-requests", "latency", "upstream", fmt.Sprintf(`{"latency": %d}`, d.Milliseconds()))
+}
+
 // Reset resets (TCP RST) every connection as soon as it sends anything, so
 // requests may or may not have reached the server.
 func (p *Proxy) Reset() error {

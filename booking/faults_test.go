@@ -1,0 +1,531 @@
+package booking
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"cloud.google.com/go/firestore"
+	pb "cloud.google.com/go/firestore/apiv1/firestorepb"
+	"github.com/firelock/firelock/internal/emulators"
+	"github.com/firelock/firelock/internal/faultproxy"
+	"google.golang.org/api/option"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+)
+
+// tapped is a Service whose client reaches the emulator through a fault
+// proxy, on screening s1 (row A, 5 seats, starting in an hour). Its tap,
+// when set, runs before each RPC the client starts, so a test can start a
+// fault (or another user's request) right before an exact call.
+type tapped struct {
+	proxy   *faultproxy.Proxy
+	direct  *firestore.Client // the same project, straight to the emulator
+	project string
+	svc     *Service
+	mu      sync.Mutex
+	tap     func(method string, req any) // req is nil for streaming calls
+}
+
+func newTapped(t *testing.T) *tapped {
+	t.Helper()
+	tp := &tapped{proxy: faultproxy.Start(t, os.Getenv("FIRESTORE_EMULATOR_HOST")), project: emulators.ProjectID(t)}
+	tp.direct = emulators.NewFirestoreFor(t, tp.project)
+	tap := func(method string, req any) {
+		tp.mu.Lock()
+		f := tp.tap
+		tp.mu.Unlock()
+		if f != nil {
+			f(path.Base(method), req)
+		}
+	}
+	conn, err := grpc.NewClient(tp.proxy.Addr,
+		grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithPerRPCCredentials(emulators.EmulatorAdmin{}),
+		grpc.WithChainUnaryInterceptor(func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+			tap(method, req)
+			return invoker(ctx, method, req, reply, cc, opts...)
+		}),
+		grpc.WithChainStreamInterceptor(func(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, opts ...grpc.CallOption) (grpc.ClientStream, error) {
+			tap(method, nil)
+			return streamer(ctx, desc, cc, method, opts...)
+		}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	c, err := firestore.NewClient(context.Background(), tp.project, option.WithGRPCConn(conn))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tp.direct.Doc("screenings/s1").Set(context.Background(), Screening{Title: "x", StartsAt: time.Now().Add(time.Hour), Rows: []string{"A"}, SeatsPerRow: 5}); err != nil {
+		t.Fatal(err)
+	}
+	tp.svc = New(c)
+	t.Cleanup(tp.svc.Close)
+	return tp
+}
+
+// setTap sets the tap (nil: none).
+func (tp *tapped) setTap(f func(method string, req any)) {
+	tp.mu.Lock()
+	tp.tap = f
+	tp.mu.Unlock()
+}
+
+// onNextCommit runs f once, right before the next Commit whose request
+// passes match.
+func (tp *tapped) onNextCommit(match func(*pb.CommitRequest) bool, f func()) {
+	var once sync.Once
+	tp.setTap(func(method string, req any) {
+		if c, ok := req.(*pb.CommitRequest); ok && method == "Commit" && match(c) {
+			once.Do(f)
+		}
+	})
+}
+
+// loseAnswers drops every answer from now on for a while, then heals: what
+// was sent lands, its caller hears nothing (the client library retries).
+func (tp *tapped) loseAnswers(t *testing.T, healAfter time.Duration) {
+	if err := tp.proxy.DropAnswers(200 * time.Millisecond); err != nil {
+		t.Error(err)
+	}
+	time.AfterFunc(healAfter, tp.proxy.Heal)
+}
+
+// delayRequests holds every request back by d on its way to the server,
+// until healAfter.
+func (tp *tapped) delayRequests(t *testing.T, d, healAfter time.Duration) {
+	if err := tp.proxy.DelayRequests(d); err != nil {
+		t.Error(err)
+	}
+	time.AfterFunc(healAfter, tp.proxy.Heal)
+}
+
+func inTransaction(c *pb.CommitRequest) bool  { return len(c.Transaction) > 0 }
+func outTransaction(c *pb.CommitRequest) bool { return len(c.Transaction) == 0 }
+
+// writesSeat: a commit outside a transaction that writes seat (an id of s1).
+func writesSeat(seat string) func(*pb.CommitRequest) bool {
+	return func(c *pb.CommitRequest) bool {
+		for _, w := range c.Writes {
+			if outTransaction(c) && strings.HasSuffix(w.GetUpdate().GetName(), "/screenings/s1/seats/"+seat) {
+				return true
+			}
+		}
+		return false
+	}
+}
+
+// seatProblems reads, in one transaction (one consistent snapshot), what
+// Firestore holds of screening s1 and lists every broken invariant: a seat
+// in two confirmed bookings or live holds; a seat document that shows a
+// booking or live hold which does not have that seat, or a claimed seat
+// whose document does not show its claim; a tickets-sold count other than
+// the confirmed seats.
+func seatProblems(fs *firestore.Client) ([]string, error) {
+	var problems []string
+	err := fs.RunTransaction(context.Background(), func(ctx context.Context, tx *firestore.Transaction) error {
+		problems = nil
+		var now time.Time
+		owner := map[string]string{}
+		confirmed := 0
+		for _, coll := range []string{Bookings, Holds} {
+			snaps, err := tx.Documents(fs.Collection(coll)).GetAll()
+			if err != nil {
+				return err
+			}
+			for _, s := range snaps {
+				now = s.ReadTime
+				d := s.Data()
+				if until, _ := d["heldUntil"].(time.Time); coll == Holds && (d["status"] != StatusHeld || !s.ReadTime.Before(until)) {
+					continue
+				}
+				if coll == Bookings {
+					if d["status"] != StatusOK {
+						continue
+					}
+					confirmed += len(d["seats"].([]any))
+				}
+				for _, seat := range d["seats"].([]any) {
+					if prev, ok := owner[seat.(string)]; ok {
+						problems = append(problems, fmt.Sprintf("seat %s is %s's and %s's", seat, prev, s.Ref.ID))
+					}
+					owner[seat.(string)] = s.Ref.ID
+				}
+			}
+		}
+		snaps, err := tx.Documents(fs.Collection("screenings/s1/seats")).GetAll()
+		if err != nil {
+			return err
+		}
+		shown := map[string]string{}
+		for _, s := range snaps {
+			switch seatState(s, now) {
+			case StatusBooked:
+				shown[s.Ref.ID], _ = s.Data()["bookingId"].(string)
+			case StatusHeld:
+				shown[s.Ref.ID], _ = s.Data()["holdId"].(string)
+			}
+		}
+		for seat, by := range owner {
+			if shown[seat] != by {
+				problems = append(problems, fmt.Sprintf("seat %s is %s's, its seat document shows %q", seat, by, shown[seat]))
+			}
+		}
+		for seat, by := range shown {
+			if owner[seat] != by {
+				problems = append(problems, fmt.Sprintf("seat document %s shows %s, which does not have it", seat, by))
+			}
+		}
+		shards, err := tx.Documents(fs.Collection("counters/" + CounterID("s1") + "/shards")).GetAll()
+		if err != nil {
+			return err
+		}
+		var sold int64
+		for _, s := range shards {
+			n, _ := s.Data()["count"].(int64)
+			sold += n
+		}
+		if sold != int64(confirmed) {
+			problems = append(problems, fmt.Sprintf("tickets sold %d, confirmed seats %d", sold, confirmed))
+		}
+		return nil
+	})
+	return problems, err
+}
+
+func checkSeats(t *testing.T, fs *firestore.Client) {
+	t.Helper()
+	problems, err := seatProblems(fs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range problems {
+		t.Error(p)
+	}
+}
+
+// The checker goes red on a planted bug: a booking that writes its seats
+// blindly, while another instance books one of them, double-books it.
+func TestSeatCheckerCatchesAPlantedDoubleBooking(t *testing.T) {
+	fs, svc := newScreening(t)
+	ctx := context.Background()
+	other := New(fs)
+	defer other.Close()
+	svc.hooks.noSeatPrecondition = true
+	var once sync.Once
+	svc.hooks.beforeCommit = func(bool) {
+		once.Do(func() {
+			if _, _, err := other.Book(ctx, "o", Request{UID: "o", ScreeningID: "s1", Seats: []string{"A2"}, RequestID: "o"}); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	if _, _, err := svc.Book(ctx, "e", Request{UID: "u", ScreeningID: "s1", Seats: []string{"A1", "A2"}, RequestID: "u"}); err != nil {
+		t.Fatalf("the planted bug did not book: %v", err)
+	}
+	problems, err := seatProblems(fs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(problems) == 0 {
+		t.Fatal("the checker found nothing wrong with a double-booked seat")
+	}
+	t.Logf("the checker found: %v", problems)
+}
+
+// refusal: the error tells the caller that nothing happened (the HTTP
+// layer answers it with a 4xx).
+func refusal(err error) bool {
+	for _, e := range []error{ErrSeatTaken, ErrSeatHeld, ErrSeatBusy, ErrScreeningStarted, ErrHoldExpired, ErrInvalidArgument, ErrForbidden, ErrHoldNotFound, ErrBookingNotFound, ErrScreeningNotFound} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
+}
+
+// answers records what the callers of a soak were told, by document.
+type answers struct {
+	mu      sync.Mutex
+	ok      map[string]bool   // document path -> some call answered success with it
+	refused map[string]string // document path -> a refusal a call answered for it
+}
+
+func (a *answers) record(doc string, err error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	switch {
+	case err == nil:
+		a.ok[doc] = true
+	case refusal(err):
+		a.refused[doc] = err.Error()
+	}
+}
+
+// Three instances (one through a fault proxy that drops, delays and holds
+// back answers and requests and resets connections; two on direct clients)
+// take turns on four seats for 12 users: bookings (some sent twice at once,
+// a retry racing its first attempt), holds of 5-7 s that lapse mid-run,
+// extensions, confirmations, releases and cancellations, each under a 2 s
+// deadline. Afterwards, on what Firestore holds: every seat invariant; every
+// success a caller saw is there; no request whose callers were all refused
+// wrote its document.
+func TestInstancesUnderFaultsKeepSeatsAndAnswers(t *testing.T) {
+	tp := newTapped(t)
+	ctx := context.Background()
+	svcs := []*Service{tp.svc, New(tp.direct), New(emulators.NewFirestoreFor(t, tp.project))}
+	for _, s := range svcs {
+		t.Cleanup(s.Close)
+		warm(t, s)
+	}
+	stop := make(chan struct{})
+	chaosDone := make(chan struct{})
+	go func() { // one fault at a time, then a healthy spell
+		defer close(chaosDone)
+		p := tp.proxy
+		faults := []func() error{
+			func() error { return p.DropAnswers(time.Duration(100+rand.IntN(300)) * time.Millisecond) },
+			func() error { return p.Delay(time.Duration(100+rand.IntN(800)) * time.Millisecond) },
+			func() error { return p.DelayRequests(time.Duration(100+rand.IntN(800)) * time.Millisecond) },
+			p.Reset,
+		}
+		for {
+			select {
+			case <-stop:
+				p.Heal()
+				return
+			case <-time.After(time.Duration(100+rand.IntN(300)) * time.Millisecond):
+			}
+			if err := faults[rand.IntN(len(faults))](); err != nil {
+				t.Error(err)
+			}
+			time.Sleep(time.Duration(100+rand.IntN(400)) * time.Millisecond)
+			p.Heal()
+		}
+	}()
+
+	seats := []string{"A1", "A2", "A3", "A4"}
+	told := &answers{ok: map[string]bool{}, refused: map[string]string{}}
+	bookingDoc := func(id string) string { return Bookings + "/" + id }
+	holdDoc := func(id string) string { return Holds + "/" + id }
+	end := time.Now().Add(6 * time.Second)
+	var wg sync.WaitGroup
+	for w := range 12 {
+		uid := fmt.Sprint("u", w)
+		wg.Go(func() {
+			rng := rand.New(rand.NewPCG(uint64(w), uint64(time.Now().UnixNano())))
+			var holds, bookings []string
+			var mu sync.Mutex // bookings: twins append
+			for i := 0; time.Now().Before(end); i++ {
+				svc := svcs[rng.IntN(len(svcs))]
+				octx, cancel := context.WithTimeout(ctx, 2*time.Second)
+				pick := []string{seats[rng.IntN(len(seats))]}
+				if o := seats[rng.IntN(len(seats))]; o != pick[0] && rng.IntN(3) == 0 {
+					pick = append(pick, o)
+				}
+				r := Request{UID: uid, ScreeningID: "s1", Seats: pick, RequestID: fmt.Sprint(uid, "-", i)}
+				switch k := rng.IntN(8); {
+				case k <= 1:
+					var twins sync.WaitGroup
+					for j := range 1 + rng.IntN(2) {
+						s := svcs[(rng.IntN(len(svcs))+j)%len(svcs)]
+						twins.Go(func() {
+							b, _, err := s.Book(octx, "e", r)
+							told.record(bookingDoc(bookingID(uid, r.RequestID)), err)
+							if err == nil {
+								mu.Lock()
+								bookings = append(bookings, b.ID)
+								mu.Unlock()
+							}
+						})
+					}
+					twins.Wait()
+				case k <= 3:
+					h, _, err := svc.Hold(octx, "e", r, time.Duration(5+rng.IntN(3))*time.Second)
+					told.record(holdDoc(holdID(uid, r.RequestID)), err)
+					if err == nil {
+						holds = append(holds, h.ID)
+					}
+				case k == 4 && len(holds) > 0:
+					h := holds[rng.IntN(len(holds))]
+					b, _, err := svc.ConfirmHold(octx, uid, h)
+					told.record(bookingDoc(confirmationID(uid, h)), err)
+					if err == nil {
+						bookings = append(bookings, b.ID)
+					}
+				case k == 5 && len(holds) > 0:
+					svc.ReleaseHold(octx, uid, holds[rng.IntN(len(holds))])
+				case k == 6 && len(holds) > 0:
+					svc.ExtendHold(octx, uid, holds[rng.IntN(len(holds))], 6*time.Second)
+				case k == 7 && len(bookings) > 0:
+					svc.Cancel(octx, uid, bookings[rng.IntN(len(bookings))])
+				}
+				cancel()
+			}
+		})
+	}
+	wg.Wait()
+	close(stop)
+	<-chaosDone
+
+	checkSeats(t, tp.direct)
+	for doc := range told.ok {
+		if _, err := tp.direct.Doc(doc).Get(ctx); err != nil {
+			t.Errorf("a success is not in Firestore: %s: %v", doc, err)
+		}
+	}
+	for doc, refused := range told.refused {
+		if told.ok[doc] {
+			continue // its twin, or a retry, made it
+		}
+		if s, err := tp.direct.Doc(doc).Get(ctx); !notFound(err) {
+			t.Errorf("every call for %s was refused (%s), yet it was written: %v", doc, refused, s.Data())
+		}
+	}
+	if len(told.ok) < 10 || tp.proxy.Faults() < 5 {
+		t.Fatalf("too little happened: %d successes, %d faults", len(told.ok), tp.proxy.Faults())
+	}
+	t.Logf("%d documents answered with success, %d refused, %d faults", len(told.ok), len(told.refused), tp.proxy.Faults())
+}
+
+// A booking, hold or confirmation on the one-commit path whose answer is
+// lost (the commit landed; the client library retries it and the retry
+// fails its preconditions) is settled by the read that follows: the call
+// succeeds with its document, made once.
+func TestLostAnswerOfAOneCommitRequestIsSettled(t *testing.T) {
+	for _, op := range []string{"book", "hold", "confirm"} {
+		t.Run(op, func(t *testing.T) {
+			t.Parallel()
+			tp := newTapped(t)
+			ctx := context.Background()
+			warm(t, tp.svc)
+			held, _, err := tp.svc.Hold(ctx, "e", Request{UID: "u", ScreeningID: "s1", Seats: []string{"A2"}, RequestID: "held"}, time.Minute)
+			if err != nil {
+				t.Fatal(err)
+			}
+			fast := false
+			tp.svc.hooks.beforeCommit = func(f bool) { fast = f }
+			tp.onNextCommit(outTransaction, func() { tp.loseAnswers(t, 600*time.Millisecond) })
+			var doc string
+			switch op {
+			case "book":
+				var b Booking
+				b, _, err = tp.svc.Book(ctx, "e", Request{UID: "u", ScreeningID: "s1", Seats: []string{"A1"}, RequestID: "b"})
+				doc = Bookings + "/" + b.ID
+			case "hold":
+				var h Hold
+				h, _, err = tp.svc.Hold(ctx, "e", Request{UID: "u", ScreeningID: "s1", Seats: []string{"A1"}, RequestID: "h"}, time.Minute)
+				doc = Holds + "/" + h.ID
+			case "confirm":
+				var b Booking
+				b, _, err = tp.svc.ConfirmHold(ctx, "u", held.ID)
+				doc = Bookings + "/" + b.ID
+			}
+			if err != nil {
+				t.Fatalf("%s with its answer lost: %v", op, err)
+			}
+			if !fast || tp.proxy.Faults() != 1 {
+				t.Fatalf("the answer of the one commit was not lost (one commit %v, %d faults)", fast, tp.proxy.Faults())
+			}
+			if _, err := tp.direct.Doc(doc).Get(ctx); err != nil {
+				t.Fatalf("answered %s, which is not in Firestore: %v", doc, err)
+			}
+			checkSeats(t, tp.direct)
+		})
+	}
+}
+
+// A hold confirmed right at its end (a 5 s hold): with 1.3 s left it books
+// before the end; with 0.9 s left (under the one-second margin) it answers
+// hold_expired and books nothing.
+func TestConfirmRightAtTheHoldsEnd(t *testing.T) {
+	for _, left := range []time.Duration{1300 * time.Millisecond, 900 * time.Millisecond} {
+		t.Run(left.String(), func(t *testing.T) {
+			t.Parallel()
+			fs, svc := newScreening(t)
+			ctx := context.Background()
+			warm(t, svc)
+			h, _, err := svc.Hold(ctx, "e", Request{UID: "u", ScreeningID: "s1", Seats: []string{"A1"}, RequestID: "h"}, 5*time.Second)
+			if err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(time.Until(h.HeldUntil.Add(-left)))
+			b, _, err := svc.ConfirmHold(ctx, "u", h.ID)
+			switch {
+			case left > confirmMargin && err != nil:
+				t.Fatalf("confirm with %v left: %v", left, err)
+			case left > confirmMargin:
+				if at, _ := storedAt(t, fs, Bookings+"/"+b.ID); !at.Before(h.HeldUntil) {
+					t.Fatalf("the booking was made at %v, after the hold's end %v", at, h.HeldUntil)
+				}
+			case !errors.Is(err, ErrHoldExpired):
+				t.Fatalf("confirm with %v left: %v, want ErrHoldExpired", left, err)
+			}
+			checkSeats(t, fs)
+		})
+	}
+}
+
+// storedAt returns a document's createdAt and data.
+func storedAt(t *testing.T, fs *firestore.Client, doc string) (time.Time, map[string]any) {
+	t.Helper()
+	s, err := fs.Doc(doc).Get(context.Background())
+	if err != nil {
+		t.Fatalf("%s: %v", doc, err)
+	}
+	at, _ := s.Data()["createdAt"].(time.Time)
+	return at, s.Data()
+}
+
+// A warm instance follows its screening through its listener: deleted (404,
+// nothing written), malformed (an error, nothing written), created again
+// (books), moved into the past (screening_started).
+func TestScreeningDeletedMalformedOrRecreatedUnderAWarmListener(t *testing.T) {
+	fs, svc := newScreening(t)
+	ctx := context.Background()
+	warm(t, svc)
+	doc := fs.Doc("screenings/s1")
+	n := 0
+	bookAfter := func(write func() error) error {
+		t.Helper()
+		if err := write(); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(300 * time.Millisecond) // the listener delivers
+		n++
+		_, _, err := svc.Book(ctx, "e", Request{UID: "u", ScreeningID: "s1", Seats: []string{"A1"}, RequestID: fmt.Sprint(n)})
+		return err
+	}
+	layout := func(startsAt any, rows any) error {
+		_, err := doc.Set(ctx, map[string]any{"title": "x", "startsAt": startsAt, "rows": rows, "seatsPerRow": 5})
+		return err
+	}
+	if err := bookAfter(func() error { _, err := doc.Delete(ctx); return err }); !errors.Is(err, ErrScreeningNotFound) {
+		t.Errorf("deleted: %v, want ErrScreeningNotFound", err)
+	}
+	if err := bookAfter(func() error { return layout("tomorrow", []string{"A"}) }); err == nil {
+		t.Error("startsAt a string: booked")
+	}
+	if err := bookAfter(func() error { return layout(time.Now().Add(time.Hour), "A") }); err == nil {
+		t.Error("rows a string: booked")
+	}
+	if err := bookAfter(func() error { return layout(time.Now().Add(-time.Second), []string{"A"}) }); !errors.Is(err, ErrScreeningStarted) {
+		t.Errorf("started: %v, want ErrScreeningStarted", err)
+	}
+	if bs, err := fs.Collection(Bookings).Where("uid", "==", "u").Documents(ctx).GetAll(); err != nil || len(bs) != 0 {
+		t.Fatalf("refused bookings wrote %d bookings (%v)", len(bs), err)
+	}
+	if err := bookAfter(func() error { return layout(time.Now().Add(time.Hour), []string{"A"}) }); err != nil {
+		t.Errorf("recreated: %v", err)
+	}
+	checkSeats(t, fs)
+}
