@@ -703,6 +703,14 @@ func saleCases() []rulesCase {
 		{"read the seat map signed out during a sale", false, func(t *testing.T, e rulesEnv) error {
 			return e.nobody.queryUnder("screenings/"+onSale(t, e, "open", nil), "seats")
 		}},
+		{"read the seat map of a screening whose sale is null", true, func(t *testing.T, e rulesEnv) error {
+			// null is no sale to the server (no gate, JoinQueue no_sale):
+			// the map is as public as any unsold screening's.
+			id := onSale(t, e, "", nil)
+			_, err := e.admin.Doc("screenings/"+id).Update(context.Background(), []firestore.Update{{Path: "sale", Value: nil}})
+			must(t, err)
+			return e.bob.get("screenings/" + id + "/seats/A1")
+		}},
 		{"read the seat map with a pass that has ended", false, func(t *testing.T, e rulesEnv) error {
 			id := onSale(t, e, "open", map[string]map[string]any{"alice": {"status": "admitted", "passUntil": time.Now().Add(-time.Second)}})
 			return e.alice.get("screenings/" + id + "/seats/A1")

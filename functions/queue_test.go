@@ -29,7 +29,7 @@ func (e *env) joinQueue(user, screeningID string) response {
 
 func TestJoinQueueAnswersThePlace(t *testing.T) {
 	e := newEnv(t)
-	e.onSale("hot", time.Now().Add(time.Hour), map[string]any{"opensAt": time.Now().Add(time.Hour), "admitPerMinute": 100, "maxActive": 50})
+	e.onSale("hot", time.Now().Add(2*time.Hour), map[string]any{"opensAt": time.Now().Add(time.Hour), "admitPerMinute": 100, "maxActive": 50})
 	r := e.joinQueue("alice", "hot")
 	want := map[string]any{"screeningId": "hot", "queueId": sale.QueueID("hot", userID(t, "alice")), "status": "waiting"}
 	if r.Status != 201 || len(r.Body) != len(want) {
@@ -61,7 +61,7 @@ func TestJoinQueueErrors(t *testing.T) {
 	e := newEnv(t) // s1: no sale
 	soon := time.Now().Add(time.Hour)
 	e.onSale("started", time.Now().Add(-time.Minute), map[string]any{"opensAt": soon, "admitPerMinute": 100, "maxActive": 50})
-	e.onSale("broken", soon, map[string]any{"opensAt": soon, "admitPerMinute": 0, "maxActive": 50})
+	e.onSale("broken", soon.Add(time.Hour), map[string]any{"opensAt": soon, "admitPerMinute": 0, "maxActive": 50})
 	e.onSale("gone", soon, map[string]any{"opensAt": time.Now().Add(-time.Hour), "admitPerMinute": 100, "maxActive": 50})
 	if _, err := e.fs.Collection(sale.Sales).Doc("gone").Set(context.Background(), map[string]any{"state": sale.StateSoldOut}); err != nil {
 		t.Fatal(err)
@@ -101,7 +101,7 @@ func TestJoinQueueErrors(t *testing.T) {
 // not_admitted.
 func TestHoldsDuringASaleNeedAPass(t *testing.T) {
 	e := newEnv(t)
-	e.onSale("soon", time.Now().Add(time.Hour), map[string]any{"opensAt": time.Now().Add(time.Hour), "admitPerMinute": 100, "maxActive": 50})
+	e.onSale("soon", time.Now().Add(2*time.Hour), map[string]any{"opensAt": time.Now().Add(time.Hour), "admitPerMinute": 100, "maxActive": 50})
 	e.onSale("open", time.Now().Add(time.Hour), map[string]any{"opensAt": time.Now().Add(-time.Minute), "admitPerMinute": 100, "maxActive": 50})
 	if r := e.joinQueue("alice", "open"); r.Status != 201 || r.Body["status"] != "waiting" {
 		t.Fatalf("join: %d %v", r.Status, r.Body)

@@ -107,14 +107,15 @@ func (s *Service) join(ctx context.Context, uid, screeningID string) (Place, boo
 		return p, false, err
 	}
 	cfg, err := s.config(screening)
+	// A sale of a screening that started is over, whatever its configuration.
+	if startsAt, ok := screening.Data()["startsAt"].(time.Time); ok && !now.Before(startsAt) && !errors.Is(err, ErrNoSale) {
+		return Place{}, false, booking.ErrScreeningStarted
+	}
 	if errors.Is(err, ErrMisconfigured) && s.shouldLog(screeningID, err) {
 		s.o.log.Error("sale: refusing joins to a misconfigured sale", "screeningId", screeningID, "error", err.Error())
 	}
 	if err != nil {
 		return Place{}, false, err
-	}
-	if startsAt, _ := screening.Data()["startsAt"].(time.Time); !now.Before(startsAt) {
-		return Place{}, false, booking.ErrScreeningStarted
 	}
 	switch public.Data()["state"] {
 	case StateSoldOut:

@@ -31,6 +31,8 @@ func TestJoinRefusesWhatCannotBeJoined(t *testing.T) {
 		"sale": map[string]any{"opensAt": "tomorrow", "admitPerMinute": 10, "maxActive": 10}})
 	set("typo", map[string]any{"startsAt": time.Now().Add(time.Hour), "rows": []string{"A"}, "seatsPerRow": 2,
 		"sale": map[string]any{"opensAt": opens, "admitPerMinute": 10, "maxActive": 10, "maxSeats": 2}})
+	set("opensLate", map[string]any{"startsAt": time.Now().Add(time.Hour), "rows": []string{"A"}, "seatsPerRow": 2,
+		"sale": saleOpening(time.Now().Add(2*time.Hour), 10, 10, 60)})
 	for _, c := range []struct {
 		screening, uid string
 		want           error
@@ -44,6 +46,7 @@ func TestJoinRefusesWhatCannotBeJoined(t *testing.T) {
 		{"manySeats", "u1", ErrMisconfigured, "maxSeatsPerUser must be a whole number from 1 to 10"},
 		{"textOpens", "u1", ErrMisconfigured, "opensAt must be a timestamp"},
 		{"typo", "u1", ErrMisconfigured, `unknown field "maxSeats"`},
+		{"opensLate", "u1", ErrMisconfigured, "opensAt must be before the screening's startsAt"},
 		{"bad/id", "u1", booking.ErrInvalidArgument, ""},
 		{"s1", "", booking.ErrInvalidArgument, ""},
 	} {

@@ -244,8 +244,12 @@ func (s *Service) config(screening *firestore.DocumentSnapshot) (Config, error) 
 	if c.OpensAt, ok = m["opensAt"].(time.Time); !ok {
 		return bad("sale.opensAt must be a timestamp")
 	}
-	if _, ok := screening.Data()["startsAt"].(time.Time); !ok {
+	startsAt, ok := screening.Data()["startsAt"].(time.Time)
+	if !ok {
 		return bad("a screening on sale needs a startsAt timestamp")
+	}
+	if !c.OpensAt.Before(startsAt) { // it would never open: everyone joined would wait for nothing
+		return bad("sale.opensAt must be before the screening's startsAt (%s)", startsAt.UTC().Format(time.RFC3339))
 	}
 	ints := []struct {
 		name     string

@@ -51,14 +51,14 @@ func testOptions(log *syncBuffer) []Option {
 	}
 }
 
-// newEnv makes a screening (rows x seatsPerRow seats, starting in an hour)
-// whose sale is sale (nil: none).
+// newEnv makes a screening (rows x seatsPerRow seats, starting in two
+// hours) whose sale is sale (nil: none); a sale opens before the start.
 func newEnv(t *testing.T, rows, seatsPerRow int, sale map[string]any) *env {
 	t.Helper()
 	e := &env{t: t, fs: emulators.NewFirestore(t), log: &syncBuffer{}, id: "s1"}
 	e.svc = New(e.fs, testOptions(e.log)...)
 	letters := []string{"A", "B", "C", "D", "E", "F", "G", "H", "I", "J"}[:rows]
-	doc := map[string]any{"title": "Metropolis", "startsAt": time.Now().Add(time.Hour), "rows": letters, "seatsPerRow": seatsPerRow}
+	doc := map[string]any{"title": "Metropolis", "startsAt": time.Now().Add(2 * time.Hour), "rows": letters, "seatsPerRow": seatsPerRow}
 	if sale != nil {
 		doc["sale"] = sale
 	}

@@ -1,0 +1,206 @@
+package sale
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"cloud.google.com/go/firestore"
+	"github.com/firelock/firelock/booking"
+	"github.com/firelock/firelock/internal/emulators"
+	"github.com/firelock/firelock/internal/faultproxy"
+	"github.com/firelock/firelock/lock"
+)
+
+// projectOf is the project a test client reaches.
+func projectOf(fs *firestore.Client) string {
+	return strings.Split(fs.Collection("x").Doc("y").Path, "/")[1]
+}
+
+// prodService is a Service with the contract's windows and ticks (only the
+// log goes to the test's buffer).
+func (e *env) prodService(opts ...Option) *Service {
+	return New(e.fs, append([]Option{WithLogger(slog.New(slog.NewJSONHandler(e.log, nil)))}, opts...)...)
+}
+
+// bookWhenAdmitted books a seat for whichever of uids is admitted first,
+// as booking does (the gate decides on the pass read in the transaction
+// that carries its updates), until deadline. It returns who booked and the
+// update time of the pass that turned done.
+func (e *env) bookWhenAdmitted(svc *Service, uids []string, deadline time.Time) (string, time.Time) {
+	e.t.Helper()
+	ctx := context.Background()
+	for time.Now().Before(deadline) {
+		for _, uid := range uids {
+			err := e.fs.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
+				sc, err := tx.Get(e.fs.Collection(booking.Screenings).Doc(e.id))
+				if err != nil {
+					return err
+				}
+				pass, err := tx.Get(svc.Pass(e.id, uid))
+				if err != nil {
+					return err
+				}
+				ups, err := svc.Admit(sc, pass, booking.Claim{Kind: booking.ClaimBooking, ID: "b-" + uid, UID: uid, ScreeningID: e.id, Seats: []string{"A1"}}, pass.ReadTime)
+				if err != nil {
+					return err
+				}
+				return tx.Update(pass.Ref, ups)
+			})
+			if errors.Is(err, booking.ErrNotAdmitted) || errors.Is(err, booking.ErrSaleNotOpen) {
+				continue
+			}
+			if err != nil {
+				e.t.Fatal(err)
+			}
+			snap, err := svc.Pass(e.id, uid).Get(ctx)
+			if err != nil {
+				e.t.Fatal(err)
+			}
+			if snap.Data()["status"] != StatusDone {
+				e.t.Fatalf("a booking with nothing held left the pass %v", snap.Data()["status"])
+			}
+			return uid, snap.UpdateTime
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return "", time.Time{}
+}
+
+// At the contract's own ticks and join window (not the shortened ones of
+// the other tests), the first admission comes within 2 s of opensAt, and a
+// pass that turns done is refilled within 2 s, by Firestore's clock.
+func TestAdmissionWithin2sAtTheContractsTicks(t *testing.T) {
+	e := newEnv(t, 10, 20, saleOpening(time.Now().Add(time.Hour), 600, 1, 600))
+	prod := e.prodService()
+	uids := []string{"u1", "u2", "u3"}
+	for _, uid := range uids {
+		if _, _, err := prod.Join(context.Background(), uid, e.id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	opensAt := e.serverNow().Add(1500 * time.Millisecond)
+	e.setSale(map[string]any{"opensAt": opensAt})
+	a, err := prod.Admitter()
+	if err != nil {
+		t.Fatal(err)
+	}
+	runDone := make(chan error, 1)
+	go func() { runDone <- e.run(a, 7*time.Second) }()
+
+	first, doneAt := e.bookWhenAdmitted(prod, uids, time.Now().Add(5*time.Second))
+	if first == "" {
+		<-runDone
+		t.Fatal("nobody was admitted")
+	}
+	if err := <-runDone; err != nil {
+		t.Fatal(err)
+	}
+	var firstAt, nextAt []time.Time
+	for _, p := range e.places() {
+		switch {
+		case p.AdmittedAt == nil:
+		case p.UID == first:
+			firstAt = append(firstAt, *p.AdmittedAt)
+		default:
+			nextAt = append(nextAt, *p.AdmittedAt)
+		}
+	}
+	if len(firstAt) != 1 || len(nextAt) != 1 {
+		t.Fatalf("admitted %v, then %v; want one, then one (maxActive 1, one done)", firstAt, nextAt)
+	}
+	opening, refill := firstAt[0].Sub(opensAt), nextAt[0].Sub(doneAt)
+	t.Logf("opensAt to the first admission %v; done to the next admission %v", opening, refill)
+	if opening < 0 || opening > 2*time.Second {
+		t.Errorf("first admission %v after opensAt, want within 2s", opening)
+	}
+	if refill < 0 || refill > 2*time.Second {
+		t.Errorf("next admission %v after %s was done, want within 2s", refill, first)
+	}
+}
+
+// faultyAdmitter is an admitter whose every call, its lease's included,
+// goes through a fault proxy.
+func (e *env) faultyAdmitter() (*Admitter, *faultproxy.Proxy) {
+	e.t.Helper()
+	p := faultproxy.Start(e.t, os.Getenv("FIRESTORE_EMULATOR_HOST"))
+	via, opts := emulators.NewFirestoreVia(e.t, p.Addr, projectOf(e.fs))
+	svc := New(via, testOptions(e.log)...)
+	l, err := lock.New(via, Locks, lock.WithLeaseDuration(svc.o.lease), lock.WithClientOptions(opts...))
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return &Admitter{s: svc, locker: l}, p
+}
+
+// Two admitters whose answers are dropped, delayed and whose connections
+// are reset at random (commits that land unheard, leases lost and taken
+// over) never admit a place twice, never pass the rate or maxActive, and
+// lose no place: judged on what Firestore holds afterwards.
+func TestAdmittersThroughFaultsKeepTheLimits(t *testing.T) {
+	const n, perWindow, maxActive = 30, 4, 3
+	e := newEnv(t, 10, 20, saleOpening(time.Now().Add(time.Hour), perWindow, maxActive, 1))
+	for i := range n {
+		e.join(fmt.Sprintf("u%02d", i))
+	}
+	e.setSale(map[string]any{"opensAt": e.serverNow()})
+	a, pa := e.faultyAdmitter()
+	b, pb := e.faultyAdmitter()
+	const d = 7 * time.Second
+	stop := time.Now().Add(d - time.Second)
+	var wg sync.WaitGroup
+	var errs [2]error
+	wg.Go(func() { errs[0] = e.run(a, d) })
+	wg.Go(func() { errs[1] = e.run(b, d) })
+	wg.Go(func() {
+		rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 1))
+		for time.Now().Before(stop) {
+			p := []*faultproxy.Proxy{pa, pb}[rng.IntN(2)]
+			switch rng.IntN(3) {
+			case 0:
+				p.DropAnswers(100 * time.Millisecond)
+			case 1:
+				p.Delay(time.Duration(200+rng.IntN(600)) * time.Millisecond)
+			case 2:
+				p.Reset()
+			}
+			time.Sleep(time.Duration(100+rng.IntN(700)) * time.Millisecond)
+			p.Heal()
+			time.Sleep(time.Duration(rng.IntN(400)) * time.Millisecond)
+		}
+	})
+	wg.Wait()
+	t.Logf("faults injected: %d and %d; runs: %v", pa.Faults(), pb.Faults(), errs)
+	places := e.places()
+	admitted := 0
+	for _, p := range places {
+		if p.AdmittedAt != nil {
+			admitted++
+		}
+	}
+	t.Logf("%d of %d admitted", admitted, n)
+	if admitted < perWindow {
+		t.Fatalf("only %d admitted", admitted)
+	}
+	if bad := meteringViolations(places, nil, e.state(), perWindow, maxActive, 2*time.Second); len(bad) > 0 {
+		t.Fatalf("metering violated:\n%s", strings.Join(bad, "\n"))
+	}
+	// Nobody is lost: every place is still there, waiting or admitted whole.
+	if len(places) != n {
+		t.Fatalf("%d places, want %d", len(places), n)
+	}
+	for _, p := range places {
+		waiting := p.Status == StatusWaiting && p.AdmittedAt == nil && p.PassUntil == nil
+		admitted := (p.Status == StatusAdmitted || p.Status == StatusExpired) && p.AdmittedAt != nil && p.PassUntil != nil
+		if !waiting && !admitted {
+			t.Fatalf("a place left half admitted: %+v", p)
+		}
+	}
+}
