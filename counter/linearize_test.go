@@ -239,3 +239,54 @@ func TestCounterModel(t *testing.T) {
 		})
 	}
 }
+
+// Found by TestCounterHistoryIsLinearizable (and the probe that followed
+// it): an increment whose answer was lost counted twice. Its commit
+// landed, the connection dropped, and the Firestore client library sent
+// the same commit again, which landed too; Increment answered nil, once,
+// for two increments. The history keeps it: an increment whose answer
+// came, then a count.
+func TestIncrementWhoseAnswerWasLostCountsOnce(t *testing.T) {
+	ctx := context.Background()
+	p := faultproxy.Start(t, os.Getenv("FIRESTORE_EMULATOR_HOST"))
+	project := emulators.ProjectID(t)
+	direct := emulators.NewFirestoreFor(t, project)
+	via, _ := emulators.NewFirestoreVia(t, p.Addr, project)
+	if _, err := counter.Create(ctx, direct, "c", 1); err != nil {
+		t.Fatal(err)
+	}
+	ctr, err := counter.Open(ctx, via, "c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := linearize.NewHistory[counterIn, counterOut]()
+	if err := p.DropAnswers(100 * time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	healed := time.AfterFunc(400*time.Millisecond, p.Heal)
+	defer healed.Stop()
+	ictx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	call := h.Call(0, counterIn{Op: opIncrement, Counter: "c", N: 5})
+	incErr := ctr.Increment(ictx, 5)
+	if incErr != nil {
+		call.Unknown(counterOut{}, incErr)
+	} else {
+		call.Return(counterOut{})
+	}
+	d, err := counter.Open(ctx, direct, "c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	call = h.Call(1, counterIn{Op: opCount, Counter: "c"})
+	n, err := d.Count(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	call.Return(counterOut{Sum: n})
+	linearize.Require(t, counterModel, h, time.Minute)
+	if incErr == nil && n != 5 || n != 0 && n != 5 {
+		t.Fatalf("Increment(5) answered %v; the count is %d", incErr, n)
+	}
+	t.Logf("Increment(5) answered %v; the count is %d", incErr, n)
+}
