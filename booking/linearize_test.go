@@ -661,6 +661,9 @@ func TestSeatLinearizabilityCatchesPlantedBugs(t *testing.T) {
 				rec, faults := recordSeatHistory(t, seed+uint64(try), bug.run, bug.mix, bug.plant)
 				if res = linearize.Check(t, seatModel, rec.h, time.Minute); res.Verdict == porcupine.Illegal {
 					t.Logf("caught in history %d (faults %d; %s): %v", try+1, faults, rec.summary(), res)
+					if _, err := os.Stat(res.Visualization); err != nil {
+						t.Errorf("the visualization is not kept: %v", err)
+					}
 					return
 				}
 			}
