@@ -31,14 +31,16 @@ bench: deps
 	go run ./cmd/firelock-local -port 0 -web off -schedule '' -log bench-functions.log -- \
 		sh -c 'go run ./cmd/bench && npm --prefix web run --silent bench'
 
-# Minutes of the lock's fault soak and of its linearizability check
-# (FIRELOCK_SOAK each, a fresh seed per run), each ending in a summary:
-# operations checked, ambiguous, faults injected, violations. A failure
-# names its visualization under test-results/linearize/.
+# Minutes of the lock's fault soak and of the linearizability checks of
+# the lock, the seat map and the counter (FIRELOCK_SOAK each, a fresh seed
+# per run, one package at a time), each ending in a summary: operations
+# checked, ambiguous, faults injected, violations. A failure names its
+# visualization under test-results/linearize/.
 SOAK ?= 3m
 soak: deps
-	FIRELOCK_SOAK=$(SOAK) go test -race -count=1 -timeout 60m -v \
-		-run '^(TestLockHistoryIsLinearizable|TestLockUnderFaults)$$' ./lock/
+	FIRELOCK_SOAK=$(SOAK) go test -race -count=1 -p 1 -timeout 60m -v \
+		-run '^(TestLockHistoryIsLinearizable|TestLockUnderFaults|TestSeatHistoryIsLinearizable|TestCounterHistoryIsLinearizable)$$' \
+		./lock/ ./booking/ ./counter/
 
 # The waiting room's surge test on the emulators (issue #22): 2,000 users
 # of the Auth emulator on the real functions, 200 seats; a text report and

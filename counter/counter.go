@@ -8,9 +8,10 @@
 //	counters/{id}/shards/{i} {count}
 //
 // Increment adds to a random shard with an atomic increment: one write, no
-// transaction, no read. Count sums the shards with one aggregation query,
-// whatever N is (billed as one read per 1000 shards, not one per shard).
-// Rollup stores that sum in total for clients that read one document.
+// read, in a transaction so that a commit sent again cannot count twice.
+// Count sums the shards with one aggregation query, whatever N is (billed
+// as one read per 1000 shards, not one per shard). Rollup stores that sum
+// in total for clients that read one document.
 package counter
 
 import (
@@ -152,10 +153,21 @@ func (c *Counter) IncrementWrite(n int64) (*firestore.DocumentRef, []firestore.U
 }
 
 // Increment adds n (negative to subtract) to a random shard: one atomic
-// update, no transaction. ErrNotFound if the counter does not exist.
+// update, committed in a transaction with no reads (it locks nothing).
+// ErrNotFound if the counter does not exist.
+//
+// It adds n at most once. A plain write would count twice when its answer
+// is lost: the client library sends a commit again after a dropped
+// connection, and a write without a precondition lands again. A
+// transaction's commit lands once; sent again, it is refused. Any other
+// error means the outcome is unknown: n was added once, or not at all.
 func (c *Counter) Increment(ctx context.Context, n int64) error {
 	ref, ups := c.IncrementWrite(n)
-	_, err := ref.Update(ctx, ups)
+	// One attempt: an abort may answer the library's second send of a
+	// commit that landed, and a new transaction would add n again.
+	err := c.client.RunTransaction(ctx, func(_ context.Context, tx *firestore.Transaction) error {
+		return tx.Update(ref, ups)
+	}, firestore.MaxAttempts(1))
 	if status.Code(err) == codes.NotFound {
 		return fmt.Errorf("%w: %q (shard %s)", ErrNotFound, c.ref.ID, ref.ID)
 	}

@@ -53,7 +53,7 @@ func recordLockHistory(t *testing.T, seed uint64, run time.Duration) (*linearize
 	deadline := start.Add(run)
 	var grants, values atomic.Int64
 	stop := make(chan struct{})
-	chaosDone := injectFaults(t, p, rand.New(rand.NewPCG(seed, 0)), stop, func(fault string, from, to time.Time) {
+	chaosDone := p.InjectAtRandom(t, rand.New(rand.NewPCG(seed, 0)), stop, func(fault string, from, to time.Time) {
 		h.Annotate("faults", from, to, fault)
 	})
 	var wg sync.WaitGroup

@@ -200,7 +200,7 @@ func soak(t *testing.T, run time.Duration) (soakStats, []string) {
 	count := func(f func(*soakStats)) { mu.Lock(); f(&stats); mu.Unlock() }
 
 	stop := make(chan struct{})
-	chaosDone := injectFaults(t, p, rand.New(rand.NewPCG(rand.Uint64(), 0)), stop, nil)
+	chaosDone := p.InjectAtRandom(t, rand.New(rand.NewPCG(rand.Uint64(), 0)), stop, nil)
 	var wg sync.WaitGroup
 	deadline := time.Now().Add(run)
 	// Half the workers share one Locker (one execution, many goroutines),
