@@ -39,7 +39,13 @@ type env struct {
 
 func newEnv(t *testing.T) *env {
 	t.Helper()
-	e := newEnvOn(t, emulators.NewFirestore(t))
+	return newEnvWithScreening(t, emulators.NewFirestore(t))
+}
+
+// newEnvWithScreening is newEnv on the client fs.
+func newEnvWithScreening(t *testing.T, fs *firestore.Client) *env {
+	t.Helper()
+	e := newEnvOn(t, fs)
 	// A 10x20 screening: rows A..J, seats 1..20.
 	if _, err := e.fs.Doc("screenings/s1").Set(context.Background(), booking.Screening{
 		Title: "Metropolis", StartsAt: time.Now().Add(24 * time.Hour),

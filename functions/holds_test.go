@@ -5,13 +5,22 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/http"
+	"os"
+	"path"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"cloud.google.com/go/firestore"
 	"github.com/firelock/firelock/booking"
 	"github.com/firelock/firelock/counter"
+	"github.com/firelock/firelock/internal/emulators"
+	"google.golang.org/api/option"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
 )
 
 func (e *env) hold(user, requestID string, secs int, seats ...string) response {
@@ -453,4 +462,66 @@ func TestMixedHoldAndBookingTrafficKeepsInvariants(t *testing.T) {
 	}
 	wg.Wait()
 	e.holdState().check(t)
+}
+
+// faultyFirestore is a client of a fresh project on the emulator whose
+// Commit calls, while fail holds a code, get that code back without
+// reaching the emulator: the answer the emulator gives under load
+// ("Canceled: call already cancelled") or a deadline that passes in the
+// database, neither caused by the caller.
+func faultyFirestore(t *testing.T, fail *atomic.Value) *firestore.Client {
+	t.Helper()
+	conn, err := grpc.NewClient(os.Getenv("FIRESTORE_EMULATOR_HOST"),
+		grpc.WithTransportCredentials(insecure.NewCredentials()), grpc.WithPerRPCCredentials(emulators.EmulatorAdmin{}),
+		grpc.WithUnaryInterceptor(func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+			if c, _ := fail.Load().(codes.Code); c != codes.OK && path.Base(method) == "Commit" {
+				return status.Error(c, "call already cancelled")
+			}
+			return invoker(ctx, method, req, reply, cc, opts...)
+		}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	fs, err := firestore.NewClient(context.Background(), emulators.ProjectID(t), option.WithGRPCConn(conn))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fs
+}
+
+// A call the database cancels, or whose deadline passes there, is not the
+// caller's fault and may be retried: 503 unavailable with Retry-After (the
+// contract's error shape), not 500, and nothing is written; the retry then
+// succeeds.
+func TestDatabaseCancellationIsRetryable503(t *testing.T) {
+	for _, code := range []codes.Code{codes.Canceled, codes.DeadlineExceeded} {
+		t.Run(code.String(), func(t *testing.T) {
+			var fail atomic.Value
+			fail.Store(codes.OK)
+			e := newEnvWithScreening(t, faultyFirestore(t, &fail))
+			h := e.hold("cara", "c-1", 0, "C3")
+			if h.Status != http.StatusCreated {
+				t.Fatalf("hold: %d %v", h.Status, h.Body)
+			}
+			id := str(h, "holdId")
+			fail.Store(code)
+			for _, fn := range []string{"ConfirmHold", "ReleaseHold"} {
+				r := e.onHold(fn, "cara", id)
+				if r.Status != http.StatusServiceUnavailable || r.code() != "unavailable" || r.Header.Get("Retry-After") == "" {
+					t.Errorf("%s on a %s commit: HTTP %d %v, Retry-After %q; want 503 unavailable with Retry-After",
+						fn, code, r.Status, r.Body, r.Header.Get("Retry-After"))
+				}
+			}
+			fail.Store(codes.OK)
+			st := e.holdState()
+			if len(st.bookings) != 0 || st.holds[id]["status"] != booking.StatusHeld {
+				t.Fatalf("a refused call wrote: bookings %v, hold %v", st.bookings, st.holds[id])
+			}
+			if r := e.onHold("ConfirmHold", "cara", id); r.Status != http.StatusCreated {
+				t.Fatalf("the retry: %d %v", r.Status, r.Body)
+			}
+			e.holdState().check(t)
+		})
+	}
 }

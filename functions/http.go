@@ -195,8 +195,11 @@ func toAPIError(err error) *apiError {
 	case errors.Is(err, errNotReady):
 		return errorf(http.StatusServiceUnavailable, "unavailable", "the service is starting; try again")
 	}
+	// A call the database cancelled or timed out (under load the emulator
+	// answers "Canceled: call already cancelled") is no fault of the
+	// caller's, and every function is safe to retry.
 	switch status.Code(err) {
-	case codes.Unavailable, codes.Aborted, codes.DeadlineExceeded, codes.ResourceExhausted:
+	case codes.Unavailable, codes.Aborted, codes.DeadlineExceeded, codes.Canceled, codes.ResourceExhausted:
 		return errorf(http.StatusServiceUnavailable, "unavailable", "the database is busy; try again")
 	}
 	return errorf(http.StatusInternalServerError, "internal", "internal error")

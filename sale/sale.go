@@ -129,6 +129,7 @@ type options struct {
 	joinWindow time.Duration
 	passMargin time.Duration
 	lease      time.Duration
+	handover   time.Duration
 	tick       time.Duration
 	idleTick   time.Duration
 	log        *slog.Logger
@@ -159,6 +160,12 @@ func WithPassMargin(d time.Duration) Option { return func(o *options) { o.passMa
 // WithAdmitterLease sets the length of an admitter's lease on a sale
 // (default 10 s): an admitter that crashed stalls its sale this long.
 func WithAdmitterLease(d time.Duration) Option { return func(o *options) { o.lease = d } }
+
+// WithHandover sets how long a run of admitQueue keeps its sales past its
+// end, the next tick (default 15 s): the next run starts at that tick but
+// arrives later (Pub/Sub's push, a cold start, the job's own lease), and
+// takes each sale over the moment this run lets go of it.
+func WithHandover(d time.Duration) Option { return func(o *options) { o.handover = d } }
 
 // WithTick sets how often a running admitter looks at a sale with people
 // waiting or passes live (default 1 s, within the contract's 2 s), and at
@@ -207,7 +214,7 @@ var _ booking.Gate = (*Service)(nil)
 func New(client *firestore.Client, opts ...Option) *Service {
 	o := options{
 		rateWindow: time.Minute, minPass: MinPass, joinWindow: time.Second, passMargin: time.Second,
-		lease: 10 * time.Second, tick: time.Second, idleTick: 5 * time.Second,
+		lease: 10 * time.Second, handover: 15 * time.Second, tick: time.Second, idleTick: 5 * time.Second,
 		log: slog.New(slog.NewJSONHandler(os.Stderr, nil)),
 	}
 	for _, opt := range opts {
