@@ -169,3 +169,113 @@ func TestSweepUnderFaultsLeavesNoStrayChildren(t *testing.T) {
 		t.Fatalf("%d deliveries left behind under swept runs", len(stray))
 	}
 }
+
+// KeepAlive gives a lease up when it cannot confirm a renewal before the
+// lease's local end, yet a renewal may have landed unheard, leaving the
+// lease standing in Firestore. Release still gives it up (while it is
+// still this acquisition), so its holder can take the key again at once
+// instead of sitting out a lease nobody uses.
+func TestReleaseFreesALeaseKeepAliveGaveUpOn(t *testing.T) {
+	const d = 3 * time.Second
+	p, l, direct := proxied(t, lock.WithLeaseDuration(d))
+	ctx := context.Background()
+	warm, err := l.TryAcquire(ctx, "warm-up") // the proxy's first connection is slow to open
+	if err != nil {
+		t.Fatal(err)
+	}
+	warm.Release(ctx)
+	lease, err := l.TryAcquire(ctx, "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	kctx, stop := lease.KeepAlive(ctx)
+	defer stop()
+	renewedAt := func() time.Time {
+		s, err := direct.Collection(coll).Doc("k").Get(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		v, _ := s.Data()[lock.FieldRenewedAt].(time.Time)
+		return v
+	}
+	// Hold the answers back (longer than the lease) just after a renewal
+	// was heard: the next one lands a third of a lease later, unheard.
+	first := renewedAt()
+	for renewedAt().Equal(first) {
+		if kctx.Err() != nil {
+			t.Fatalf("KeepAlive ended before its first renewal: %v", context.Cause(kctx))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	heard := renewedAt()
+	if err := p.Delay(3 * d); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-kctx.Done():
+	case <-time.After(2 * d):
+		t.Fatal("KeepAlive went on without a heard renewal")
+	}
+	p.Heal()
+	if !errors.Is(context.Cause(kctx), lock.ErrNotHeld) {
+		t.Fatalf("KeepAlive ended with %v, want ErrNotHeld", context.Cause(kctx))
+	}
+	if r := renewedAt(); !r.After(heard) {
+		t.Fatalf("the scenario needs a renewal that landed unheard: renewedAt %v, last heard %v", r, heard)
+	}
+	if _, err := l.TryAcquire(ctx, "k"); !errors.Is(err, lock.ErrHeld) {
+		t.Fatalf("the key was granted again over the standing lease: %v", err)
+	}
+	if err := lease.Release(ctx); err != nil {
+		t.Fatalf("release of the lease KeepAlive gave up on: %v", err)
+	}
+	again, err := l.TryAcquire(ctx, "k")
+	if err != nil {
+		t.Fatalf("the same holder, after the release: %v", err)
+	}
+	again.Release(ctx)
+}
+
+// KeepAlive renews a third into the lease as its holder knows it, so a
+// lease whose answers come back slower than a third of it (a slow network,
+// a loaded server) is still renewed in time: each renewal goes out as soon
+// as the last one's answer shows a third has passed. It used to wait a
+// full third after each answer, and with answers this slow it ran out of
+// lease (or slept up to its deadline and gave a live lease up without
+// trying).
+func TestKeepAliveHoldsALeaseThroughSlowAnswers(t *testing.T) {
+	const d = 6 * time.Second
+	p, l, direct := proxied(t, lock.WithLeaseDuration(d))
+	ctx := context.Background()
+	warm, err := l.TryAcquire(ctx, "warm-up") // the proxy's first connection is slow to open
+	if err != nil {
+		t.Fatal(err)
+	}
+	warm.Release(ctx)
+	lease, err := l.TryAcquire(ctx, "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	kctx, stop := lease.KeepAlive(ctx)
+	defer stop()
+	// Answers 2.2 s late: two renewals in a row fit in the lease less its
+	// safety margin (5.4 s), but not a renewal that waits a third of the
+	// lease after the last answer.
+	if err := p.Delay(2200 * time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-kctx.Done():
+		t.Fatalf("KeepAlive gave the lease up under slow answers: %v", context.Cause(kctx))
+	case <-time.After(2 * d):
+	}
+	p.Heal()
+	if err := direct.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
+		return lease.Guard(tx)
+	}); err != nil {
+		t.Fatalf("guard after slow renewals: %v", err)
+	}
+	if r := lease.RenewedAt(); time.Since(r) > d {
+		t.Fatalf("last renewal at %v, more than a lease ago", r)
+	}
+}

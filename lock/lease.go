@@ -194,7 +194,9 @@ func (l *Lease) stillOurs(snap *firestore.DocumentSnapshot) error {
 // Each write is conditioned on the document's update time and re-read on a
 // conflict or an ambiguous failure. A lease that is gone already gives
 // ErrNotHeld; a stale holder can never delete a newer lease. Done is closed
-// either way.
+// either way. A lease that KeepAlive gave up on may still stand (a renewal
+// can land unheard), and Release still gives it up: call it before taking
+// the key again, as the lock is not reentrant.
 func (l *Lease) Release(ctx context.Context) error { return l.release(ctx, false) }
 
 // release is Release; maybeLanded says an earlier attempt (a batch of
@@ -306,15 +308,26 @@ func (l *Lease) keepAlive(ctx context.Context, cancel context.CancelCauseFunc) {
 	// Give up a little before the local end so work stops before the
 	// server could grant the key to somebody else.
 	safety := min(time.Second, l.duration/10)
-	wait := period
+	// A renewal is due a third into the lease as this holder knows it: a
+	// third after the send time of the write that granted or last renewed
+	// it. A write answered late (a slow network, a loaded server) leaves
+	// less of its lease, so the next renewal comes sooner, at once if a
+	// third has passed already.
+	due := func() time.Duration {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		return time.Until(l.validUntil.Add(period - l.duration))
+	}
+	wait := due()
 	for {
 		l.mu.Lock()
 		deadline := l.validUntil.Add(-safety)
 		l.mu.Unlock()
 		if left := time.Until(deadline); left < wait {
-			wait = max(left, 0)
+			// Never sleep up to the deadline: try at least once before it.
+			wait = left / 2
 		}
-		t := time.NewTimer(wait)
+		t := time.NewTimer(max(wait, 0))
 		select {
 		case <-ctx.Done():
 			t.Stop()
@@ -334,7 +347,7 @@ func (l *Lease) keepAlive(ctx context.Context, cancel context.CancelCauseFunc) {
 		rcancel()
 		switch {
 		case err == nil:
-			wait = period
+			wait = due()
 		case ctx.Err() != nil:
 			return
 		case l.Err() != nil: // Renew found the lease lost
