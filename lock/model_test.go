@@ -150,7 +150,14 @@ func lockStep(s lockState, in lockIn, out lockOut) (bool, lockState) {
 			if out.At < s.Now || !s.Doc.exists() || s.Doc.Owner != out.Holder {
 				return false, s
 			}
-			if !s.Doc.Phantom && !(s.Doc.liveAt(out.At) && (s.Doc.EndUnknown || out.End <= s.Doc.End)) {
+			if s.Doc.Phantom {
+				s.Now = out.At
+				return true, s
+			}
+			if unheardRenewal(s.Doc, out.End, out.At) {
+				s.Doc.End = out.End
+			}
+			if !(s.Doc.liveAt(out.At) && (s.Doc.EndUnknown || out.End <= s.Doc.End)) {
 				return false, s // ErrHeld only for a live lease, ending when it does
 			}
 			s.Now = out.At
@@ -213,8 +220,13 @@ func lockStep(s lockState, in lockIn, out lockOut) (bool, lockState) {
 		case s.Doc.Phantom:
 			return out.Owner == s.Doc.Owner, s
 		}
-		return s.Doc.exists() && out.Owner == s.Doc.Owner && out.ReadAcquiredAt == s.Doc.AcquiredAt &&
-			(s.Doc.EndUnknown || out.ReadEnd <= s.Doc.End), s
+		if !s.Doc.exists() || out.Owner != s.Doc.Owner || out.ReadAcquiredAt != s.Doc.AcquiredAt {
+			return false, s
+		}
+		if unheardRenewal(s.Doc, out.ReadEnd, out.At) {
+			s.Doc.End = out.ReadEnd
+		}
+		return s.Doc.EndUnknown || out.ReadEnd <= s.Doc.End, s
 	case opReadRegister:
 		if out.At < s.Now || out.Value != s.Value {
 			return false, s
@@ -223,6 +235,19 @@ func lockStep(s lockState, in lockIn, out lockOut) (bool, lockState) {
 		return true, s
 	}
 	return false, s
+}
+
+// unheardRenewal: a read at server time at that shows the holder's lease
+// ending at end, later than any renewal the model has placed, may be a
+// renewal of the holder's own whose answer is still to come. Renew writes
+// again, on the update time it reads back, when its first attempt failed
+// ambiguously or on a conflict; the first may have landed all the same,
+// so one Renew can move the end twice, and a reader can see the first
+// move before the Renew's answer names the second. The renewal is stamped
+// by the server, so no later than the read, and only the holder renews.
+func unheardRenewal(g grant, end, at int64) bool {
+	stamped := end - g.Length
+	return end > g.End && stamped <= at && stamped >= g.AcquiredAt
 }
 
 // guardedWrite applies a guarded write that committed: only the latest
@@ -417,6 +442,9 @@ func TestLockModel(t *testing.T) {
 			grantOf(1, "a", 1), unknown(grantOf(3, "c", 2)), grantOf(2, "b", 5)}, porcupine.Illegal},
 		{"a renewal of unknown outcome may have moved the end", []modelOp{
 			grantOf(1, "a", 1), unknown(renew(1, 5)), heldBy("a", 12, 15)}, porcupine.Ok},
+		{"a renewal that landed unheard shows before its Renew's answer", []modelOp{
+			grantOf(1, "a", 1), heldBy("a", 5, 14.5), renew(1, 6), heldBy("a", 7, 16)}, porcupine.Ok},
+		{"a lease end no renewal could have stamped yet", []modelOp{grantOf(1, "a", 1), heldBy("a", 3, 14)}, porcupine.Illegal},
 		{"a register read sees the latest guarded write", []modelOp{
 			grantOf(1, "a", 1), write(1, 7, 2, 2.1, 0), readRegister(3, 0)}, porcupine.Illegal},
 		{"a guarded write of unknown outcome may have committed", []modelOp{
