@@ -77,6 +77,7 @@ const (
 	fanOutReads    = 10000 // a second
 	rediscover     = 15 * time.Second
 	takeRetry      = 250 * time.Millisecond
+	giveUpTimeout  = 2 * time.Second
 	discoverWindow = time.Hour // screenings that started longer ago are done
 )
 
@@ -110,8 +111,14 @@ func (s *Service) Admitter() (*Admitter, error) {
 
 // saleRun is what one run knows of a sale it admits.
 type saleRun struct {
-	id      string
-	lease   *lock.Lease
+	id    string
+	lease *lock.Lease
+	// lapsed is a lease this run stopped using because its keep-alive could
+	// not confirm a renewal in time. A renewal may still have landed
+	// unheard, so it can stand in Firestore for a while yet, and the lock
+	// is not reentrant: it is released (conditionally: only while it is
+	// still this acquisition) before the sale is taken again.
+	lapsed  *lock.Lease
 	ctx     context.Context // ends when the lease is lost
 	stop    func()
 	st      admitState // as of this run's last commit
@@ -134,6 +141,9 @@ func (a *Admitter) Run(ctx context.Context, until time.Time) error {
 	defer func() {
 		for _, r := range runs {
 			a.drop(r, !crashed)
+			if r.lapsed != nil && !crashed {
+				a.giveUp(r)
+			}
 		}
 	}()
 	var discovered time.Time
@@ -176,8 +186,11 @@ func (a *Admitter) Run(ctx context.Context, until time.Time) error {
 			case errors.Is(err, errCrash):
 				crashed = true
 				return err
-			case err != nil && r.ctx.Err() != nil: // the lease was lost: take it again later
+			case err != nil && r.ctx.Err() != nil: // the lease was lost: take it again soon
+				a.s.o.log.Warn("sale: admitter lost its lease", "screeningId", id, "error", context.Cause(r.ctx).Error())
+				r.lapsed = r.lease
 				a.drop(r, false)
+				r.due = time.Time{}
 				wake = min(wake, takeRetry)
 				continue
 			case err != nil:
@@ -239,6 +252,9 @@ func (a *Admitter) stateRef(id string) *firestore.DocumentRef {
 // take tries the sale's admitter lease once; false: another admitter
 // holds it.
 func (a *Admitter) take(ctx context.Context, r *saleRun) (bool, error) {
+	if r.lapsed != nil && !a.giveUp(r) {
+		return false, nil
+	}
 	lease, err := a.locker.TryAcquire(ctx, "admit-"+r.id)
 	if errors.Is(err, lock.ErrHeld) {
 		return false, nil
@@ -259,6 +275,21 @@ func (a *Admitter) take(ctx context.Context, r *saleRun) (bool, error) {
 	r.lease, r.st, r.rank, r.last = lease, st, rs, nil
 	r.ctx, r.stop = lease.KeepAlive(ctx)
 	return true, nil
+}
+
+// giveUp releases the run's lapsed lease, if it is still this
+// acquisition's; true once it is gone (released, or found ended or taken
+// over). On a failure it is tried again at the next take.
+func (a *Admitter) giveUp(r *saleRun) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), giveUpTimeout)
+	defer cancel()
+	err := r.lapsed.Release(ctx)
+	if err != nil && !errors.Is(err, lock.ErrNotHeld) {
+		a.s.o.log.Warn("sale: admitter: release a lapsed lease", "screeningId", r.id, "error", err.Error())
+		return false
+	}
+	r.lapsed = nil
+	return true
 }
 
 // drop stops renewing the sale's lease and, if release, gives it up.

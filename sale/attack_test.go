@@ -128,11 +128,11 @@ func TestAdmissionWithin2sAtTheContractsTicks(t *testing.T) {
 
 // faultyAdmitter is an admitter whose every call, its lease's included,
 // goes through a fault proxy.
-func (e *env) faultyAdmitter() (*Admitter, *faultproxy.Proxy) {
+func (e *env) faultyAdmitter(extra ...Option) (*Admitter, *faultproxy.Proxy) {
 	e.t.Helper()
 	p := faultproxy.Start(e.t, os.Getenv("FIRESTORE_EMULATOR_HOST"))
 	via, opts := emulators.NewFirestoreVia(e.t, p.Addr, projectOf(e.fs))
-	svc := New(via, testOptions(e.log)...)
+	svc := New(via, append(testOptions(e.log), extra...)...)
 	l, err := lock.New(via, Locks, lock.WithLeaseDuration(svc.o.lease), lock.WithClientOptions(opts...))
 	if err != nil {
 		e.t.Fatal(err)
@@ -202,5 +202,71 @@ func TestAdmittersThroughFaultsKeepTheLimits(t *testing.T) {
 		if !waiting && !admitted {
 			t.Fatalf("a place left half admitted: %+v", p)
 		}
+	}
+}
+
+// An admitter whose answers are lost for longer than its keep-alive can
+// wait, while its renewals still land, gives the sale up locally with its
+// lease still standing in Firestore. Once the network heals it must give
+// that lease up and go on admitting at once, not sit out the rest of a
+// lease nobody uses (the surge run saw admission stop for up to 37 s).
+func TestAdmitterRetakesItsSaleAtOnceAfterLosingItsLease(t *testing.T) {
+	const lease = 9 * time.Second
+	e := newEnv(t, 10, 20, saleOpening(time.Now().Add(time.Hour), 600, 1, 1))
+	for i := range 40 {
+		e.join(fmt.Sprintf("u%02d", i))
+	}
+	e.setSale(map[string]any{"opensAt": e.serverNow()})
+	a, p := e.faultyAdmitter(WithAdmitterLease(lease))
+	ref := e.fs.Collection(Locks).Doc("admit-" + e.id)
+	renewedAt := func() time.Time {
+		snap, err := ref.Get(context.Background())
+		if err != nil {
+			return time.Time{}
+		}
+		v, _ := snap.Data()[lock.FieldRenewedAt].(time.Time)
+		return v
+	}
+	var healedAt time.Time
+	var wg sync.WaitGroup
+	var runErr error
+	wg.Go(func() { runErr = e.run(a, 16*time.Second) })
+	wg.Go(func() {
+		// Slow the answers just after a renewal was heard: the next one
+		// lands a third of a lease later, unheard, and the keep-alive gives
+		// up near the end of the lease it heard, while Firestore's runs on
+		// for that third.
+		var first time.Time
+		for deadline := time.Now().Add(6 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+			r := renewedAt()
+			if first.IsZero() {
+				first = r
+			} else if !r.Equal(first) {
+				break
+			}
+		}
+		// Answers held back longer than the lease: requests still reach
+		// Firestore and renewals land, but none is heard in time.
+		if err := p.Delay(2 * lease); err != nil {
+			t.Error(err)
+		}
+		time.Sleep(lease - lease/10 + 400*time.Millisecond) // past the local give-up
+		p.Heal()
+		healedAt = time.Now() // the emulator's clock is this machine's
+	})
+	wg.Wait()
+	t.Logf("run: %v; faults: %d", runErr, p.Faults())
+	var next *time.Time
+	for _, pl := range e.places() {
+		if pl.AdmittedAt != nil && pl.AdmittedAt.After(healedAt) && (next == nil || pl.AdmittedAt.Before(*next)) {
+			next = pl.AdmittedAt
+		}
+	}
+	if next == nil {
+		t.Fatalf("nobody was admitted in the 6 s after the network healed at %s", healedAt.Format(time.RFC3339Nano))
+	}
+	t.Logf("first admission %v after the heal", next.Sub(healedAt))
+	if gap := next.Sub(healedAt); gap > 2*time.Second {
+		t.Fatalf("the first admission came %v after the network healed, want within 2s: the admitter sat out a lease it no longer used", gap)
 	}
 }
