@@ -1,0 +1,76 @@
+package rpcstats_test
+
+import (
+	"context"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"cloud.google.com/go/firestore"
+	"github.com/firelock/firelock/internal/emulators"
+	"github.com/firelock/firelock/internal/rpcstats"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+func TestMain(m *testing.M) { os.Exit(emulators.RunTests(m, emulators.Firestore)) }
+
+// Writes and OnWrite count what Firestore applied: the writes of commits
+// that succeeded. A refused commit (here a create of a document that
+// exists) costs an RPC and writes nothing. Reads count documents, a
+// missing one in a batched get too.
+func TestCountsAppliedWritesAndDocumentsRead(t *testing.T) {
+	ctx := context.Background()
+	var s rpcstats.Stats
+	var mu sync.Mutex
+	var written []string
+	s.OnWrite = func(doc string, _ time.Time) {
+		mu.Lock()
+		written = append(written, doc)
+		mu.Unlock()
+	}
+	c, err := rpcstats.NewClient(ctx, emulators.ProjectID(t), &s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	a, b := c.Collection("stats").Doc("a"), c.Collection("stats").Doc("b")
+
+	before := s.Snapshot()
+	if _, err := a.Create(ctx, map[string]any{"n": 1}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Create(ctx, map[string]any{"n": 2}); status.Code(err) != codes.AlreadyExists {
+		t.Fatalf("second create: %v, want AlreadyExists", err)
+	}
+	got := s.Snapshot().Sub(before)
+	if got.RPCs["Commit"] != 2 || got.Writes != 1 || got.Reads != 0 {
+		t.Fatalf("a create and a refused create: %v; want 2 Commits, 1 write, 0 reads", got)
+	}
+	mu.Lock()
+	if len(written) != 1 || written[0] != a.Path {
+		t.Fatalf("OnWrite saw %v, want only %s", written, a.Path)
+	}
+	mu.Unlock()
+
+	before = s.Snapshot()
+	if _, err := c.GetAll(ctx, []*firestore.DocumentRef{a, b}); err != nil {
+		t.Fatal(err)
+	}
+	got = s.Snapshot().Sub(before)
+	if got.RPCs["BatchGetDocuments"] != 1 || got.Reads != 2 || got.Writes != 0 {
+		t.Fatalf("a batched get of one document found and one missing: %v; want 1 RPC, 2 reads", got)
+	}
+
+	before = s.Snapshot()
+	batch := c.Batch()
+	batch.Set(b, map[string]any{"n": 3})
+	batch.Delete(a)
+	if _, err := batch.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := s.Snapshot().Sub(before); got.RPCs["Commit"] != 1 || got.Writes != 2 {
+		t.Fatalf("a batch of a set and a delete: %v; want 1 Commit, 2 writes", got)
+	}
+}
