@@ -47,6 +47,9 @@ async function holdAndConfirm(page: Page, seats: string[]): Promise<void> {
 test("three users wait, are admitted in fair order (the early joiner first), hold and confirm; a waiting user never opens the seat map; sold out shows at once", async ({
   open,
 }) => {
+  // Four browsers through a whole sale, with screenshots: about 90 s on two
+  // shared cores, the default timeout's whole budget. Three times that.
+  test.slow();
   // A hall of 6 seats, 2 a user, one pass at a time: admission order shows
   // as who is let in while the others wait, and three bookings sell it out.
   const sale: Sale = { opensAt: new Date(Date.now() + 300_000), admitPerMinute: 60, maxActive: 1, passSeconds: 120, maxSeatsPerUser: 2 };
