@@ -116,8 +116,9 @@ type saleRun struct {
 	// lapsed is a lease this run stopped using because its keep-alive could
 	// not confirm a renewal in time. A renewal may still have landed
 	// unheard, so it can stand in Firestore for a while yet, and the lock
-	// is not reentrant: it is released (conditionally: only while it is
-	// still this acquisition) before the sale is taken again.
+	// is not reentrant: a take that finds it still standing releases it
+	// (conditionally: only while it is still this acquisition) and tries
+	// again; one that ended is taken over as any ended lease is.
 	lapsed  *lock.Lease
 	ctx     context.Context // ends when the lease is lost
 	stop    func()
@@ -252,16 +253,22 @@ func (a *Admitter) stateRef(id string) *firestore.DocumentRef {
 // take tries the sale's admitter lease once; false: another admitter
 // holds it.
 func (a *Admitter) take(ctx context.Context, r *saleRun) (bool, error) {
-	if r.lapsed != nil && !a.giveUp(r) {
-		return false, nil
+	key := "admit-" + r.id
+	lease, err := a.locker.TryAcquire(ctx, key)
+	// Held by our own lapsed lease (a renewal landed unheard): give it up
+	// and try again. A lapsed lease that ended meanwhile is simply taken
+	// over, so a release that cannot get through never holds a take up.
+	var held *lock.HeldError
+	if errors.As(err, &held) && r.lapsed != nil && held.Holders[0].Owner == r.lapsed.Owner() && a.giveUp(r) {
+		lease, err = a.locker.TryAcquire(ctx, key)
 	}
-	lease, err := a.locker.TryAcquire(ctx, "admit-"+r.id)
 	if errors.Is(err, lock.ErrHeld) {
 		return false, nil
 	}
 	if err != nil {
 		return false, err
 	}
+	r.lapsed = nil // released, or ended and taken over by this grant
 	var st admitState
 	var rs rankState
 	snaps, err := a.s.client.GetAll(ctx, []*firestore.DocumentRef{a.stateRef(r.id), a.rankingRef(r.id)})
