@@ -16,6 +16,8 @@ var (
 	BugTakeoverIgnoresEnd   = Bug{"a takeover that ignores the lease end", &bugTakeoverIgnoresEnd}
 	BugGuardChecksNothing   = Bug{"a Guard that checks nothing", &bugGuardChecksNothing}
 	BugReleaseUnconditional = Bug{"a release without its precondition", &bugReleaseUnconditional}
+	BugRenewStretches       = Bug{"a renewal that stretches the lease", &bugRenewStretches}
+	BugRenewAnyHolder       = Bug{"a renewal of whatever lease stands", &bugRenewAnyHolder}
 )
 
 // Plant turns the bug on until tb ends. Tests of this package run one at

@@ -16,6 +16,12 @@ var (
 	// bugReleaseUnconditional: a release deletes the lease document
 	// without its update-time precondition.
 	bugReleaseUnconditional atomic.Bool
+	// bugRenewStretches: a renewal writes the lease twice as long as it
+	// was granted.
+	bugRenewStretches atomic.Bool
+	// bugRenewAnyHolder: a renewal is conditioned only on the document
+	// existing, so it renews whatever lease stands there.
+	bugRenewAnyHolder atomic.Bool
 )
 
 // ignoresEnd: the planted bug takes d, another owner's live lease, for ended.

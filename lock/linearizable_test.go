@@ -340,3 +340,43 @@ func TestReleaseWhoseAnswerWasLostAndRetriedIsDone(t *testing.T) {
 		t.Fatalf("released lease ended with %v, want nil (a clean release)", err)
 	}
 }
+
+// A renewal that writes a longer lease than it was granted (the planted
+// BugRenewStretches) keeps the key from others past the lease's end. The
+// checker must see it: a try after the end the renewal answered finds the
+// key still held. The same script without the bug is linearizable.
+func TestLinearizabilityCatchesAStretchedRenewal(t *testing.T) {
+	for _, planted := range []bool{false, true} {
+		t.Run(fmt.Sprintf("planted=%v", planted), func(t *testing.T) {
+			if planted {
+				lock.BugRenewStretches.Plant(t)
+			}
+			p, _, _ := proxied(t) // no faults: for this test's project
+			c, copts := newClientVia(t, p.Addr)
+			h := linearize.NewHistory[lockIn, lockOut]()
+			worker := func(id int) *historyWorker {
+				l := newLocker(t, c, lock.WithLeaseDuration(historyLease), lock.WithClientOptions(copts...))
+				return &historyWorker{id: id, h: h, c: c, l: l, grants: new(atomic.Int64), values: new(atomic.Int64)}
+			}
+			holder, other := worker(1), worker(2)
+			ctx := context.Background()
+			holder.grant(ctx, opTry, "k")
+			if holder.lease == nil {
+				t.Fatal("no grant")
+			}
+			holder.renew(ctx)
+			time.Sleep(historyLease + 300*time.Millisecond) // past the end the renewal answered
+			other.grant(ctx, opTry, "k")
+			if got := other.lease != nil; got == planted {
+				t.Fatalf("granted after the renewed end: %v; the scenario needs the key held only with the bug planted", got)
+			}
+			want := porcupine.Ok
+			if planted {
+				want = porcupine.Illegal
+			}
+			if res := linearize.Check(t, lockModel, h, time.Minute); res.Verdict != want {
+				t.Fatalf("checker found %v, want %v", res, want)
+			}
+		})
+	}
+}

@@ -505,13 +505,20 @@ func (l *Locker) joinWrite(ref *firestore.DocumentRef, id string, d leaseDoc, pr
 // renewWrite moves renewedAt to the server's request time (and expireAt
 // along); owner, acquiredAt, leaseSeconds and the holders stay as they are.
 func (l *Locker) renewWrite(ref *firestore.DocumentRef, lease time.Duration, pre *pb.Precondition) (*pb.Write, error) {
-	fields, err := encodeFields(map[string]any{FieldExpireAt: l.expireAt(lease)})
+	data, mask := map[string]any{FieldExpireAt: l.expireAt(lease)}, []string{FieldExpireAt}
+	if bugRenewStretches.Load() {
+		data[FieldLeaseSeconds], mask = 2*int64(lease/time.Second), append(mask, FieldLeaseSeconds)
+	}
+	if bugRenewAnyHolder.Load() {
+		pre = &pb.Precondition{ConditionType: &pb.Precondition_Exists{Exists: true}}
+	}
+	fields, err := encodeFields(data)
 	if err != nil {
 		return nil, err
 	}
 	return &pb.Write{
 		Operation:        &pb.Write_Update{Update: &pb.Document{Name: ref.Path, Fields: fields}},
-		UpdateMask:       &pb.DocumentMask{FieldPaths: []string{FieldExpireAt}},
+		UpdateMask:       &pb.DocumentMask{FieldPaths: mask},
 		UpdateTransforms: stampNow(FieldRenewedAt),
 		CurrentDocument:  pre,
 	}, nil

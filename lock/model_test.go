@@ -445,6 +445,9 @@ func TestLockModel(t *testing.T) {
 		{"a renewal that landed unheard shows before its Renew's answer", []modelOp{
 			grantOf(1, "a", 1), heldBy("a", 5, 14.5), renew(1, 6), heldBy("a", 7, 16)}, porcupine.Ok},
 		{"a lease end no renewal could have stamped yet", []modelOp{grantOf(1, "a", 1), heldBy("a", 3, 14)}, porcupine.Illegal},
+		{"a lease end moved with no renewal called", []modelOp{grantOf(1, "a", 1), heldBy("a", 5, 14.5)}, porcupine.Illegal},
+		{"a lease end moved after the last renewal answered", []modelOp{
+			grantOf(1, "a", 1), renew(1, 4), heldBy("a", 15, 16)}, porcupine.Illegal},
 		{"a register read sees the latest guarded write", []modelOp{
 			grantOf(1, "a", 1), write(1, 7, 2, 2.1, 0), readRegister(3, 0)}, porcupine.Illegal},
 		{"a guarded write of unknown outcome may have committed", []modelOp{
