@@ -164,6 +164,7 @@ func waitedInVain(err error) bool {
 }
 
 func (w *historyWorker) renew(ctx context.Context) {
+	w.h.Call(w.id, lockIn{Op: opRenewCall, Key: w.lease.Key(), Lease: w.num}).Return(lockOut{})
 	call := w.h.Call(w.id, lockIn{Op: opRenew, Key: w.lease.Key(), Lease: w.num})
 	switch err := w.lease.Renew(ctx); {
 	case err == nil:
@@ -369,6 +370,57 @@ func TestLinearizabilityCatchesAStretchedRenewal(t *testing.T) {
 			other.grant(ctx, opTry, "k")
 			if got := other.lease != nil; got == planted {
 				t.Fatalf("granted after the renewed end: %v; the scenario needs the key held only with the bug planted", got)
+			}
+			want := porcupine.Ok
+			if planted {
+				want = porcupine.Illegal
+			}
+			if res := linearize.Check(t, lockModel, h, time.Minute); res.Verdict != want {
+				t.Fatalf("checker found %v, want %v", res, want)
+			}
+		})
+	}
+}
+
+// A stale holder's renewal that lands on the lease granted after its own
+// (the planted BugRenewAnyHolder), its answer lost, moves the new holder's
+// end. Only the new holder renews its lease, and it is not renewing: the
+// checker must see a moved end. The same script without the bug is
+// linearizable.
+func TestLinearizabilityCatchesARenewalOfAnotherGrant(t *testing.T) {
+	for _, planted := range []bool{false, true} {
+		t.Run(fmt.Sprintf("planted=%v", planted), func(t *testing.T) {
+			if planted {
+				lock.BugRenewAnyHolder.Plant(t)
+			}
+			p, l, direct := proxied(t, lock.WithLeaseDuration(historyLease))
+			h := linearize.NewHistory[lockIn, lockOut]()
+			grants := new(atomic.Int64)
+			stale := &historyWorker{id: 1, h: h, c: direct, l: l, grants: grants, values: new(atomic.Int64)}
+			next := &historyWorker{id: 2, h: h, c: direct, l: newLocker(t, direct, lock.WithLeaseDuration(historyLease)),
+				grants: grants, values: new(atomic.Int64)}
+			ctx := context.Background()
+			stale.grant(ctx, opTry, "k")
+			time.Sleep(historyLease + 100*time.Millisecond)
+			next.grant(ctx, opTry, "k")
+			if stale.lease == nil || next.lease == nil {
+				t.Fatal("the scenario needs two grants, one after the other")
+			}
+			if err := p.DropAnswers(100 * time.Millisecond); err != nil {
+				t.Fatal(err)
+			}
+			rctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+			stale.renew(rctx) // its answer is lost
+			cancel()
+			p.Heal()
+			next.readLease(ctx, "k")
+			snap, err := direct.Collection(coll).Doc("k").Get(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			renewed, _ := snap.Data()[lock.FieldRenewedAt].(time.Time)
+			if moved := renewed.After(next.lease.RenewedAt()); moved != planted {
+				t.Fatalf("the new grant's renewedAt moved: %v; the scenario needs it moved only with the bug planted", moved)
 			}
 			want := porcupine.Ok
 			if planted {

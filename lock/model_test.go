@@ -32,9 +32,10 @@ const (
 	opWrite                      // a transaction that calls Guard, reads the register and writes it
 	opReadLease                  // a plain read of the lease document
 	opReadRegister               // a plain read of the register
+	opRenewCall                  // Lease.Renew is called: recorded as an instant, just before the opRenew it starts
 )
 
-var opNames = [...]string{"try", "acquire", "renew", "release", "guarded write", "read lease", "read register"}
+var opNames = [...]string{"try", "acquire", "renew", "release", "guarded write", "read lease", "read register", "renew call"}
 
 func (o lockOp) String() string { return opNames[o] }
 
@@ -88,6 +89,10 @@ type grant struct {
 	// EndUnknown: a renewal of unknown outcome may have moved the end
 	// later than End.
 	EndUnknown bool
+	// Renewing: a Renew of this lease was called and has not answered;
+	// RenewCalled is a lower bound of the server time it was called at.
+	Renewing    bool
+	RenewCalled int64
 }
 
 func (g grant) exists() bool { return g.Lease != 0 || g.Phantom }
@@ -175,11 +180,17 @@ func lockStep(s lockState, in lockIn, out lockOut) (bool, lockState) {
 			// be the latest.
 			s.Now = max(s.Now, out.RenewedAt)
 			s.Doc.End = max(s.Doc.End, out.End)
+			s.Doc.Renewing = false
 			return true, s
 		case answerNotHeld:
 			return s.Doc.Lease != in.Lease, s
 		}
 		return false, s
+	case opRenewCall:
+		if s.Doc.Lease == in.Lease && !s.Doc.Phantom {
+			s.Doc.Renewing, s.Doc.RenewCalled = true, s.Now
+		}
+		return true, s
 	case opRelease:
 		switch out.Answer {
 		case answerOK:
@@ -243,11 +254,12 @@ func lockStep(s lockState, in lockIn, out lockOut) (bool, lockState) {
 // again, on the update time it reads back, when its first attempt failed
 // ambiguously or on a conflict; the first may have landed all the same,
 // so one Renew can move the end twice, and a reader can see the first
-// move before the Renew's answer names the second. The renewal is stamped
-// by the server, so no later than the read, and only the holder renews.
+// move before the Renew's answer names the second. So only while a Renew
+// of this lease is in flight, and stamped by the server between its call
+// and the read; nothing else moves a lease's end.
 func unheardRenewal(g grant, end, at int64) bool {
 	stamped := end - g.Length
-	return end > g.End && stamped <= at && stamped >= g.AcquiredAt
+	return g.Renewing && end > g.End && stamped <= at && stamped >= g.RenewCalled
 }
 
 // guardedWrite applies a guarded write that committed: only the latest
@@ -303,6 +315,8 @@ func describeLockOp(in lockIn, out lockOut) string {
 		did = fmt.Sprintf("#%d guarded write %d", in.Lease, in.Value)
 	case opReadLease, opReadRegister:
 		did = in.Op.String()
+	case opRenewCall:
+		return fmt.Sprintf("#%d %s", in.Lease, in.Op)
 	default:
 		did = fmt.Sprintf("#%d %s", in.Lease, in.Op)
 	}
@@ -395,6 +409,7 @@ func TestLockModel(t *testing.T) {
 	renew := func(n int, at float64) modelOp {
 		return modelOp{client: n, in: lockIn{Op: opRenew, Key: "k", Lease: n}, out: lockOut{RenewedAt: s(at), End: s(at + 10)}}
 	}
+	renewCall := func(n int) modelOp { return modelOp{client: n, in: lockIn{Op: opRenewCall, Key: "k", Lease: n}} }
 	release := func(n int, a answer) modelOp {
 		return modelOp{client: n, in: lockIn{Op: opRelease, Key: "k", Lease: n}, out: lockOut{Answer: a}}
 	}
@@ -443,7 +458,9 @@ func TestLockModel(t *testing.T) {
 		{"a renewal of unknown outcome may have moved the end", []modelOp{
 			grantOf(1, "a", 1), unknown(renew(1, 5)), heldBy("a", 12, 15)}, porcupine.Ok},
 		{"a renewal that landed unheard shows before its Renew's answer", []modelOp{
-			grantOf(1, "a", 1), heldBy("a", 5, 14.5), renew(1, 6), heldBy("a", 7, 16)}, porcupine.Ok},
+			grantOf(1, "a", 1), renewCall(1), heldBy("a", 5, 14.5), renew(1, 6), heldBy("a", 7, 16)}, porcupine.Ok},
+		{"a renewal stamped before its Renew was called", []modelOp{
+			grantOf(1, "a", 1), heldBy("a", 3, 11), renewCall(1), heldBy("a", 5, 12.5), renew(1, 6)}, porcupine.Illegal},
 		{"a lease end no renewal could have stamped yet", []modelOp{grantOf(1, "a", 1), heldBy("a", 3, 14)}, porcupine.Illegal},
 		{"a lease end moved with no renewal called", []modelOp{grantOf(1, "a", 1), heldBy("a", 5, 14.5)}, porcupine.Illegal},
 		{"a lease end moved after the last renewal answered", []modelOp{
