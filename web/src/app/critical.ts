@@ -132,7 +132,10 @@ async function main(): Promise<void> {
       holder.textContent = "Nobody is editing.";
     }
     if (user) followHolder(s);
-    content.readOnly = s !== "mine";
+    // Not while an action runs: taking the lock loads the saved text into
+    // the editor when its read returns, which would wipe what was typed
+    // meanwhile (a CI run saved the old text over the new this way).
+    content.readOnly = s !== "mine" || busy;
     if (s !== "mine" && content.value !== saved) content.value = saved;
     lockButton.disabled = !user || busy || s === "mine";
     saveButton.disabled = unlockButton.disabled = !user || busy || s !== "mine";
