@@ -270,3 +270,91 @@ func TestAdmitterRetakesItsSaleAtOnceAfterLosingItsLease(t *testing.T) {
 		t.Fatalf("the first admission came %v after the network healed, want within 2s: the admitter sat out a lease it no longer used", gap)
 	}
 }
+
+// An admitter whose lease lapsed while its network is down cannot release
+// it; the lease ends, and another admitter takes the sale over. Once the
+// network heals, the lapsed lease's release (at a take, or at the end of
+// the run) must find it taken over and leave the new holder's grant in
+// place (the release is conditional): the sale stays with one admitter,
+// within its limits.
+func TestLapsedLeaseReleaseLeavesTheNextAdmittersLease(t *testing.T) {
+	const n, perWindow, maxActive = 30, 4, 3
+	e := newEnv(t, 10, 20, saleOpening(time.Now().Add(time.Hour), perWindow, maxActive, 1))
+	for i := range n {
+		e.join(fmt.Sprintf("u%02d", i))
+	}
+	e.setSale(map[string]any{"opensAt": e.serverNow()})
+	a, pa := e.faultyAdmitter()
+	b, _ := e.faultyAdmitter()
+	ref := e.fs.Collection(Locks).Doc("admit-" + e.id)
+	// The lease's owner, once it renewed: its holder heard the grant.
+	owner := func() string {
+		snap, err := ref.Get(context.Background())
+		if err != nil {
+			return ""
+		}
+		acquired, _ := snap.Data()[lock.FieldAcquiredAt].(time.Time)
+		renewed, _ := snap.Data()[lock.FieldRenewedAt].(time.Time)
+		if !renewed.After(acquired) {
+			return ""
+		}
+		o, _ := snap.Data()[lock.FieldOwner].(string)
+		return o
+	}
+	waitFor := func(who string, within time.Duration) {
+		for deadline := time.Now().Add(within); owner() != who; time.Sleep(10 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("the sale's lease is not %s's after %v", who, within)
+			}
+		}
+	}
+	var wg sync.WaitGroup
+	var errs [2]error
+	defer wg.Wait()
+	aDone := make(chan struct{})
+	wg.Go(func() { defer close(aDone); errs[0] = e.run(a, 10*time.Second) })
+	waitFor(a.locker.Owner(), 3*time.Second)
+	if err := pa.Delay(time.Minute); err != nil { // no answer comes back in time
+		t.Fatal(err)
+	}
+	wg.Go(func() { errs[1] = e.run(b, 14*time.Second) })
+	waitFor(b.locker.Owner(), 5*time.Second)
+	snap, err := ref.Get(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	grant, _ := snap.Data()[lock.FieldAcquiredAt].(time.Time)
+	// The grant b took stands: while a's keep-alive gives up under the
+	// fault, after the heal, and past the end of a's run.
+	healAt, aEnded := time.Now().Add(5*time.Second), time.Time{}
+	for aEnded.IsZero() || time.Since(aEnded) < 500*time.Millisecond {
+		select {
+		case <-aDone:
+			if aEnded.IsZero() {
+				aEnded = time.Now()
+			}
+		default:
+		}
+		if !healAt.IsZero() && time.Now().After(healAt) {
+			pa.Heal()
+			healAt = time.Time{}
+		}
+		snap, err := ref.Get(context.Background())
+		if err != nil {
+			t.Fatalf("the next admitter's lease is gone (%v): the lapsed lease's release deleted it", err)
+		}
+		if o, _ := snap.Data()[lock.FieldOwner].(string); o != b.locker.Owner() || !snap.Data()[lock.FieldAcquiredAt].(time.Time).Equal(grant) {
+			t.Fatalf("the next admitter's grant of %v was replaced (owner %q, acquiredAt %v)", grant, o, snap.Data()[lock.FieldAcquiredAt])
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	wg.Wait()
+	log := e.log.String()
+	t.Logf("runs: %v; failed releases of a lapsed lease: %d", errs, strings.Count(log, "release a lapsed lease"))
+	if !strings.Contains(log, "admitter lost its lease") {
+		t.Fatal("the scenario needs the first admitter to lose its lease")
+	}
+	if bad := meteringViolations(e.places(), nil, e.state(), perWindow, maxActive, 2*time.Second); len(bad) > 0 {
+		t.Fatalf("metering violated:\n%s", strings.Join(bad, "\n"))
+	}
+}
