@@ -177,19 +177,8 @@ func TestSweepUnderFaultsLeavesNoStrayChildren(t *testing.T) {
 // instead of sitting out a lease nobody uses.
 func TestReleaseFreesALeaseKeepAliveGaveUpOn(t *testing.T) {
 	const d = 3 * time.Second
-	p, l, direct := proxied(t, lock.WithLeaseDuration(d))
+	p, l, direct, lease, kctx := keptAliveThroughProxy(t, d)
 	ctx := context.Background()
-	warm, err := l.TryAcquire(ctx, "warm-up") // the proxy's first connection is slow to open
-	if err != nil {
-		t.Fatal(err)
-	}
-	warm.Release(ctx)
-	lease, err := l.TryAcquire(ctx, "k")
-	if err != nil {
-		t.Fatal(err)
-	}
-	kctx, stop := lease.KeepAlive(ctx)
-	defer stop()
 	renewedAt := func() time.Time {
 		s, err := direct.Collection(coll).Doc("k").Get(ctx)
 		if err != nil {
@@ -245,19 +234,8 @@ func TestReleaseFreesALeaseKeepAliveGaveUpOn(t *testing.T) {
 // trying).
 func TestKeepAliveHoldsALeaseThroughSlowAnswers(t *testing.T) {
 	const d = 6 * time.Second
-	p, l, direct := proxied(t, lock.WithLeaseDuration(d))
+	p, _, direct, lease, kctx := keptAliveThroughProxy(t, d)
 	ctx := context.Background()
-	warm, err := l.TryAcquire(ctx, "warm-up") // the proxy's first connection is slow to open
-	if err != nil {
-		t.Fatal(err)
-	}
-	warm.Release(ctx)
-	lease, err := l.TryAcquire(ctx, "k")
-	if err != nil {
-		t.Fatal(err)
-	}
-	kctx, stop := lease.KeepAlive(ctx)
-	defer stop()
 	// Answers 2.2 s late: two renewals in a row fit in the lease less its
 	// safety margin (5.4 s), but not a renewal that waits a third of the
 	// lease after the last answer.
@@ -278,4 +256,25 @@ func TestKeepAliveHoldsALeaseThroughSlowAnswers(t *testing.T) {
 	if r := lease.RenewedAt(); time.Since(r) > d {
 		t.Fatalf("last renewal at %v, more than a lease ago", r)
 	}
+}
+
+// keptAliveThroughProxy grants key "k" to a Locker of lease length d whose
+// calls go through a fault proxy (its slow first connection opened first),
+// and keeps it alive until the test ends.
+func keptAliveThroughProxy(t *testing.T, d time.Duration) (*faultproxy.Proxy, *lock.Locker, *firestore.Client, *lock.Lease, context.Context) {
+	t.Helper()
+	p, l, direct := proxied(t, lock.WithLeaseDuration(d))
+	ctx := context.Background()
+	warm, err := l.TryAcquire(ctx, "warm-up")
+	if err != nil {
+		t.Fatal(err)
+	}
+	warm.Release(ctx)
+	lease, err := l.TryAcquire(ctx, "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	kctx, stop := lease.KeepAlive(ctx)
+	t.Cleanup(stop)
+	return p, l, direct, lease, kctx
 }
