@@ -98,6 +98,9 @@ type Admitter struct {
 	// commit, leaving its leases to end by themselves.
 	ignoreLimits bool
 	crash        func(admitted int64) bool
+	// lapsedReleaseFails: releasing a lapsed lease never gets through, as
+	// on a store too loaded to commit it in time.
+	lapsedReleaseFails bool
 }
 
 // Admitter returns an admitter with an owner ID of its own.
@@ -259,7 +262,7 @@ func (a *Admitter) take(ctx context.Context, r *saleRun) (bool, error) {
 	// and try again. A lapsed lease that ended meanwhile is simply taken
 	// over, so a release that cannot get through never holds a take up.
 	var held *lock.HeldError
-	if errors.As(err, &held) && r.lapsed != nil && held.Holders[0].Owner == r.lapsed.Owner() && a.giveUp(r) {
+	if errors.As(err, &held) && r.lapsed != nil && held.Holders[0].Owner == a.locker.Owner() && a.giveUp(r) {
 		lease, err = a.locker.TryAcquire(ctx, key)
 	}
 	if errors.Is(err, lock.ErrHeld) {
@@ -290,7 +293,12 @@ func (a *Admitter) take(ctx context.Context, r *saleRun) (bool, error) {
 func (a *Admitter) giveUp(r *saleRun) bool {
 	ctx, cancel := context.WithTimeout(context.Background(), giveUpTimeout)
 	defer cancel()
-	err := r.lapsed.Release(ctx)
+	var err error
+	if a.lapsedReleaseFails {
+		err = errors.New("sale: a lapsed lease's release did not get through (test hook)")
+	} else {
+		err = r.lapsed.Release(ctx)
+	}
 	if err != nil && !errors.Is(err, lock.ErrNotHeld) {
 		a.s.o.log.Warn("sale: admitter: release a lapsed lease", "screeningId", r.id, "error", err.Error())
 		return false

@@ -198,10 +198,7 @@ func meteringViolations(places []Place, doneAt map[string]time.Time, st admitSta
 func meteringRun(t *testing.T, d time.Duration, plant func(a, b *Admitter)) []string {
 	const n, perWindow, maxActive = 24, 4, 3
 	e := newEnv(t, 10, 20, saleOpening(time.Now().Add(time.Hour), perWindow, maxActive, 1))
-	for i := range n {
-		e.join(fmt.Sprintf("u%02d", i))
-	}
-	e.setSale(map[string]any{"opensAt": e.serverNow()})
+	e.joinAndOpen(n)
 	a, b := e.admitter(), e.admitter()
 	plant(a, b)
 	var wg sync.WaitGroup
@@ -251,10 +248,7 @@ func TestMeteringCheckerCatchesAnAdmitterIgnoringItsLimits(t *testing.T) {
 func TestCrashMidRunLosesNoPlace(t *testing.T) {
 	e := newEnv(t, 10, 20, saleOpening(time.Now().Add(time.Hour), 600, 4, 1))
 	const n = 12
-	for i := range n {
-		e.join(fmt.Sprintf("u%02d", i))
-	}
-	e.setSale(map[string]any{"opensAt": e.serverNow()})
+	e.joinAndOpen(n)
 	crashing := e.admitter()
 	crashing.crash = func(admitted int64) bool { return admitted > 0 }
 	if err := e.run(crashing, 5*time.Second); !errors.Is(err, errCrash) {
@@ -562,10 +556,7 @@ func TestConsecutiveRunsHandOverWithoutAGap(t *testing.T) {
 	e := newEnv(t, 10, 20, saleOpening(time.Now().Add(time.Hour), 600, 1, 1))
 	e.svc = New(e.fs, append(testOptions(e.log), WithHandover(4*time.Second))...)
 	const n, runSeconds, late = 16, 4, 3 * time.Second
-	for i := range n {
-		e.join(fmt.Sprintf("u%02d", i))
-	}
-	e.setSale(map[string]any{"opensAt": e.serverNow()})
+	e.joinAndOpen(n)
 	deliver := func(id string) error {
 		// Each delivery on an admitter of its own, as on another instance.
 		r := jobs.New(e.fs, map[string]jobs.Func{AdmitJob: e.admitter().Job()})

@@ -3,7 +3,6 @@ package sale
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"math/rand/v2"
 	"os"
@@ -147,10 +146,7 @@ func (e *env) faultyAdmitter(extra ...Option) (*Admitter, *faultproxy.Proxy) {
 func TestAdmittersThroughFaultsKeepTheLimits(t *testing.T) {
 	const n, perWindow, maxActive = 30, 4, 3
 	e := newEnv(t, 10, 20, saleOpening(time.Now().Add(time.Hour), perWindow, maxActive, 1))
-	for i := range n {
-		e.join(fmt.Sprintf("u%02d", i))
-	}
-	e.setSale(map[string]any{"opensAt": e.serverNow()})
+	e.joinAndOpen(n)
 	a, pa := e.faultyAdmitter()
 	b, pb := e.faultyAdmitter()
 	const d = 7 * time.Second
@@ -209,65 +205,78 @@ func TestAdmittersThroughFaultsKeepTheLimits(t *testing.T) {
 // wait, while its renewals still land, gives the sale up locally with its
 // lease still standing in Firestore. Once the network heals it must give
 // that lease up and go on admitting at once, not sit out the rest of a
-// lease nobody uses (the surge run saw admission stop for up to 37 s).
+// lease nobody uses (the surge run saw admission stop for up to 37 s). On
+// a store too loaded to commit the release, the lapsed lease is taken over
+// as soon as it has ended, like any ended lease.
 func TestAdmitterRetakesItsSaleAtOnceAfterLosingItsLease(t *testing.T) {
 	const lease = 9 * time.Second
-	e := newEnv(t, 10, 20, saleOpening(time.Now().Add(time.Hour), 600, 1, 1))
-	for i := range 40 {
-		e.join(fmt.Sprintf("u%02d", i))
-	}
-	e.setSale(map[string]any{"opensAt": e.serverNow()})
-	a, p := e.faultyAdmitter(WithAdmitterLease(lease))
-	ref := e.fs.Collection(Locks).Doc("admit-" + e.id)
-	renewedAt := func() time.Time {
-		snap, err := ref.Get(context.Background())
-		if err != nil {
-			return time.Time{}
-		}
-		v, _ := snap.Data()[lock.FieldRenewedAt].(time.Time)
-		return v
-	}
-	var healedAt time.Time
-	var wg sync.WaitGroup
-	var runErr error
-	wg.Go(func() { runErr = e.run(a, 16*time.Second) })
-	wg.Go(func() {
-		// Slow the answers just after a renewal was heard: the next one
-		// lands a third of a lease later, unheard, and the keep-alive gives
-		// up near the end of the lease it heard, while Firestore's runs on
-		// for that third.
-		var first time.Time
-		for deadline := time.Now().Add(6 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-			r := renewedAt()
-			if first.IsZero() {
-				first = r
-			} else if !r.Equal(first) {
-				break
+	for _, c := range []struct {
+		name         string
+		releaseFails bool
+		healAfter    time.Duration // from the fault
+	}{
+		// Just past the keep-alive's give-up, with the lease still standing.
+		{"its release gets through", false, lease - lease/10 + 400*time.Millisecond},
+		// Past the end of the renewal that landed unheard a third in.
+		{"its release cannot get through", true, lease + lease/3 + 500*time.Millisecond},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			e := newEnv(t, 10, 20, saleOpening(time.Now().Add(time.Hour), 600, 1, 1))
+			e.joinAndOpen(40)
+			a, p := e.faultyAdmitter(WithAdmitterLease(lease))
+			a.lapsedReleaseFails = c.releaseFails
+			ref := e.fs.Collection(Locks).Doc("admit-" + e.id)
+			renewedAt := func() time.Time {
+				snap, err := ref.Get(context.Background())
+				if err != nil {
+					return time.Time{}
+				}
+				v, _ := snap.Data()[lock.FieldRenewedAt].(time.Time)
+				return v
 			}
-		}
-		// Answers held back longer than the lease: requests still reach
-		// Firestore and renewals land, but none is heard in time.
-		if err := p.Delay(2 * lease); err != nil {
-			t.Error(err)
-		}
-		time.Sleep(lease - lease/10 + 400*time.Millisecond) // past the local give-up
-		p.Heal()
-		healedAt = time.Now() // the emulator's clock is this machine's
-	})
-	wg.Wait()
-	t.Logf("run: %v; faults: %d", runErr, p.Faults())
-	var next *time.Time
-	for _, pl := range e.places() {
-		if pl.AdmittedAt != nil && pl.AdmittedAt.After(healedAt) && (next == nil || pl.AdmittedAt.Before(*next)) {
-			next = pl.AdmittedAt
-		}
-	}
-	if next == nil {
-		t.Fatalf("nobody was admitted in the 6 s after the network healed at %s", healedAt.Format(time.RFC3339Nano))
-	}
-	t.Logf("first admission %v after the heal", next.Sub(healedAt))
-	if gap := next.Sub(healedAt); gap > 2*time.Second {
-		t.Fatalf("the first admission came %v after the network healed, want within 2s: the admitter sat out a lease it no longer used", gap)
+			var healedAt time.Time
+			var wg sync.WaitGroup
+			var runErr error
+			wg.Go(func() { runErr = e.run(a, c.healAfter+7*time.Second) })
+			wg.Go(func() {
+				// Slow the answers just after a renewal was heard: the next
+				// one lands a third of a lease later, unheard, and the
+				// keep-alive gives up near the end of the lease it heard,
+				// while Firestore's runs on for that third.
+				var first time.Time
+				for deadline := time.Now().Add(6 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+					r := renewedAt()
+					if first.IsZero() {
+						first = r
+					} else if !r.Equal(first) {
+						break
+					}
+				}
+				// Answers held back longer than the lease: requests still
+				// reach Firestore and renewals land, but none is heard in time.
+				if err := p.Delay(2 * lease); err != nil {
+					t.Error(err)
+				}
+				time.Sleep(c.healAfter)
+				p.Heal()
+				healedAt = time.Now() // the emulator's clock is this machine's
+			})
+			wg.Wait()
+			t.Logf("run: %v; faults: %d", runErr, p.Faults())
+			var next *time.Time
+			for _, pl := range e.places() {
+				if pl.AdmittedAt != nil && pl.AdmittedAt.After(healedAt) && (next == nil || pl.AdmittedAt.Before(*next)) {
+					next = pl.AdmittedAt
+				}
+			}
+			if next == nil {
+				t.Fatalf("nobody was admitted in the 6 s after the network healed at %s", healedAt.Format(time.RFC3339Nano))
+			}
+			t.Logf("first admission %v after the heal", next.Sub(healedAt))
+			if gap := next.Sub(healedAt); gap > 2*time.Second {
+				t.Fatalf("the first admission came %v after the network healed, want within 2s: the admitter sat out a lease it no longer used", gap)
+			}
+		})
 	}
 }
 
@@ -280,10 +289,7 @@ func TestAdmitterRetakesItsSaleAtOnceAfterLosingItsLease(t *testing.T) {
 func TestLapsedLeaseReleaseLeavesTheNextAdmittersLease(t *testing.T) {
 	const n, perWindow, maxActive = 30, 4, 3
 	e := newEnv(t, 10, 20, saleOpening(time.Now().Add(time.Hour), perWindow, maxActive, 1))
-	for i := range n {
-		e.join(fmt.Sprintf("u%02d", i))
-	}
-	e.setSale(map[string]any{"opensAt": e.serverNow()})
+	e.joinAndOpen(n)
 	a, pa := e.faultyAdmitter()
 	b, _ := e.faultyAdmitter()
 	ref := e.fs.Collection(Locks).Doc("admit-" + e.id)

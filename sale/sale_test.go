@@ -3,6 +3,7 @@ package sale
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"log/slog"
 	"os"
 	"sync"
@@ -157,6 +158,16 @@ func (e *env) admitter() *Admitter {
 // run runs a for d (until the local clock reaches now + d).
 func (e *env) run(a *Admitter, d time.Duration) error {
 	return a.Run(context.Background(), time.Now().Add(d))
+}
+
+// joinAndOpen joins n users (u00, u01, ...) to the sale, in that order,
+// and opens it now.
+func (e *env) joinAndOpen(n int) {
+	e.t.Helper()
+	for i := range n {
+		e.join(fmt.Sprintf("u%02d", i))
+	}
+	e.setSale(map[string]any{"opensAt": e.serverNow()})
 }
 
 // serverNow is Firestore's clock: the read time of a read.
