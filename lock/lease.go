@@ -195,8 +195,8 @@ func (l *Lease) stillOurs(snap *firestore.DocumentSnapshot) error {
 // conflict or an ambiguous failure. A lease that is gone already gives
 // ErrNotHeld; a stale holder can never delete a newer lease. Done is closed
 // either way. A lease that KeepAlive gave up on may still stand (a renewal
-// can land unheard), and Release still gives it up: call it before taking
-// the key again, as the lock is not reentrant.
+// can land unheard), and Release still gives it up: call it when
+// TryAcquire finds that lease standing, as the lock is not reentrant.
 func (l *Lease) Release(ctx context.Context) error { return l.release(ctx, false) }
 
 // release is Release; maybeLanded says an earlier attempt (a batch of
