@@ -257,7 +257,7 @@ func (c *Counter) Rollup(ctx context.Context) (int64, error) {
 		if ok1 && ok2 && !at.Before(s.ReadTime) {
 			return total, nil // a concurrent rollup counted as of our snapshot or later
 		}
-		sleep(ctx, time.Duration(rand.Int64N(int64(5*time.Millisecond)<<attempt)))
+		sleep(ctx, time.Duration(rand.Int64N(int64(min(5*time.Millisecond<<attempt, maxRollupBackoff)))))
 	}
 	return 0, fmt.Errorf("counter: rollup %q lost %d times to concurrent writes: %w", c.ref.ID, maxRollupTries, lastErr)
 }
@@ -283,7 +283,13 @@ func (c *Counter) snapshotCount(ctx context.Context) (s *firestore.DocumentSnaps
 	return s, sum, err
 }
 
-const maxRollupTries = 8
+// A rollup starts over only after losing to an older snapshot; on a
+// loaded store several rollups can keep doing so, so it tries for a few
+// seconds (jittered, capped backoff) before it gives up.
+const (
+	maxRollupTries   = 16
+	maxRollupBackoff = 500 * time.Millisecond
+)
 
 func sleep(ctx context.Context, d time.Duration) {
 	t := time.NewTimer(d)
