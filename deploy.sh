@@ -18,7 +18,8 @@ usage: ./deploy.sh --project PROJECT --region REGION [options]
   --schedule CRON       when rollupCounters runs (default "0 * * * *": hourly)
   --sweep-schedule CRON when sweepExpired runs (default "30 3 * * *": daily)
   --admit-schedule CRON when admitQueue runs; each run admits until the next tick
-                        (default "* * * * *": every minute)
+                        (default "* * * * *": every minute; at most 5 minutes between
+                        ticks in every hour, or sales would go unadmitted between runs)
   --time-zone TZ        time zone of the schedules (default Etc/UTC)
   --allowed-origins LIST  browser origins allowed to call the HTTP functions (CORS),
                         comma-separated, e.g. https://tickets.example.com (or FIRELOCK_ALLOWED_ORIGINS;
@@ -99,6 +100,47 @@ for s in "$SCHEDULE" "$SWEEP_SCHEDULE" "$ADMIT_SCHEDULE"; do
     exit 2
   fi
 done
+
+# Each admitQueue run admits until its schedule's next tick (plus a 15 s
+# handover) and must end within RunScheduledJob's 540 s timeout, which caps
+# it (jobs.RunReserve keeps 45 s for the wind-down): a schedule with longer
+# gaps would leave sales unadmitted between runs. Accepted: a minute field
+# of *, */N, N-M/N or lists, every hour of every day (the other four fields
+# *), at most 5 minutes between ticks. Ticks are instants of the zone's wall
+# clock, so this holds through daylight saving's changes too.
+admit_max_gap() { # prints the most minutes between two ticks of $1, or -1 for syntax it does not know
+  local min h dom mon dow it step range lo hi m first=-1 prev=-1 gap=0
+  local -a on=() items=()
+  read -r min h dom mon dow <<<"$1"
+  if [ "$h $dom $mon $dow" != "* * * *" ]; then echo 1440; return; fi
+  IFS=',' read -ra items <<<"$min"
+  for it in "${items[@]}"; do
+    step=1 range=$it
+    if [[ $it == */* ]]; then step=${it#*/} range=${it%/*}; fi
+    if [ "$range" = "*" ]; then lo=0 hi=59
+    elif [[ $range =~ ^([0-9]{1,2})-([0-9]{1,2})$ ]]; then lo=$((10#${BASH_REMATCH[1]})) hi=$((10#${BASH_REMATCH[2]}))
+    elif [[ $range =~ ^[0-9]{1,2}$ ]]; then lo=$((10#$range)) hi=$lo; [[ $it == */* ]] && hi=59
+    else echo -1; return; fi
+    if ! [[ $step =~ ^[0-9]{1,2}$ ]] || [ $((10#$step)) -lt 1 ] || [ "$hi" -gt 59 ] || [ "$lo" -gt "$hi" ]; then echo -1; return; fi
+    for ((m = lo; m <= hi; m += 10#$step)); do on[m]=1; done
+  done
+  for ((m = 0; m < 60; m++)); do
+    [ -n "${on[m]:-}" ] || continue
+    [ "$first" -lt 0 ] && first=$m
+    [ "$prev" -ge 0 ] && [ $((m - prev)) -gt "$gap" ] && gap=$((m - prev))
+    prev=$m
+  done
+  [ $((first + 60 - prev)) -gt "$gap" ] && gap=$((first + 60 - prev))
+  echo "$gap"
+}
+gap=$(admit_max_gap "$ADMIT_SCHEDULE")
+if [ "$gap" -lt 0 ] || [ "$gap" -gt 5 ]; then
+  if [ "$gap" -lt 0 ]; then why="is not a minute field this check knows"; else why="leaves up to $gap minutes between runs"; fi
+  echo "deploy.sh: admit schedule \"$ADMIT_SCHEDULE\" $why; each admitQueue run admits until the next tick" >&2
+  echo "           and must end within RunScheduledJob's 540 s timeout, so sales would go unadmitted between runs." >&2
+  echo "           Use a schedule that ticks at least every 5 minutes of every hour, e.g. \"* * * * *\" (the default) or \"*/5 * * * *\"." >&2
+  exit 2
+fi
 
 if [ "$HOSTING" = 1 ]; then
   hosting_origins="https://$PROJECT.web.app,https://$PROJECT.firebaseapp.com"

@@ -167,6 +167,13 @@ func TestDeployChecksSettingsUpFront(t *testing.T) {
 		{"wildcard origin", []string{"--project=p", "--region=r", "--allowed-origins=*", "--dry-run"}, 2, "is not scheme://host[:port]"},
 		{"schedule not 5-field cron", []string{"--project=p", "--region=r", "--schedule", "0 0 * * * *", "--dry-run"}, 2, "is not a 5-field cron expression"},
 		{"admit schedule not 5-field cron", []string{"--project=p", "--region=r", "--admit-schedule", "* * *", "--dry-run"}, 2, "is not a 5-field cron expression"},
+		// Each admitQueue run admits until the next tick, within the 540 s
+		// timeout: longer gaps would leave a sale unadmitted (issue #29.7).
+		{"hourly admit schedule", []string{"--project=p", "--region=r", "--admit-schedule", "0 * * * *", "--dry-run"}, 2, "leaves up to 60 minutes between runs"},
+		{"admit every 10 minutes", []string{"--project=p", "--region=r", "--admit-schedule", "*/10 * * * *", "--dry-run"}, 2, "leaves up to 10 minutes between runs"},
+		{"admit schedule with a gap in the list", []string{"--project=p", "--region=r", "--admit-schedule", "0-30/6,31-59 * * * *", "--dry-run"}, 2, "leaves up to 6 minutes between runs"},
+		{"admit in office hours only", []string{"--project=p", "--region=r", "--admit-schedule", "* 9-17 * * *", "--dry-run"}, 2, "leaves up to 1440 minutes between runs"},
+		{"admit schedule of unknown syntax", []string{"--project=p", "--region=r", "--admit-schedule", "L * * * *", "--dry-run"}, 2, "is not a minute field this check knows"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -179,6 +186,16 @@ func TestDeployChecksSettingsUpFront(t *testing.T) {
 	for _, line := range strings.Split(strings.TrimSpace(calls(t, logFile)), "\n") {
 		if line != "" && !strings.Contains(line, "runtimes list") {
 			t.Errorf("a refused deploy ran %q", line)
+		}
+	}
+}
+
+// Admit schedules that tick at least every 5 minutes of every hour pass.
+func TestDeployAcceptsAdmitSchedulesWithoutGaps(t *testing.T) {
+	pathEnv, _ := fakeTools(t)
+	for _, s := range []string{"* * * * *", "*/5 * * * *", "0-59/2 * * * *", "1,4,7,10,13,16,19,22,25,28,31,34,37,40,43,46,49,52,55,58 * * * *", "0-30,31-59/5 * * * *"} {
+		if _, errOut, code := runDeploy(t, pathEnv, "--project=p", "--region=r", "--admit-schedule", s, "--time-zone", "Europe/London", "--dry-run"); code != 0 {
+			t.Errorf("admit schedule %q: exit %d: %s", s, code, errOut)
 		}
 	}
 }

@@ -37,7 +37,6 @@ import (
 
 	"cloud.google.com/go/firestore"
 	"cloud.google.com/go/pubsub/v2"
-	"github.com/adhocore/gronx"
 	"github.com/firelock/firelock/booking"
 	"github.com/firelock/firelock/functions"
 	"github.com/firelock/firelock/internal/emulators"
@@ -106,13 +105,14 @@ type config struct {
 // Scheduler, it publishes {"job", "schedule", "timeZone"} at each tick.
 type scheduler struct{ schedule, zone string }
 
-// next is the time of the next tick after now (zero: never).
+// next is the time of the next tick after now (zero: never), as the
+// functions read ticks (jobs.NextSlot): through daylight saving's changes
+// too.
 func (s scheduler) next(now time.Time) time.Time {
 	if s.schedule == "" {
 		return time.Time{}
 	}
-	loc, _ := time.LoadLocation(s.zone)
-	t, err := gronx.NextTickAfter(s.schedule, now.In(loc), false)
+	t, err := jobs.NextSlot(s.schedule, s.zone, now)
 	if err != nil {
 		return time.Time{}
 	}

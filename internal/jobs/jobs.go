@@ -4,9 +4,9 @@
 // scheduled-jobs and Pub/Sub delivers each message at least once; Scheduler
 // itself may publish a tick twice (a new message, a new id). The event of a
 // message with a schedule is its schedule slot: the latest tick of the cron
-// schedule at or before the message's publish time, on the zone's wall
-// clock, keyed {job}@{slot in RFC 3339 UTC}, so every publish of one tick is
-// one event. A message without a schedule is its own event (CloudEvent
+// schedule at or before the message's publish time (ticks are the instants
+// at which the zone's wall clock matches the schedule: see Slot), keyed
+// {job}@{slot in RFC 3339 UTC}, so every publish of one tick is one event. A message without a schedule is its own event (CloudEvent
 // source and id).
 //
 // Each event gets a lease document jobRuns/{eventKey} with the lease fields
@@ -68,7 +68,6 @@ import (
 	"unicode/utf8" // schedules' zones resolve on any runtime image
 
 	"cloud.google.com/go/firestore"
-	"github.com/adhocore/gronx"
 	"github.com/firelock/firelock/booking"
 	"github.com/firelock/firelock/counter"
 	"github.com/firelock/firelock/lock"
@@ -157,7 +156,9 @@ func (r *Run) Slot() time.Time { return r.slot }
 // Until is when a long-running job should stop: for a scheduled message
 // the next tick of its schedule after its slot (NextSlot), when the next
 // run starts; else the run's start plus the message's Seconds, if any;
-// else zero: make one pass and return. It may lie in the past for a late
+// else zero: make one pass and return. Either way it is never later than
+// the run's start plus MaxSeconds less RunReserve, so a run is never
+// planned past the function's timeout. It may lie in the past for a late
 // delivery (make one pass then), and never extends the context's
 // deadline: stop at whichever comes first.
 func (r *Run) Until() time.Time { return r.until }
@@ -279,83 +280,6 @@ func SlotKey(job string, slot time.Time) string {
 	return job + "@" + slot.UTC().Format(time.RFC3339)
 }
 
-// Slot is the schedule slot of a message published at: the latest tick of
-// the standard 5-field cron schedule at or before at, in zone (IANA name;
-// "" is UTC). Ticks are read on the zone's wall clock, as Cloud Scheduler
-// reads them: a tick in an hour that daylight saving repeats is one slot
-// (its first instant), and a tick in an hour it skips is a slot of its own
-// (the instant the wall clock would have shown it, as time.Date resolves
-// it), never the slot of the day before.
-func Slot(schedule, zone string, at time.Time) (time.Time, error) {
-	loc, err := parseSchedule(schedule, zone)
-	if err != nil {
-		return time.Time{}, err
-	}
-	if at.IsZero() {
-		return time.Time{}, fmt.Errorf("%w: a scheduled message needs its publish time", ErrBadPayload)
-	}
-	wall := wallClock(at, loc)
-	tick, err := gronx.PrevTickBefore(schedule, wall, true)
-	if err != nil {
-		return time.Time{}, fmt.Errorf("%w: schedule %q has no tick before %s", ErrBadPayload, schedule, wall.Format(time.DateTime))
-	}
-	return onWall(tick, loc), nil
-}
-
-// NextSlot is the slot after slot: the first tick of schedule after it on
-// zone's wall clock, read as Slot reads ticks (so it is the slot of the
-// next tick's messages). A scheduled run's Until.
-func NextSlot(schedule, zone string, slot time.Time) (time.Time, error) {
-	loc, err := parseSchedule(schedule, zone)
-	if err != nil {
-		return time.Time{}, err
-	}
-	wall := wallClock(slot, loc)
-	tick, err := gronx.NextTickAfter(schedule, wall, false)
-	if err != nil {
-		return time.Time{}, fmt.Errorf("%w: schedule %q has no tick after %s", ErrBadPayload, schedule, wall.Format(time.DateTime))
-	}
-	return onWall(tick, loc), nil
-}
-
-// parseSchedule checks a 5-field cron schedule and loads its zone.
-func parseSchedule(schedule, zone string) (*time.Location, error) {
-	if n := len(strings.Fields(schedule)); n != 5 {
-		return nil, fmt.Errorf("%w: schedule %q has %d fields, want the 5 of standard cron (minute hour day-of-month month day-of-week)", ErrBadPayload, schedule, n)
-	}
-	if !gronx.IsValid(schedule) {
-		return nil, fmt.Errorf("%w: schedule %q is not valid cron", ErrBadPayload, schedule)
-	}
-	loc, err := time.LoadLocation(zone)
-	if err != nil || zone == "Local" {
-		return nil, fmt.Errorf("%w: time zone %q is not an IANA zone name", ErrBadPayload, zone)
-	}
-	return loc, nil
-}
-
-// wallClock is t's minute on loc's wall clock as a plain (UTC) time: cron
-// fields match it directly, and DST cannot make a tick vanish or repeat.
-func wallClock(t time.Time, loc *time.Location) time.Time {
-	l := t.In(loc)
-	return time.Date(l.Year(), l.Month(), l.Day(), l.Hour(), l.Minute(), 0, 0, time.UTC)
-}
-
-// onWall is the instant, in UTC, at which loc's wall clock shows wall (a
-// plain UTC time): the first of a repeated wall time, and a skipped one as
-// time.Date resolves it.
-func onWall(wall time.Time, loc *time.Location) time.Time {
-	t := time.Date(wall.Year(), wall.Month(), wall.Day(), wall.Hour(), wall.Minute(), 0, 0, loc)
-	// time.Date leaves open which of a repeated wall time it returns: take
-	// the first, when the clocks went back shortly before.
-	_, now := t.Zone()
-	if _, before := t.Add(-3 * time.Hour).Zone(); before > now {
-		if first := t.Add(-time.Duration(before-now) * time.Second); first.Hour() == t.Hour() && first.Minute() == t.Minute() {
-			t = first
-		}
-	}
-	return t.UTC()
-}
-
 // Event is one delivery of a scheduled-job message.
 type Event struct {
 	Source string // CloudEvent source, e.g. //pubsub.googleapis.com/projects/p/topics/scheduled-jobs
@@ -379,6 +303,12 @@ type Message struct {
 // MaxSeconds bounds Message.Seconds: a delivery's deadline is
 // RunScheduledJob's timeout, 540 s, and a run cannot outlast it.
 const MaxSeconds = 540
+
+// RunReserve is the part of the function's timeout that a run keeps after
+// its Until: for the job's own wind-down (admitQueue hands its sales over
+// for 15 s more) and for marking the run done. Until is never later than
+// the run's start plus MaxSeconds less RunReserve.
+const RunReserve = 45 * time.Second
 
 // Parse parses and checks the message data (ErrBadPayload).
 func (r *Runner) Parse(data []byte) (Message, error) {
@@ -471,11 +401,16 @@ func (r *Runner) runOf(ev Event, executionID string) (*Run, error) {
 }
 
 // start gives the run its lease; a run without schedule starts its Seconds
-// now.
+// now. No run is planned past the function's timeout, whatever its
+// schedule's next tick (an hourly schedule, or a delivery that came late).
 func (r *Run) start(lease *lock.Lease) {
 	r.lease = lease
+	now := time.Now()
 	if r.slot.IsZero() && r.msg.Seconds > 0 {
-		r.until = time.Now().Add(time.Duration(r.msg.Seconds) * time.Second)
+		r.until = now.Add(time.Duration(r.msg.Seconds) * time.Second)
+	}
+	if limit := now.Add(MaxSeconds*time.Second - RunReserve); r.until.After(limit) {
+		r.until = limit
 	}
 }
 

@@ -36,11 +36,21 @@ func TestSlotIsTheLatestTickOnTheZonesWallClock(t *testing.T) {
 		{"daily, day of spring DST", "0 9 * * *", "Europe/Berlin", "2026-03-29T07:00:04Z", "2026-03-29T07:00:00Z"},
 		{"daily, before the tick it is yesterday's", "0 9 * * *", "Europe/Berlin", "2026-03-29T06:59:00Z", "2026-03-28T08:00:00Z"},
 		// 02:30 does not exist in Berlin on 2026-03-29: the tick still has a
-		// slot of its own, not the day before's.
-		{"tick in the skipped hour", "30 2 * * *", "Europe/Berlin", "2026-03-29T01:00:05Z", "2026-03-29T01:30:00Z"},
-		// 02:30 happens twice on 2026-10-25 (CEST, then CET): one slot.
+		// slot of its own, not the day before's, at the instant the clocks
+		// jumped from 02:00 to 03:00 (01:00Z), so a publish at 03:00 finds it.
+		{"tick in the skipped hour", "30 2 * * *", "Europe/Berlin", "2026-03-29T01:00:05Z", "2026-03-29T01:00:00Z"},
+		{"just before the skipped hour", "30 2 * * *", "Europe/Berlin", "2026-03-29T00:59:59Z", "2026-03-28T01:30:00Z"},
+		// 02:30 happens twice on 2026-10-25 (CEST, then CET): two instants,
+		// two ticks, each its own slot; nothing published in the second is
+		// taken for the first, which ran an hour before.
 		{"repeated hour, first 02:30", "30 2 * * *", "Europe/Berlin", "2026-10-25T00:30:05Z", "2026-10-25T00:30:00Z"},
-		{"repeated hour, second 02:30", "30 2 * * *", "Europe/Berlin", "2026-10-25T01:30:05Z", "2026-10-25T00:30:00Z"},
+		{"repeated hour, second 02:30", "30 2 * * *", "Europe/Berlin", "2026-10-25T01:30:05Z", "2026-10-25T01:30:00Z"},
+		{"repeated hour, between the two 02:30s", "30 2 * * *", "Europe/Berlin", "2026-10-25T01:10:00Z", "2026-10-25T00:30:00Z"},
+		// Every minute in London on 2026-10-25: 01:00-01:59 comes twice (BST,
+		// then GMT), and a message of the second hour is its own minute
+		// (issue #29.7: 01:30:10Z was taken for 00:30Z, which had run).
+		{"every minute, the repeated hour's second 01:30", "* * * * *", "Europe/London", "2026-10-25T01:30:10Z", "2026-10-25T01:30:00Z"},
+		{"every minute, the repeated hour's first 01:59", "* * * * *", "Europe/London", "2026-10-25T00:59:59Z", "2026-10-25T00:59:00Z"},
 		{"New York, weekdays at 06:00", "0 6 * * 1-5", "America/New_York", "2026-11-23T11:00:30Z", "2026-11-23T11:00:00Z"},
 		{"New York, on a Sunday it is Friday's", "0 6 * * 1-5", "America/New_York", "2026-11-22T12:00:00Z", "2026-11-20T11:00:00Z"},
 	} {
@@ -68,12 +78,20 @@ func TestNextSlotIsTheNextTickOnTheZonesWallClock(t *testing.T) {
 		// 09:00 in Berlin: 23 hours on to spring's DST day, 25 on to autumn's.
 		{"daily, into spring DST", "0 9 * * *", "Europe/Berlin", "2026-03-28T08:00:00Z", "2026-03-29T07:00:00Z"},
 		{"daily, into autumn DST", "0 9 * * *", "Europe/Berlin", "2026-10-24T07:00:00Z", "2026-10-25T08:00:00Z"},
-		// 02:30 is skipped on 2026-03-29: its slot is 03:30 CEST; the next is the day after's 02:30.
-		{"from a tick in the skipped hour", "30 2 * * *", "Europe/Berlin", "2026-03-29T01:30:00Z", "2026-03-30T00:30:00Z"},
-		// 02:30 happens twice on 2026-10-25: one slot, the first; then the day after's (CET).
-		{"from a tick in the repeated hour", "30 2 * * *", "Europe/Berlin", "2026-10-25T00:30:00Z", "2026-10-26T01:30:00Z"},
-		// The repeated hour's ticks are the first hour's slots again: the next new slot is 03:00 CET.
-		{"half-hourly through the repeated hour", "*/30 * * * *", "Europe/Berlin", "2026-10-25T00:30:00Z", "2026-10-25T02:00:00Z"},
+		// 02:30 is skipped on 2026-03-29: its slot is 03:00 CEST; the next is the day after's 02:30.
+		{"from a tick in the skipped hour", "30 2 * * *", "Europe/Berlin", "2026-03-29T01:00:00Z", "2026-03-30T00:30:00Z"},
+		{"into a tick in the skipped hour", "30 2 * * *", "Europe/Berlin", "2026-03-28T01:30:00Z", "2026-03-29T01:00:00Z"},
+		// 02:30 happens twice on 2026-10-25: the first is followed by the
+		// second, an hour on, and that by the day after's (CET).
+		{"from the first tick of a repeated hour", "30 2 * * *", "Europe/Berlin", "2026-10-25T00:30:00Z", "2026-10-25T01:30:00Z"},
+		{"from the second tick of a repeated hour", "30 2 * * *", "Europe/Berlin", "2026-10-25T01:30:00Z", "2026-10-26T01:30:00Z"},
+		// Through the repeated hour a half-hourly schedule goes on every 30
+		// minutes of real time.
+		{"half-hourly through the repeated hour", "*/30 * * * *", "Europe/Berlin", "2026-10-25T00:30:00Z", "2026-10-25T01:00:00Z"},
+		// The run of 00:59Z (01:59 BST) ends at the next minute, 01:00 GMT,
+		// not an hour and a minute later at 02:00 GMT (issue #29.7).
+		{"every minute, into the repeated hour", "* * * * *", "Europe/London", "2026-10-25T00:59:00Z", "2026-10-25T01:00:00Z"},
+		{"every minute, across spring's skipped hour", "* * * * *", "Europe/London", "2026-03-29T00:59:00Z", "2026-03-29T01:00:00Z"},
 		{"New York, Friday to Monday", "0 6 * * 1-5", "America/New_York", "2026-11-20T11:00:00Z", "2026-11-23T11:00:00Z"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -242,6 +260,79 @@ func TestRunNotMarkedDoneIsNotLost(t *testing.T) {
 				t.Fatal("the event is not done: lost")
 			}
 			t.Logf("first delivery: %v; redelivery: %s; body ran %d times", firstErr, o, runs.Load())
+		})
+	}
+}
+
+// Every instant belongs to exactly one slot, in any zone and through both
+// of daylight saving's changes: the slot of an instant is a tick at or
+// before it, the next slot lies after it, and a tick is its own slot. An
+// every-minute schedule has a slot every minute of real time, so no run
+// is planned longer than a minute (issue #29.7).
+func TestEveryInstantHasExactlyOneSlot(t *testing.T) {
+	// Each zone's changes of 2026 (Lord Howe moves by half an hour).
+	days := map[string][]string{
+		"UTC":                 {"2026-03-29T00:00:00Z"},
+		"Asia/Kolkata":        {"2026-03-29T00:00:00Z"},
+		"Europe/London":       {"2026-03-29T00:00:00Z", "2026-10-25T00:00:00Z"},
+		"Europe/Berlin":       {"2026-03-29T00:00:00Z", "2026-10-25T00:00:00Z"},
+		"America/New_York":    {"2026-03-08T06:00:00Z", "2026-11-01T05:00:00Z"},
+		"Australia/Lord_Howe": {"2026-04-04T14:00:00Z", "2026-10-03T15:00:00Z"},
+	}
+	schedules := map[string]time.Duration{"* * * * *": time.Minute, "*/5 * * * *": 5 * time.Minute, "7,37 * * * *": 30 * time.Minute, "30 1 * * *": 0, "30 2 * * *": 0, "0 * * * *": 0}
+	for zone, days := range days {
+		for schedule, gap := range schedules {
+			for _, day := range days {
+				start := utc(day)
+				for at := start; at.Before(start.Add(6 * time.Hour)); at = at.Add(13 * time.Minute / 3) {
+					slot, err := jobs.Slot(schedule, zone, at)
+					if err != nil {
+						t.Fatalf("%s %s at %s: %v", schedule, zone, at.Format(time.RFC3339), err)
+					}
+					next, err := jobs.NextSlot(schedule, zone, slot)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if slot.After(at) || !next.After(at) {
+						t.Fatalf("%q in %s: %s lies outside its slot [%s, %s)", schedule, zone, at.Format(time.RFC3339), slot.Format(time.RFC3339), next.Format(time.RFC3339))
+					}
+					if again, _ := jobs.Slot(schedule, zone, next); !again.Equal(next) {
+						t.Fatalf("%q in %s: the tick %s is not its own slot (%s)", schedule, zone, next.Format(time.RFC3339), again.Format(time.RFC3339))
+					}
+					if gap > 0 && next.Sub(slot) > gap {
+						t.Fatalf("%q in %s: slot %s is followed only at %s, more than %v on", schedule, zone, slot.Format(time.RFC3339), next.Format(time.RFC3339), gap)
+					}
+				}
+			}
+		}
+	}
+}
+
+// A run is never planned past RunScheduledJob's timeout: a schedule whose
+// next tick is far away (a yearly one here; an every-minute one across a
+// daylight-saving change used to be an hour away) ends its run within
+// MaxSeconds of the delivery, less the reserve for winding down.
+func TestRunIsNeverPlannedPastTheFunctionsTimeout(t *testing.T) {
+	c := emulators.NewFirestore(t)
+	for _, tc := range []struct{ name, data string }{
+		{"yearly schedule", `{"job": "work", "schedule": "0 0 1 1 *", "timeZone": "UTC"}`},
+		{"seconds at the maximum", `{"job": "work", "seconds": 540}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var until time.Time
+			r := jobs.New(c, map[string]jobs.Func{"work": func(_ context.Context, run *jobs.Run) error { until = run.Until(); return nil }})
+			start := time.Now()
+			ev := jobs.Event{Source: source, ID: tc.name, PublishTime: start, Data: []byte(tc.data)}
+			if o, err := r.Deliver(context.Background(), execID(t), ev); err != nil || o != jobs.Ran {
+				t.Fatalf("deliver: %s %v", o, err)
+			}
+			limit := time.Now().Add(jobs.MaxSeconds*time.Second - jobs.RunReserve)
+			if until.IsZero() || until.After(limit) {
+				t.Fatalf("the run was planned until %s, past %s (the timeout less the reserve)", until.Format(time.RFC3339), limit.Format(time.RFC3339))
+			}
+			if until.Before(start.Add(jobs.MaxSeconds*time.Second - jobs.RunReserve - time.Minute)) {
+				t.Fatalf("the run was planned until %s, far short of the timeout", until.Format(time.RFC3339))
+			}
 		})
 	}
 }
