@@ -53,6 +53,7 @@ func benchUncontended(ctx context.Context, c *firestore.Client, cfg config) ([]r
 	if err != nil {
 		return nil, nil, err
 	}
+	defer l.Close()
 	var rs []result
 	for _, keys := range []int{256, 1} {
 		suffix := fmt.Sprintf(" (%d keys)", keys)
@@ -85,6 +86,7 @@ func benchRace16(ctx context.Context, c *firestore.Client, cfg config) ([]result
 		if lockers[i], err = newLocker(c, "locks"); err != nil {
 			return nil, nil, err
 		}
+		defer lockers[i].Close()
 	}
 	round := func(acquire func(ctx context.Context, r int) error) (time.Duration, bool) {
 		var wins, held atomic.Int32
@@ -144,6 +146,7 @@ func benchAcquireLatency(ctx context.Context, c *firestore.Client, cfg config) (
 	if err != nil {
 		return nil, nil, err
 	}
+	defer l.Close()
 	var acq, create []time.Duration
 	var acqRPCs, createRPCs int // counted around each call: the two interleave
 	errs := 0
@@ -183,6 +186,7 @@ func benchManyKeys(ctx context.Context, c *firestore.Client, cfg config) ([]resu
 		if lockers[i], err = newLocker(c, "locks", lock.WithBackoff(5*time.Millisecond, 200*time.Millisecond)); err != nil {
 			return nil, nil, err
 		}
+		defer lockers[i].Close()
 	}
 	key := func() string { return fmt.Sprintf("m%d", rand.IntN(64)) }
 	fl := measure(ctx, name, "firelock Acquire+Release", cfg.concurrency, cfg.duration, func(ctx context.Context, w, i int) error {

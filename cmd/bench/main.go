@@ -242,7 +242,8 @@ func rpcsPer(before rpcstats.Counts, n int) *float64 {
 }
 
 // newLocker is lock.New whose commit client (grants, renewals, releases)
-// counts into the scenario's stats like the Firestore client does.
+// counts into the scenario's stats like the Firestore client does, on a
+// connection of its own: Close the Locker when the scenario is done.
 func newLocker(c *firestore.Client, path string, opts ...lock.Option) (*lock.Locker, error) {
 	counted, err := stats.ClientOptions()
 	if err != nil {
