@@ -9,16 +9,18 @@ run: deps
 # Every test, Go and web, against the real emulators (started by the Go
 # tests themselves). The web client's Vitest suites and the browser tests
 # (Playwright in Chromium) run inside one local bundle: emulators, functions
-# and the built app, started by cmd/firelock-local around them.
+# and the built app, started by cmd/firelock-local around them. Last, the
+# README's shell blocks run as written against `make run` (its default ports).
 test: deps
 	gofmt -l . | (! grep .) || (echo "gofmt needed on the files above" >&2; exit 1)
 	go vet ./...
 	cd web && npm run --silent check
 	go test -race -count=1 -timeout 20m ./...
-	go run ./cmd/firelock-local -port 0 -web preview -web-port 0 -schedule '' -log web/test-results/functions.log -- \
+	go run ./cmd/firelock-local -port 0 -web preview -web-port 0 -schedule '' -env-file '' -log web/test-results/functions.log -- \
 		sh -c 'cd web && npm run --silent test && npm run --silent e2e' || \
 		{ echo "--- the functions' last log lines (web/test-results/functions.log):" >&2; \
 		  tail -n 40 web/test-results/functions.log >&2; exit 1; }
+	FIRELOCK_README_TEST=1 go test -count=1 -run '^TestREADME' ./internal/readme/
 
 deps:
 	@./scripts/deps.sh

@@ -54,6 +54,7 @@ func main() {
 	web := flag.String("web", webDev, "serve the web app: dev (Vite dev server), preview (build, then serve the build) or off")
 	webPort := flag.Int("web-port", 5173, "port of the web app (0: a free one)")
 	logFile := flag.String("log", "", "write the functions' log lines to this file instead of stdout")
+	envFile := flag.String("env-file", ".firelock-local.env", "write the run's addresses and the demo user's ID token to this file as shell exports, for other terminals and the README's examples; removed on exit (empty: none)")
 	flag.Parse()
 	if *web != webDev && *web != webPreview && *web != webOff {
 		fmt.Fprintf(os.Stderr, "firelock-local: -web %q: want dev, preview or off\n", *web)
@@ -84,6 +85,7 @@ func main() {
 		stdout: stdout,
 		port:   *port, web: *web, webPort: *webPort, origins: *origins,
 		sched: scheduler{*schedule, *zone}, jobs: strings.Split(*jobsFlag, ","), command: flag.Args(),
+		envFile: *envFile,
 	})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "firelock-local:", err)
@@ -99,6 +101,7 @@ type config struct {
 	jobs          []string
 	command       []string // run once everything is up, then stop
 	stdout        *os.File // the process's own stdout (os.Stdout may be the -log file)
+	envFile       string   // the run's exports, for other shells ("": none)
 }
 
 // scheduler is the Cloud Scheduler stand-in's schedule: like Cloud
@@ -199,6 +202,13 @@ func run(cfg config) (int, error) {
 	pub := ps.Publisher(localrun.Topic)
 	defer pub.Stop()
 
+	if cfg.envFile != "" {
+		if err := writeEnvFile(cfg.envFile, emu, project, base, token); err != nil {
+			return 0, err
+		}
+		defer os.Remove(cfg.envFile)
+	}
+
 	var app *webApp
 	webExited := make(<-chan error)
 	if cfg.web != webOff {
@@ -214,7 +224,7 @@ func run(cfg config) (int, error) {
 	if len(cfg.command) > 0 {
 		commandDone = runCommand(ctx, cfg.command, cfg.stdout, base, app)
 	} else {
-		printBanner(cfg.stdout, emu, base, app, project, token, uid, sched, jobNames, opensAt)
+		printBanner(cfg.stdout, emu, base, app, project, token, uid, sched, jobNames, opensAt, cfg.envFile)
 	}
 
 	for {
@@ -278,6 +288,37 @@ func seedSale(ctx context.Context, fs *firestore.Client) (time.Time, error) {
 	return opensAt, nil
 }
 
+// writeEnvFile writes the run's addresses as shell exports, so that another
+// terminal (and the README's examples) reach this run after
+// `. ./.firelock-local.env`: URL (the functions), ID_TOKEN (the demo user's),
+// the emulator hosts and the project, which the Firebase SDKs, gcloud and
+// cmd/firelock read. It refuses to replace the file of another run that is
+// still alive.
+func writeEnvFile(path string, emu *emulators.Running, project, base, token string) error {
+	if b, err := os.ReadFile(path); err == nil {
+		var pid int
+		if _, err := fmt.Sscanf(string(b), "# firelock-local pid %d", &pid); err == nil && pid != os.Getpid() && syscall.Kill(pid, 0) == nil {
+			return fmt.Errorf("%s belongs to another firelock-local (pid %d) that is still running: stop it, or give this one -env-file", path, pid)
+		}
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "# firelock-local pid %d: written when it started, removed when it stops\n", os.Getpid())
+	for _, kv := range [][2]string{
+		{"URL", base},
+		{"ID_TOKEN", token},
+		{"FIRESTORE_EMULATOR_HOST", emu.Host(emulators.Firestore)},
+		{"PUBSUB_EMULATOR_HOST", emu.Host(emulators.PubSub)},
+		{"FIREBASE_AUTH_EMULATOR_HOST", emu.Host(emulators.Auth)},
+		{"GOOGLE_CLOUD_PROJECT", project},
+	} {
+		fmt.Fprintf(&b, "export %s='%s'\n", kv[0], kv[1])
+	}
+	if err := os.WriteFile(path, []byte(b.String()), 0o600); err != nil {
+		return fmt.Errorf("-env-file: %w", err)
+	}
+	return nil
+}
+
 // functionURLs lists where every function answers on the local server.
 func functionURLs(base string) string {
 	var urls []string
@@ -314,7 +355,11 @@ func runCommand(ctx context.Context, argv []string, stdout *os.File, functionsUR
 	return done
 }
 
-func printBanner(out *os.File, emu *emulators.Running, base string, app *webApp, project, token, uid string, sched scheduler, jobNames []string, opensAt time.Time) {
+func printBanner(out *os.File, emu *emulators.Running, base string, app *webApp, project, token, uid string, sched scheduler, jobNames []string, opensAt time.Time, envFile string) {
+	envName := envFile
+	if envName == "" {
+		envName = ".firelock-local.env   (not written: -env-file is empty)"
+	}
 	webLine, saleLine := "off (-web off)", "screening "+DemoSale
 	if app != nil {
 		webLine = app.URL + "/?screening=demo   (mutex page: " + app.URL + "/critical.html?id=demo)"
@@ -342,20 +387,25 @@ Demo user demo@example.com, password demo-password (uid %s); its ID token (valid
 
   export ID_TOKEN=%s
 
+In another terminal, in this directory, this sets URL, ID_TOKEN, the emulator hosts
+and the project for the commands below, the README's examples and cmd/firelock:
+
+  . ./%s
+
 Book two seats of the demo screening:
 
-  curl -s -X POST %s/BookSeats -H "Authorization: Bearer $ID_TOKEN" \
+  curl -sS --fail-with-body -X POST "$URL/BookSeats" -H "Authorization: Bearer $ID_TOKEN" \
     -H 'Content-Type: application/json' \
     -d '{"screeningId": "demo", "seats": ["F12", "F13"], "requestId": "try-1"}'
 
 Cancel it with the bookingId it returns:
 
-  curl -s -X POST %s/CancelBooking -H "Authorization: Bearer $ID_TOKEN" \
+  curl -sS --fail-with-body -X POST "$URL/CancelBooking" -H "Authorization: Bearer $ID_TOKEN" \
     -H 'Content-Type: application/json' -d '{"bookingId": "<bookingId>"}'
 
 Join the demo sale's waiting room (admitQueue admits at the opening):
 
-  curl -s -X POST %s/JoinQueue -H "Authorization: Bearer $ID_TOKEN" \
+  curl -sS --fail-with-body -X POST "$URL/JoinQueue" -H "Authorization: Bearer $ID_TOKEN" \
     -H 'Content-Type: application/json' -d '{"screeningId": "%s"}'
 
 Press Ctrl-C to stop everything.
@@ -365,5 +415,5 @@ Press Ctrl-C to stop everything.
 		emu.Host(emulators.Auth), started(emulators.Auth),
 		functionURLs(base),
 		strings.Join(jobNames, ", "), sched.schedule, sched.zone,
-		uid, token, base, base, base, DemoSale)
+		uid, token, envName, DemoSale)
 }
