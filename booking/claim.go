@@ -28,6 +28,10 @@ type claim struct {
 	// committed is when the commit that took the seats landed (zero if
 	// this call did not take them).
 	committed time.Time
+	// pass is the user's pass, if that commit wrote the gate's record of
+	// this claim on it: whatever moves the claim later moves that record in
+	// the same commit.
+	pass *firestore.DocumentRef
 }
 
 const (
@@ -261,15 +265,8 @@ func (s *Service) takeRead(ctx context.Context, c *claim, refs []*firestore.Docu
 			return nil, ErrScreeningStarted
 		}
 		seats := snaps[2+len(pass):]
-		var passUps []firestore.Update
-		gated := s.gate != nil && s.gate.Gated(snaps[1])
-		if gated {
-			passUps, err = s.gate.Admit(snaps[1], snaps[2], Claim{Kind: c.kind, ID: c.id, UID: c.r.UID, ScreeningID: c.r.ScreeningID, Seats: c.seats, Until: c.holdUntil(now)}, now)
-			if err != nil {
-				return nil, err
-			}
-		}
-		if err := got.sc.decide(c.seats, seats, now); err != nil {
+		decide := func() error {
+			err := got.sc.decide(c.seats, seats, now)
 			var se *SeatsError
 			if errors.As(err, &se) {
 				for i, seat := range seats {
@@ -278,6 +275,27 @@ func (s *Service) takeRead(ctx context.Context, c *claim, refs []*firestore.Docu
 					}
 				}
 			}
+			return err
+		}
+		// The gate's pass checks come first (a caller without a pass learns
+		// nothing of the seats), then the seats, then the cap: a seat
+		// somebody holds (the caller's own hold included: confirm it
+		// instead) is seat_held whatever the cap says (CONTRACT §3). All
+		// hold before anything is written; the order only picks the answer.
+		var passUps []firestore.Update
+		gated := s.gate != nil && s.gate.Gated(snaps[1])
+		if gated {
+			passUps, err = s.gate.Admit(snaps[1], snaps[2], Claim{Kind: c.kind, ID: c.id, UID: c.r.UID, ScreeningID: c.r.ScreeningID, Seats: c.seats, Until: c.holdUntil(now)}, now)
+			if errors.Is(err, ErrSeatLimit) {
+				if serr := decide(); serr != nil {
+					return nil, serr
+				}
+			}
+			if err != nil {
+				return nil, err
+			}
+		}
+		if err := decide(); err != nil {
 			return nil, err
 		}
 		//lint:ignore SA1019 WriteBatch is the only atomic multi-document write that costs one RPC.
@@ -305,6 +323,9 @@ func (s *Service) takeRead(ctx context.Context, c *claim, refs []*firestore.Docu
 			s.clock.observe(res[0].UpdateTime, sent, time.Now())
 			s.taken.mark(true, refs...)
 			c.committed = res[0].UpdateTime
+			if gated && len(passUps) > 0 {
+				c.pass = snaps[2].Ref
+			}
 			return nil, nil
 		}
 		if !isConflict(err) && !isAmbiguous(err) {

@@ -29,8 +29,10 @@ type Gate interface {
 	Admit(screening, pass *firestore.DocumentSnapshot, c Claim, now time.Time) ([]firestore.Update, error)
 	// Settle returns the updates of the pass document for a change to a
 	// claim the gate admitted before (nil: nothing to record), at Firestore
-	// time now. The pass may not exist (the hold or booking was made before
-	// the screening had a gate); Settle then returns nil.
+	// time now, or an error that refuses the change (an extension after the
+	// pass ended: ErrNotAdmitted). The pass may not exist (the hold or
+	// booking was made before the screening had a gate); Settle then
+	// returns nil.
 	Settle(pass *firestore.DocumentSnapshot, c Change, now time.Time) ([]firestore.Update, error)
 }
 
@@ -58,7 +60,13 @@ type ChangeKind string
 
 // Change kinds.
 const (
-	HoldExtended     ChangeKind = "extended"  // Until is the new heldUntil
+	// HoldExtended: ExtendHold moved the hold's end (Until). Under a sale it
+	// needs a live pass, as a new hold does: a gate refuses it with
+	// ErrNotAdmitted once the pass has ended.
+	HoldExtended ChangeKind = "extended"
+	// HoldPlaced: a hold whose commit landed late had its end placed again
+	// at the commit's time plus its length (Until); never refused.
+	HoldPlaced       ChangeKind = "placed"
 	HoldConfirmed    ChangeKind = "confirmed" // BookingID is the booking made from it
 	HoldReleased     ChangeKind = "released"
 	BookingCancelled ChangeKind = "cancelled"

@@ -100,7 +100,7 @@ func (s *Service) Hold(ctx context.Context, executionID string, r Request, d tim
 		}
 		// The commit landed late (the network held it back): the hold's end
 		// was placed at the decision and would be short by the delay.
-		if prev, err = s.placeLateHold(ctx, h, c.committed, d); err != nil {
+		if prev, err = s.placeLateHold(ctx, h, c.committed, d, c.pass); err != nil {
 			return Hold{}, false, err
 		}
 		created = true
@@ -118,10 +118,15 @@ func (s *Service) Hold(ctx context.Context, executionID string, r Request, d tim
 // placeLateHold moves the end of hold h, committed at committed, to
 // committed + d, on the hold and its seats, each conditioned on still being
 // exactly as that commit left them: then nobody has taken a seat since, even
-// if the short end passed. It returns the hold as stored afterwards (as
-// somebody else's change left it, if there was one).
-func (s *Service) placeLateHold(ctx context.Context, h Hold, committed time.Time, d time.Duration) (*firestore.DocumentSnapshot, error) {
-	until := firestore.Update{Path: "heldUntil", Value: committed.Add(d)}
+// if the short end passed. Under a gate, the pass's record of the hold
+// (pass: written by that commit) moves in the same commit, on the pass as
+// read now: the gate counts a hold against the seat cap until the end it
+// recorded, so a record left at the short end would let the user hold more
+// seats between the two ends (issue #29.1). It returns the hold as stored
+// afterwards (as somebody else's change left it, if there was one).
+func (s *Service) placeLateHold(ctx context.Context, h Hold, committed time.Time, d time.Duration, pass *firestore.DocumentRef) (*firestore.DocumentSnapshot, error) {
+	end := committed.Add(d)
+	until := firestore.Update{Path: "heldUntil", Value: end}
 	pre := firestore.LastUpdateTime(committed)
 	ref := s.client.Collection(Holds).Doc(h.ID)
 	//lint:ignore SA1019 WriteBatch is the only atomic multi-document write that costs one RPC.
@@ -130,6 +135,19 @@ func (s *Service) placeLateHold(ctx context.Context, h Hold, committed time.Time
 		b.Update(s.seatDoc(h.ScreeningID, seat), []firestore.Update{until}, pre)
 	}
 	b.Update(ref, []firestore.Update{until}, pre)
+	if pass != nil && s.gate != nil {
+		snap, err := pass.Get(ctx)
+		if err != nil {
+			return nil, err
+		}
+		ups, err := s.gate.Settle(snap, Change{Kind: HoldPlaced, HoldID: h.ID, Seats: len(h.Seats), Until: end}, snap.ReadTime)
+		if err != nil {
+			return nil, err
+		}
+		if len(ups) > 0 {
+			b.Update(pass, ups, firestore.LastUpdateTime(snap.UpdateTime))
+		}
+	}
 	if _, err := b.Commit(ctx); err != nil && !isConflict(err) && !isAmbiguous(err) {
 		return nil, err
 	}
@@ -227,7 +245,9 @@ func ours(seat *firestore.DocumentSnapshot, holdID string) bool {
 
 // ExtendHold moves a live hold's end to server time now + d (d as for
 // Hold), never past MaxHoldSinceCreate after its creation
-// (ErrInvalidArgument). An ended hold gives ErrHoldExpired.
+// (ErrInvalidArgument). An ended hold gives ErrHoldExpired. Under a gate,
+// an extension needs what a new hold needs: a live pass (ErrNotAdmitted
+// once it has ended; the hold keeps its end and may still be confirmed).
 func (s *Service) ExtendHold(ctx context.Context, uid, holdID string, d time.Duration) (Hold, error) {
 	if err := checkHoldLength(d); err != nil {
 		return Hold{}, err

@@ -122,3 +122,92 @@ func TestHoldsDuringASaleNeedAPass(t *testing.T) {
 		}
 	}
 }
+
+// An extension needs a live pass, as a new hold does: a user whose pass has
+// ended keeps the hold until its end and may still confirm it, but cannot
+// stretch it while the slot goes to the next person (issue #29.2: a user
+// whose pass expired extended a 6-seat hold by 15 minutes, twice).
+func TestExtendHoldAfterThePassEndsIsNotAdmitted(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	e.onSale("open", time.Now().Add(time.Hour), map[string]any{"opensAt": time.Now().Add(-time.Minute), "admitPerMinute": 100, "maxActive": 50})
+	place := e.admitted("open", "alice")
+	r := e.call("HoldSeats", token(t, "alice"), map[string]any{"screeningId": "open", "seats": []string{"A1", "A2", "A3", "A4", "A5", "A6"}, "requestId": "h1", "holdSeconds": 300})
+	if r.Status != 201 {
+		t.Fatalf("hold under a live pass: %d %v", r.Status, r.Body)
+	}
+	holdID := str(r, "holdId")
+	if r := e.onHold("ExtendHold", "alice", holdID, 600); r.Status != 200 {
+		t.Fatalf("extend under a live pass: %d %v", r.Status, r.Body)
+	}
+	before, err := e.fs.Collection(booking.Holds).Doc(holdID).Get(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The pass ends (the admitter marks it expired; the slot is the next person's).
+	if _, err := place.Update(ctx, []firestore.Update{{Path: "status", Value: sale.StatusExpired}, {Path: "passUntil", Value: time.Now().Add(-time.Second)}}); err != nil {
+		t.Fatal(err)
+	}
+	if r := e.onHold("ExtendHold", "alice", holdID, 900); r.Status != 403 || r.code() != "not_admitted" {
+		t.Fatalf("extend after the pass ended: %d %v, want 403 not_admitted", r.Status, r.Body)
+	}
+	after, err := e.fs.Collection(booking.Holds).Doc(holdID).Get(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !after.UpdateTime.Equal(before.UpdateTime) {
+		t.Fatalf("the refused extension wrote the hold: heldUntil %v -> %v", before.Data()["heldUntil"], after.Data()["heldUntil"])
+	}
+	if r := e.onHold("ConfirmHold", "alice", holdID); r.Status != 201 {
+		t.Fatalf("confirm after the pass ended, while the hold lives: %d %v", r.Status, r.Body)
+	}
+}
+
+// admitted gives user a live pass for screening (as the admitter writes it)
+// and returns the place.
+func (e *env) admitted(screening, user string) *firestore.DocumentRef {
+	e.t.Helper()
+	uid := userID(e.t, user)
+	place := e.fs.Collection(sale.Queue).Doc(sale.QueueID(screening, uid))
+	if _, err := place.Set(context.Background(), map[string]any{"uid": uid, "screeningId": screening, "status": sale.StatusAdmitted,
+		"joinedAt": time.Now().Add(-time.Minute), "admittedAt": time.Now().Add(-time.Minute), "passUntil": time.Now().Add(time.Hour), "shard": 0, "order": "1"}); err != nil {
+		e.t.Fatal(err)
+	}
+	return place
+}
+
+// Booking or holding one's own held seats at the cap answers seat_held
+// ("confirm that hold instead", CONTRACT §3), not seat_limit (issue #29.6);
+// free seats past the cap are still seat_limit, and nothing is written.
+func TestOwnHeldSeatsAtTheCapAreSeatHeld(t *testing.T) {
+	e := newEnv(t)
+	e.onSale("open", time.Now().Add(time.Hour), map[string]any{"opensAt": time.Now().Add(-time.Minute), "admitPerMinute": 100, "maxActive": 50, "maxSeatsPerUser": 6})
+	e.admitted("open", "alice")
+	mine := []string{"A1", "A2", "A3", "A4", "A5", "A6"}
+	if r := e.call("HoldSeats", token(t, "alice"), map[string]any{"screeningId": "open", "seats": mine, "requestId": "h1"}); r.Status != 201 {
+		t.Fatalf("hold six: %d %v", r.Status, r.Body)
+	}
+	for _, c := range []struct {
+		fn    string
+		seats []string
+		code  string
+	}{
+		{"BookSeats", mine, "seat_held"},
+		{"BookSeats", []string{"A1"}, "seat_held"},
+		{"HoldSeats", []string{"A2", "A3"}, "seat_held"},
+		{"BookSeats", []string{"B1"}, "seat_limit"},
+		{"HoldSeats", []string{"B1", "A1"}, "seat_held"},
+	} {
+		r := e.call(c.fn, token(t, "alice"), map[string]any{"screeningId": "open", "seats": c.seats, "requestId": c.fn + strings.Join(c.seats, "")})
+		if r.Status != 409 || r.code() != c.code {
+			t.Errorf("%s %v at the cap: %d %v, want 409 %s", c.fn, c.seats, r.Status, r.Body, c.code)
+		}
+	}
+	seats, err := e.fs.Collection("screenings/open/seats").Documents(context.Background()).GetAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(seats) != len(mine) {
+		t.Fatalf("%d seat documents after refused requests, want the %d held", len(seats), len(mine))
+	}
+}

@@ -140,11 +140,14 @@ func (s *Service) Admit(screening, pass *firestore.DocumentSnapshot, c booking.C
 
 // Settle returns the tally's updates of the pass for a change to a hold or
 // booking admitted before (nil when the pass does not exist or never
-// counted it): an extended hold counts until its new end; a confirmed hold
-// becomes a booking; a released hold and a cancelled booking stop
-// counting. When a confirmation leaves the user holding nothing, a live
-// pass turns done. It never checks the pass itself: a hold made under
-// a pass may be confirmed after the pass ended.
+// counted it): an extended or late-placed hold counts until its new end; a
+// confirmed hold becomes a booking; a released hold and a cancelled booking
+// stop counting. When a confirmation leaves the user holding nothing, a
+// live pass turns done. An extension needs a live pass with more than the
+// pass margin left, as a new hold does (booking.ErrNotAdmitted): a user
+// whose pass ended keeps the hold until its end, and may still confirm it
+// (CONTRACT §7), but cannot keep seats past it while the slot has gone to
+// the next person (issue #29.2).
 func (s *Service) Settle(pass *firestore.DocumentSnapshot, c booking.Change, now time.Time) ([]firestore.Update, error) {
 	if pass == nil || !pass.Exists() {
 		return nil, nil
@@ -155,9 +158,18 @@ func (s *Service) Settle(pass *firestore.DocumentSnapshot, c booking.Change, now
 	_, counted := holds[c.HoldID]
 	holdPath := firestore.FieldPath{fieldHolds, c.HoldID}
 	switch c.Kind {
-	case booking.HoldExtended:
-		if !counted {
+	case booking.HoldExtended, booking.HoldPlaced:
+		if !counted { // made before the sale: not the pass's to govern
 			return nil, nil
+		}
+		if c.Kind == booking.HoldExtended {
+			p, err := placeOf(pass)
+			if err != nil {
+				return nil, err
+			}
+			if p.Status != StatusAdmitted || p.PassUntil == nil || !now.Add(s.o.passMargin).Before(*p.PassUntil) {
+				return nil, fmt.Errorf("%w: your pass has ended, so the hold cannot be extended; it stays until its end and may still be confirmed", booking.ErrNotAdmitted)
+			}
 		}
 		return []firestore.Update{{FieldPath: append(holdPath, "until"), Value: c.Until}}, nil
 	case booking.HoldConfirmed:
