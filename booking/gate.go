@@ -24,8 +24,8 @@ type Gate interface {
 	// Admit decides a new hold or booking c at Firestore time now (the read
 	// time of the snapshots), from the screening and the user's pass (which
 	// may not exist). It returns the updates of the pass document, committed
-	// with the seats, or an error wrapping ErrSaleNotOpen, ErrNotAdmitted or
-	// ErrSeatLimit.
+	// with the seats, or an error wrapping ErrSaleNotOpen, ErrSaleClosed,
+	// ErrNotAdmitted or ErrSeatLimit.
 	Admit(screening, pass *firestore.DocumentSnapshot, c Claim, now time.Time) ([]firestore.Update, error)
 	// Settle returns the updates of the pass document for a change to a
 	// claim the gate admitted before (nil: nothing to record), at Firestore
@@ -90,4 +90,8 @@ var (
 	// ErrSeatLimit: the request would take the caller past the screening's
 	// seat cap (409 seat_limit).
 	ErrSeatLimit = errors.New("booking: seat limit")
+	// ErrSaleClosed: an operator closed the screening's sale: it takes no
+	// new holds or bookings (409 sale_closed); live holds may still be
+	// confirmed while they live.
+	ErrSaleClosed = errors.New("booking: the sale is closed")
 )

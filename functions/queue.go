@@ -63,6 +63,12 @@ func saleError(err error) *apiError {
 		return errorf(http.StatusForbidden, "not_admitted", "%s", strings.TrimPrefix(err.Error(), "booking: "))
 	case errors.Is(err, booking.ErrSeatLimit):
 		return errorf(http.StatusConflict, "seat_limit", "%s", strings.TrimPrefix(err.Error(), "booking: "))
+	case errors.Is(err, booking.ErrSaleClosed), errors.Is(err, sale.ErrClosed):
+		return errorf(http.StatusConflict, "sale_closed", "the sale is closed: it takes no new joins, holds or bookings (live holds may still be confirmed)")
+	case errors.Is(err, sale.ErrInvalidSale):
+		return errorf(http.StatusBadRequest, "invalid_sale", "%s", strings.TrimPrefix(strings.TrimPrefix(err.Error(), "sale: invalid sale: "), "sale: "))
+	case errors.Is(err, sale.ErrStarted):
+		return errorf(http.StatusConflict, "sale_started", "%s", strings.TrimPrefix(err.Error(), "sale: "))
 	}
 	return nil
 }

@@ -54,6 +54,21 @@ type admitState struct {
 	MarkedAt    time.Time  `firestore:"markedAt"`
 	PublishedAt time.Time  `firestore:"publishedAt"`
 	Closed      bool       `firestore:"closed"`
+	// OpensAt is the opening of the last valid configuration seen: a sale
+	// made invalid while it runs is still published with it.
+	OpensAt time.Time `firestore:"opensAt"`
+	// Minute is the saleStats minute being counted.
+	Minute minuteStats `firestore:"minute"`
+}
+
+// minuteStats is what a saleStats minute is counted from: the levels when
+// it began and its expirations so far (CONTRACT §8).
+type minuteStats struct {
+	Key      string    `firestore:"key"` // YYYYMMDDHHmm, UTC; "" before the first
+	Start    time.Time `firestore:"start"`
+	Admitted int64     `firestore:"admitted"` // admissions ever, when it began
+	Waiting  int64     `firestore:"waiting"`  // places waiting, when it began
+	Expired  int64     `firestore:"expired"`  // passes expired in it
 }
 
 type admission struct {
@@ -93,6 +108,8 @@ var errCrash = errors.New("sale: crashed (test hook)")
 type Admitter struct {
 	s      *Service
 	locker *lock.Locker
+	// changed names a sale whose screening changed (watch); buffered.
+	changed chan string
 	// Test hooks: ignoreLimits admits every head at once (a planted bug
 	// for the metering checker); crash stops the run after an admission
 	// commit, leaving its leases to end by themselves.
@@ -109,7 +126,7 @@ func (s *Service) Admitter() (*Admitter, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Admitter{s: s, locker: l}, nil
+	return &Admitter{s: s, locker: l, changed: make(chan string, 16)}, nil
 }
 
 // saleRun is what one run knows of a sale it admits.
@@ -226,7 +243,36 @@ func (a *Admitter) Run(ctx context.Context, until time.Time) error {
 		case <-ctx.Done():
 			t.Stop()
 			return context.Cause(ctx)
+		case id := <-a.changed:
+			t.Stop()
+			if r := runs[id]; r != nil { // look at it now: an operator or admin changed it
+				r.due = time.Time{}
+			}
 		case <-t.C:
+		}
+	}
+}
+
+// watch wakes the run the moment the screening of sale r changes (a pause,
+// a resume, a close, a new rate or maxActive: CONTRACT §7a wants them
+// within 2 s, and an idle sale is stepped only every idle tick). It ends
+// with ctx. Each change costs one read; nothing is decided on it: the step
+// reads the screening again.
+func (a *Admitter) watch(ctx context.Context, id string) {
+	it := a.s.client.Collection(booking.Screenings).Doc(id).Snapshots(ctx)
+	defer it.Stop()
+	first := true
+	for {
+		if _, err := it.Next(); err != nil {
+			return // ctx ended, or the listener failed: the ticks still step it
+		}
+		if first {
+			first = false
+			continue
+		}
+		select {
+		case a.changed <- id:
+		default: // a wake-up is pending already
 		}
 	}
 }
@@ -283,7 +329,18 @@ func (a *Admitter) take(ctx context.Context, r *saleRun) (bool, error) {
 		return false, err
 	}
 	r.lease, r.st, r.rank, r.last = lease, st, rs, nil
-	r.ctx, r.stop = lease.KeepAlive(ctx)
+	kctx, stopKeepAlive := lease.KeepAlive(ctx)
+	wctx, stopWatch := context.WithCancel(kctx)
+	watched := make(chan struct{})
+	go func() {
+		defer close(watched)
+		a.watch(wctx, r.id)
+	}()
+	r.ctx, r.stop = kctx, func() {
+		stopWatch()
+		<-watched
+		stopKeepAlive()
+	}
 	return true, nil
 }
 
@@ -326,18 +383,37 @@ type counts struct {
 	waiting    int64 // places waiting
 	booked     int64 // seats booked
 	held       int64 // seats under live holds
-	seats      int64 // seats in the hall
+	seats      int64 // seats in the hall (0: unknown, the screening is malformed)
 	live       int64 // passes live (an estimate for the heads' query)
 	at         time.Time
 	admittedAt int64 // r.st.Admitted when counted
+	// minute: the holds and bookings made in the saleStats minute being
+	// counted, read when that minute is over (nil before).
+	minute *minuteCounts
 }
 
-func (c counts) soldOut() bool { return c.booked >= c.seats }
+// minuteCounts are a saleStats minute's counts that only a query finds.
+type minuteCounts struct {
+	key             string
+	holds, bookings int64
+}
+
+func (c counts) soldOut() bool { return c.seats > 0 && c.booked >= c.seats }
+
+// mode is what a step may do with a sale.
+type mode struct {
+	cfg Config // the configuration, or, while invalid, what is known of it
+	// paused: nobody is admitted (an operator paused the sale, or its
+	// configuration is invalid); passes still expire and the sale is still
+	// published, and closed at its start.
+	paused bool
+	valid  bool // the configuration is valid
+}
 
 // step looks after one sale once: it ranks early joiners (from opensAt on),
-// admits who may be admitted, expires ended passes, and publishes. It
-// returns when to look again, and done when the sale needs no more looking
-// after (closed, or gone).
+// admits who may be admitted, expires ended passes, publishes, and writes
+// the sale's minute figures. It returns when to look again, and done when
+// the sale needs no more looking after (closed, or gone).
 func (a *Admitter) step(r *saleRun) (time.Duration, bool, error) {
 	ctx, o := r.ctx, a.s.o
 	snap, err := a.s.client.Collection(booking.Screenings).Doc(r.id).Get(ctx)
@@ -353,42 +429,52 @@ func (a *Admitter) step(r *saleRun) (time.Duration, bool, error) {
 		return 0, true, nil
 	}
 	var sc booking.Screening
-	if err == nil {
-		if err = snap.DataTo(&sc); err != nil {
-			err = fmt.Errorf("%w: %v", ErrMisconfigured, err)
-		}
+	scErr := snap.DataTo(&sc)
+	if err == nil && scErr != nil {
+		err = fmt.Errorf("%w: screening %q: %v", ErrMisconfigured, r.id, scErr)
 	}
+	m := mode{cfg: cfg, valid: err == nil, paused: controlOf(snap).Paused}
 	if err != nil {
+		// A sale made invalid while it runs (by hand, not through Operate)
+		// stops new admissions only: passes still expire, the sale is still
+		// published (as paused) and closed at its start (CONTRACT §7a).
 		if err.Error() != r.bad {
-			o.log.Error("sale: admitting nobody: the sale is misconfigured", "screeningId", r.id, "error", err.Error())
+			o.log.Error("sale: admitting nobody new: the sale is misconfigured; passes still expire and the sale still closes at its start",
+				"screeningId", r.id, "error", err.Error())
 			r.bad = err.Error()
 		}
-		return o.idleTick, false, nil
+		m.paused = true
+		m.cfg = Config{OpensAt: r.st.OpensAt}
+		if at, ok := snap.Data()["sale"].(map[string]any)["opensAt"].(time.Time); ok {
+			m.cfg.OpensAt = at
+		}
+	} else if r.bad != "" {
+		o.log.Info("sale: the sale's configuration is valid again; admitting", "screeningId", r.id)
+		r.bad = ""
 	}
-	r.bad = ""
-	if !t0.Before(sc.StartsAt) {
-		return 0, true, a.close(r, cfg)
+	if startsAt, ok := snap.Data()["startsAt"].(time.Time); (ok && !t0.Before(startsAt)) || controlOf(snap).Closed {
+		return 0, true, a.close(r, m.cfg, sc, scErr == nil)
 	}
-	if !r.counter {
+	if m.valid && !r.counter {
 		if err := a.ensureCounter(ctx, r.id, cfg); err != nil {
 			return 0, false, err
 		}
 		r.counter = true
 	}
 
-	opened := !t0.Before(cfg.OpensAt.Add(o.joinWindow))
+	opened := m.valid && !t0.Before(cfg.OpensAt.Add(o.joinWindow))
 	if opened {
 		if err := a.rank(r); err != nil {
 			return 0, false, err
 		}
 	}
 
-	c, err := a.count(ctx, r, sc, t0)
+	c, err := a.count(ctx, r, sc, scErr == nil, t0)
 	if err != nil {
 		return 0, false, err
 	}
 	var heads []*firestore.DocumentSnapshot
-	if opened && !c.soldOut() {
+	if opened && !m.paused && !c.soldOut() {
 		free := int64(min(maxBatch, cfg.MaxActive-int(c.live), cfg.AdmitPerMinute-int(inWindow(r.st.Recent, t0, o.rateWindow))))
 		if a.ignoreLimits {
 			free = maxBatch
@@ -406,7 +492,7 @@ func (a *Admitter) step(r *saleRun) (time.Duration, bool, error) {
 			}
 		}
 	}
-	if err := a.admit(r, cfg, c, heads); err != nil {
+	if err := a.admit(r, m, c, heads); err != nil {
 		return 0, false, err
 	}
 	if a.crash != nil && a.crash(r.st.Admitted) {
@@ -416,14 +502,43 @@ func (a *Admitter) step(r *saleRun) (time.Duration, bool, error) {
 	// When to look again: at the opening, and every tick while anyone
 	// waits or holds a pass: a pass that ends or turns done is refilled
 	// within a tick, and the sale's documents take at most a write a tick.
+	// A change to the screening wakes the run at once (watch).
 	wake := o.idleTick
-	if !opened {
+	if !opened && m.valid {
 		wake = min(wake, cfg.OpensAt.Add(o.joinWindow).Sub(t0))
 	}
 	if c.waiting > 0 || c.live > 0 || (opened && !r.rank.Done) {
 		wake = min(wake, o.tick)
 	}
+	if next := minuteStart(t0).Add(time.Minute).Sub(t0); r.st.Minute.Key != "" {
+		wake = min(wake, next+10*time.Millisecond) // the minute's figures on time
+	}
 	return max(wake, 10*time.Millisecond), false, nil
+}
+
+// minuteKey names the saleStats minute of t: YYYYMMDDHHmm in UTC.
+func minuteKey(t time.Time) string { return t.UTC().Format("200601021504") }
+
+func minuteStart(t time.Time) time.Time { return t.UTC().Truncate(time.Minute) }
+
+// Stats holds each sale's minute figures: saleStats/{screeningId}/minutes/{YYYYMMDDHHmm}.
+const Stats = "saleStats"
+
+// Minute is a sale's figures for one minute (CONTRACT §8): the levels at
+// its end, and the counts within it. Written by the admitter once the
+// minute is over, in its guarded transaction; a minute during which no
+// admitter looked after the sale is counted into the next one it writes.
+type Minute struct {
+	At         time.Time `firestore:"at" json:"at"`
+	Waiting    int64     `firestore:"waiting" json:"waiting"`
+	Admitted   int64     `firestore:"admitted" json:"admitted"`
+	Active     int64     `firestore:"active" json:"active"`
+	SeatsLeft  int64     `firestore:"seatsLeft" json:"seatsLeft"`
+	Joins      int64     `firestore:"joins" json:"joins"`
+	Admissions int64     `firestore:"admissions" json:"admissions"`
+	Holds      int64     `firestore:"holds" json:"holds"`
+	Bookings   int64     `firestore:"bookings" json:"bookings"`
+	Expired    int64     `firestore:"expired" json:"expired"`
 }
 
 // inWindow counts the admissions within the rate window before now.
@@ -442,16 +557,41 @@ func (a *Admitter) queue(id string) firestore.Query {
 }
 
 // count reads the aggregations a step needs, outside any transaction (a
-// count inside one would lock the seats and the line it counts).
-func (a *Admitter) count(ctx context.Context, r *saleRun, sc booking.Screening, now time.Time) (counts, error) {
+// count inside one would lock the seats and the line it counts). When the
+// saleStats minute being counted is over, it also counts the holds and
+// bookings made in it (two more aggregations, once a minute).
+func (a *Admitter) count(ctx context.Context, r *saleRun, sc booking.Screening, known bool, now time.Time) (counts, error) {
+	return a.countUntil(ctx, r, sc, known, now, false)
+}
+
+// countUntil is count; closing counts the last minute up to now.
+func (a *Admitter) countUntil(ctx context.Context, r *saleRun, sc booking.Screening, known bool, now time.Time, closing bool) (counts, error) {
 	seats := a.s.client.Collection(booking.Screenings).Doc(r.id).Collection("seats")
-	c := counts{seats: int64(len(sc.Rows) * sc.SeatsPerRow), at: now, admittedAt: r.st.Admitted}
-	var errs [4]error
+	c := counts{at: now, admittedAt: r.st.Admitted}
+	if known {
+		c.seats = int64(len(sc.Rows) * sc.SeatsPerRow)
+	}
+	var errs [6]error
 	var wg sync.WaitGroup
 	wg.Go(func() { c.waiting, errs[0] = countOf(ctx, a.queue(r.id).Where("status", "==", StatusWaiting), nil) })
 	wg.Go(func() { c.booked, errs[1] = countOf(ctx, seats.Where("status", "==", booking.StatusBooked), nil) })
 	wg.Go(func() { c.held, errs[2] = countOf(ctx, seats.Where("heldUntil", ">", now), nil) })
 	wg.Go(func() { c.live, errs[3] = a.live(ctx, r.id, now, nil) })
+	if m := r.st.Minute; m.Key != "" && (closing || minuteKey(now) > m.Key) {
+		// Made from the minute's start until now: a minute no admitter
+		// looked after is counted into this one.
+		end := minuteStart(now)
+		if closing {
+			end = now
+		}
+		mc := &minuteCounts{key: m.Key}
+		made := func(coll string) firestore.Query {
+			return a.s.client.Collection(coll).Where("screeningId", "==", r.id).Where("createdAt", ">=", m.Start).Where("createdAt", "<", end)
+		}
+		wg.Go(func() { mc.holds, errs[4] = countOf(ctx, made(booking.Holds), nil) })
+		wg.Go(func() { mc.bookings, errs[5] = countOf(ctx, made(booking.Bookings), nil) })
+		c.minute = mc
+	}
 	wg.Wait()
 	return c, errors.Join(errs[:]...)
 }
@@ -537,12 +677,13 @@ func decode(snap *firestore.DocumentSnapshot, v any) error {
 	return snap.DataTo(v)
 }
 
-// admit is a step's one guarded transaction: it expires ended passes,
-// admits as many of heads as maxActive and the rate window allow (judged
-// at its read time), lays a mark at the tail of the line now and then, and
+// admit is a step's one guarded transaction: it writes the last minute's
+// figures once it is over, expires ended passes, admits as many of heads
+// as maxActive and the rate window allow (judged at its read time; none
+// while paused), lays a mark at the tail of the line now and then, and
 // publishes the sale (at most once per publishEvery).
-func (a *Admitter) admit(r *saleRun, cfg Config, c counts, heads []*firestore.DocumentSnapshot) error {
-	ctx, o := r.ctx, a.s.o
+func (a *Admitter) admit(r *saleRun, m mode, c counts, heads []*firestore.DocumentSnapshot) error {
+	ctx, o, cfg := r.ctx, a.s.o, m.cfg
 	var st admitState
 	var pub *Public
 	err := a.s.client.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
@@ -571,6 +712,9 @@ func (a *Admitter) admit(r *saleRun, cfg Config, c counts, heads []*firestore.Do
 		if a.ignoreLimits {
 			free = int64(len(heads))
 		}
+		if m.paused {
+			free = 0
+		}
 		var places []*firestore.DocumentSnapshot
 		if free > 0 && len(heads) > 0 {
 			take := heads[:min(int64(len(heads)), free)]
@@ -584,6 +728,30 @@ func (a *Admitter) admit(r *saleRun, cfg Config, c counts, heads []*firestore.Do
 		}
 
 		changed := len(recent) != len(st.Recent)
+		// The minute's figures, once it is over: levels as counted now,
+		// counts since it began (before this transaction's own expirations
+		// and admissions, which belong to the new minute).
+		if st.Minute.Key != "" && c.minute != nil && c.minute.key == st.Minute.Key && minuteKey(now) > st.Minute.Key {
+			fig := Minute{
+				At: now, Waiting: c.waiting, Admitted: st.Admitted, Active: live, SeatsLeft: max(0, c.seats-c.booked-c.held),
+				Admissions: st.Admitted - st.Minute.Admitted, Expired: st.Minute.Expired,
+				Joins:      max(0, c.waiting+st.Admitted-st.Minute.Waiting-st.Minute.Admitted),
+				Holds:      c.minute.holds, Bookings: c.minute.bookings,
+			}
+			if err := tx.Set(a.minuteRef(r.id, st.Minute.Key), fig); err != nil {
+				return err
+			}
+			st.Minute = minuteStats{}
+		}
+		if st.Minute.Key == "" {
+			st.Minute = minuteStats{Key: minuteKey(now), Start: minuteStart(now), Admitted: st.Admitted, Waiting: c.waiting}
+			changed = true
+		}
+		if m.valid && !st.OpensAt.Equal(cfg.OpensAt) {
+			st.OpensAt = cfg.OpensAt
+			changed = true
+		}
+		st.Minute.Expired += int64(len(ended))
 		for _, p := range ended {
 			if err := tx.Update(p.Ref, []firestore.Update{{Path: "status", Value: StatusExpired}}); err != nil {
 				return err
@@ -624,8 +792,8 @@ func (a *Admitter) admit(r *saleRun, cfg Config, c counts, heads []*firestore.Do
 			changed = changed || len(st.Marks) != n
 		}
 
-		if since := now.Sub(st.PublishedAt); since >= publishEvery {
-			p := public(st, r.rank, cfg, c, live, admittedNow, now)
+		if since := now.Sub(st.PublishedAt); since >= publishEvery && c.seats > 0 && !cfg.OpensAt.IsZero() {
+			p := public(st, r.rank, m, c, live, admittedNow, now)
 			due := r.last == nil || p.State != r.last.State || since >= heartbeat ||
 				(!samePublic(*r.last, p) && since >= publishInterval(p.Waiting+p.Active))
 			if due {
@@ -662,18 +830,21 @@ func publishInterval(audience int64) time.Duration {
 }
 
 // public is the sale's public document at now. Its marks are the
-// ranking's and the line's that still have someone ahead.
-func public(st admitState, rs rankState, cfg Config, c counts, live, admittedNow int64, now time.Time) Public {
+// ranking's and the line's that still have someone ahead. Sold out shows
+// over paused (nobody would get in either way), and paused over scheduled.
+func public(st admitState, rs rankState, m mode, c counts, live, admittedNow int64, now time.Time) Public {
 	p := Public{
-		State: StateOpen, OpensAt: cfg.OpensAt, Waiting: max(0, c.waiting-admittedNow),
+		State: StateOpen, OpensAt: m.cfg.OpensAt, Waiting: max(0, c.waiting-admittedNow),
 		Admitted: st.Admitted, Active: live, SeatsLeft: max(0, c.seats-c.booked-c.held),
 		AdmittedThrough: st.Through, UpdatedAt: now, Marks: []Mark{},
 	}
 	switch {
-	case now.Before(cfg.OpensAt):
-		p.State = StateScheduled
 	case c.soldOut():
 		p.State = StateSoldOut
+	case m.paused:
+		p.State = StatePaused
+	case now.Before(m.cfg.OpensAt):
+		p.State = StateScheduled
 	}
 	for _, m := range thin(append(slices.Clone(rs.Marks), st.Marks...), MaxMarks) {
 		if ahead := m.Rank - st.Admitted; ahead > 0 {
@@ -690,10 +861,21 @@ func samePublic(x, y Public) bool {
 		x.Active == y.Active && x.SeatsLeft == y.SeatsLeft && x.AdmittedThrough == y.AdmittedThrough && slices.Equal(x.Marks, y.Marks)
 }
 
-// close publishes a sale whose screening has started as closed, once.
-func (a *Admitter) close(r *saleRun, cfg Config) error {
+// close publishes a sale whose screening has started, or that an operator
+// closed, as closed, once, whatever its configuration (a misconfigured sale
+// closes too, so that its seat map opens to everyone: the rules gate it
+// until the sale is closed), and writes its last minute's figures.
+func (a *Admitter) close(r *saleRun, cfg Config, sc booking.Screening, known bool) error {
 	if r.st.Closed {
 		return nil
+	}
+	now := time.Now()
+	var c counts
+	if r.st.Minute.Key != "" {
+		var err error
+		if c, err = a.countUntil(r.ctx, r, sc, known, now, true); err != nil {
+			return err
+		}
 	}
 	return a.s.client.RunTransaction(r.ctx, func(ctx context.Context, tx *firestore.Transaction) error {
 		var st admitState
@@ -707,13 +889,33 @@ func (a *Admitter) close(r *saleRun, cfg Config) error {
 		if st.Closed {
 			return nil
 		}
+		now := stSnap.ReadTime
+		if st.Minute.Key != "" && c.minute != nil && c.minute.key == st.Minute.Key {
+			fig := Minute{
+				At: now, Waiting: c.waiting, Admitted: st.Admitted, Active: c.live, SeatsLeft: max(0, c.seats-c.booked-c.held),
+				Admissions: st.Admitted - st.Minute.Admitted, Expired: st.Minute.Expired,
+				Joins:      max(0, c.waiting+st.Admitted-st.Minute.Waiting-st.Minute.Admitted),
+				Holds:      c.minute.holds, Bookings: c.minute.bookings,
+			}
+			if err := tx.Set(a.minuteRef(r.id, st.Minute.Key), fig); err != nil {
+				return err
+			}
+		}
 		st.Closed = true
-		p := Public{State: StateClosed, OpensAt: cfg.OpensAt, Admitted: st.Admitted, AdmittedThrough: st.Through, Marks: []Mark{}, UpdatedAt: stSnap.ReadTime}
+		opensAt := cfg.OpensAt
+		if opensAt.IsZero() {
+			opensAt = st.OpensAt
+		}
+		p := Public{State: StateClosed, OpensAt: opensAt, Admitted: st.Admitted, AdmittedThrough: st.Through, Marks: []Mark{}, UpdatedAt: now}
 		if err := tx.Set(a.s.client.Collection(Sales).Doc(r.id), p); err != nil {
 			return err
 		}
 		return tx.Set(a.stateRef(r.id), st)
 	})
+}
+
+func (a *Admitter) minuteRef(id, key string) *firestore.DocumentRef {
+	return a.s.client.Collection(Stats).Doc(id).Collection("minutes").Doc(key)
 }
 
 // counterShards is how many shards the tickets-sold counter of a sale

@@ -87,13 +87,17 @@ func (t tally) done(now time.Time) []firestore.Update {
 }
 
 // Admit decides a new hold or booking under the screening's sale at
-// Firestore time now: before opensAt, booking.ErrSaleNotOpen; without a
+// Firestore time now: after an operator closed the sale,
+// booking.ErrSaleClosed; before opensAt, booking.ErrSaleNotOpen; without a
 // live pass of the caller for this screening (with more than the pass
 // margin left), booking.ErrNotAdmitted; past maxSeatsPerUser, counting live
 // holds and bookings, booking.ErrSeatLimit. Otherwise it returns the
 // tally's updates of the pass, and ends the pass (done) when a booking
 // leaves the user holding nothing.
 func (s *Service) Admit(screening, pass *firestore.DocumentSnapshot, c booking.Claim, now time.Time) ([]firestore.Update, error) {
+	if controlOf(screening).Closed {
+		return nil, fmt.Errorf("%w: an operator closed it", booking.ErrSaleClosed)
+	}
 	cfg, err := s.config(screening)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", booking.ErrSaleNotOpen, err)

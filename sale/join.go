@@ -66,7 +66,7 @@ func newDraw() (string, error) {
 // is tried once more, then fails with ErrJoinTimedOut.
 //
 // Errors: booking.ErrInvalidArgument, booking.ErrScreeningNotFound,
-// ErrNoSale, ErrMisconfigured, booking.ErrScreeningStarted, ErrSoldOut,
+// ErrNoSale, ErrMisconfigured, booking.ErrScreeningStarted, ErrClosed, ErrSoldOut,
 // ErrJoinTimedOut, or a Firestore error.
 func (s *Service) Join(ctx context.Context, uid, screeningID string) (Place, bool, error) {
 	if uid == "" {
@@ -116,6 +116,9 @@ func (s *Service) join(ctx context.Context, uid, screeningID string) (Place, boo
 	}
 	if err != nil {
 		return Place{}, false, err
+	}
+	if controlOf(screening).Closed {
+		return Place{}, false, fmt.Errorf("%w: an operator closed it", ErrClosed)
 	}
 	switch public.Data()["state"] {
 	case StateSoldOut:

@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
+	"cloud.google.com/go/firestore"
 	"github.com/firelock/firelock/booking"
 	"github.com/firelock/firelock/internal/emulators"
 	"github.com/firelock/firelock/internal/faultproxy"
@@ -71,5 +73,88 @@ func TestAHoldCommittedLateMovesThePassRecordOfItsEnd(t *testing.T) {
 	_, _, err = fast.Hold(g.ctx, "e", booking.Request{UID: "alice", ScreeningID: "s1", Seats: []string{"B1", "B2", "B3", "B4", "B5", "B6"}, RequestID: "more"}, 5*time.Second)
 	if !errors.Is(err, booking.ErrSeatLimit) {
 		t.Fatalf("six more seats during the late hold: %v, want seat_limit", err)
+	}
+}
+
+// A sale made invalid while it runs stops new admissions only: the
+// admitter says why at ERROR, keeps expiring passes, and keeps publishing
+// the sale, as paused (issue #29.3, CONTRACT §7a).
+func TestASaleMadeInvalidWhileItRunsStillExpiresAndPublishes(t *testing.T) {
+	e := newEnv(t, 10, 20, saleOpening(time.Now().Add(time.Hour), 600, 1, 2))
+	e.join("u1")
+	e.join("u2")
+	e.setSale(map[string]any{"opensAt": e.serverNow()})
+	a := e.admitter()
+	done := make(chan error, 1)
+	go func() { done <- e.run(a, 8*time.Second) }()
+	var first Place
+	for deadline := time.Now().Add(4 * time.Second); first.ID == "" && time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		for _, p := range e.places() {
+			if p.Status == StatusAdmitted {
+				first = p
+			}
+		}
+	}
+	if first.ID == "" {
+		t.Fatal("nobody was admitted before the sale was made invalid")
+	}
+	e.setSale(map[string]any{"admitPerMinute": "600"}) // by hand, a string
+	invalidAt := e.serverNow()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range e.places() {
+		switch {
+		case p.ID == first.ID && p.Status != StatusExpired:
+			t.Errorf("the pass admitted before the sale turned invalid did not expire: %+v", p)
+		case p.ID != first.ID && p.Status != StatusWaiting:
+			t.Errorf("the invalid sale admitted %s: %+v", p.UID, p)
+		}
+	}
+	pub := e.public()
+	if pub.State != StatePaused || !pub.UpdatedAt.After(invalidAt) || pub.Active != 0 || pub.Waiting != 1 {
+		t.Errorf("sales/s1 after the sale turned invalid: %+v, want paused, updated since %v, 0 active, 1 waiting", pub, invalidAt)
+	}
+	if log := e.log.String(); !strings.Contains(log, `"level":"ERROR"`) || !strings.Contains(log, `sale.admitPerMinute must be a whole number from 1 to 10000, not the string \"600\"`) {
+		t.Errorf("no ERROR naming the field, its value and its type; log:\n%s", log)
+	}
+}
+
+// A sale misconfigured from the start still closes at the start, so its
+// seat map is no longer gated (issue #29.4).
+func TestAMisconfiguredSaleClosesAtTheStart(t *testing.T) {
+	e := newEnv(t, 2, 10, map[string]any{"opensAt": time.Now().Add(-time.Minute), "admitPerMinute": 10, "maxActive": "50"})
+	start := e.serverNow().Add(2 * time.Second)
+	if _, err := e.fs.Collection(booking.Screenings).Doc(e.id).Update(context.Background(), []firestore.Update{{Path: "startsAt", Value: start}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.run(e.admitter(), 4*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if pub := e.public(); pub.State != StateClosed {
+		t.Fatalf("a misconfigured sale after its start: %+v, want closed", pub)
+	}
+}
+
+// The misconfiguration message names the field, the value and its JSON
+// type: maxActive given as the string "50" used to read "not 50" (issue
+// #29.5).
+func TestMisconfigurationNamesTheValuesType(t *testing.T) {
+	for _, c := range []struct {
+		value any
+		want  string
+	}{
+		{"50", `sale.maxActive must be a whole number from 1 to 100000, not the string "50"`},
+		{50.5, `sale.maxActive must be a whole number from 1 to 100000, not the number 50.5`},
+		{true, `sale.maxActive must be a whole number from 1 to 100000, not the boolean true`},
+		{nil, `sale.maxActive must be a whole number from 1 to 100000, not null`},
+		{map[string]any{"n": 1}, `sale.maxActive must be a whole number from 1 to 100000, not an object`},
+		{int64(0), `sale.maxActive must be a whole number from 1 to 100000, not the number 0`},
+	} {
+		e := newEnv(t, 2, 10, map[string]any{"opensAt": time.Now().Add(time.Hour), "admitPerMinute": 10, "maxActive": c.value})
+		_, _, err := e.svc.Join(context.Background(), "u1", e.id)
+		if !errors.Is(err, ErrMisconfigured) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("maxActive %#v: %v, want ErrMisconfigured saying %q", c.value, err, c.want)
+		}
 	}
 }

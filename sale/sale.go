@@ -8,6 +8,9 @@ import (
 	"log/slog"
 	"math"
 	"os"
+	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -46,13 +49,41 @@ const (
 	StatusExpired  = "expired"
 )
 
-// Sale states (CONTRACT §7), in sales/{screeningId}.state.
+// Sale states (CONTRACT §7, §7a), in sales/{screeningId}.state.
 const (
 	StateScheduled = "scheduled"
 	StateOpen      = "open"
-	StateSoldOut   = "soldout"
-	StateClosed    = "closed"
+	// StatePaused: nobody new is admitted; places are kept, joins go on and
+	// live passes keep working. An operator paused the sale (§8), or its
+	// configuration was made invalid while it ran (§7a).
+	StatePaused  = "paused"
+	StateSoldOut = "soldout"
+	StateClosed  = "closed"
 )
+
+// FieldControl is the screening field that carries the operators' state of
+// its sale (CONTRACT §8): screenings/{id}.saleControl {paused, closed,
+// closedAt?, updatedAt}, written only by Operate, beside the sale's
+// configuration (screenings/{id}.sale), so that the Gate, JoinQueue and the
+// admitter see it in the read they make anyway.
+const FieldControl = "saleControl"
+
+// Control is the operators' state of a sale.
+type Control struct {
+	Paused bool `firestore:"paused" json:"paused"`
+	// Closed: selling stopped for good (close is final).
+	Closed bool `firestore:"closed" json:"closed"`
+}
+
+// controlOf reads the screening's control state; a missing or malformed
+// one is a running sale.
+func controlOf(screening *firestore.DocumentSnapshot) Control {
+	var c Control
+	m, _ := screening.Data()[FieldControl].(map[string]any)
+	c.Paused, _ = m["paused"].(bool)
+	c.Closed, _ = m["closed"].(bool)
+	return c
+}
 
 // Defaults and bounds of a sale's configuration.
 const (
@@ -87,6 +118,15 @@ var (
 	// ErrJoinTimedOut: a join could not commit within its window (see
 	// Join); nothing was joined and the caller may try again (503).
 	ErrJoinTimedOut = errors.New("sale: the join did not commit in time; try again")
+	// ErrClosed: an operator closed the sale; it takes no joins, holds or
+	// bookings, and no more operations but revoke (409 sale_closed).
+	ErrClosed = errors.New("sale: the sale is closed")
+	// ErrInvalidSale: a configure would break the sale; the message names
+	// the field, the value and its JSON type (400 invalid_sale).
+	ErrInvalidSale = errors.New("sale: invalid sale")
+	// ErrStarted: the sale has opened, and opensAt can no longer change
+	// (409 sale_started).
+	ErrStarted = errors.New("sale: the sale has opened")
 )
 
 // Config is a screening's sale: screenings/{id}.sale, written by admins.
@@ -228,35 +268,78 @@ func (s *Service) place(queueID string) *firestore.DocumentRef {
 }
 
 // config reads and checks a screening's sale. Errors: ErrNoSale (no sale
-// field), ErrMisconfigured (naming the problem).
+// field), ErrMisconfigured (naming the field, the value and its type).
 func (s *Service) config(screening *firestore.DocumentSnapshot) (Config, error) {
 	raw, ok := screening.Data()["sale"]
 	if !ok || raw == nil {
 		return Config{}, fmt.Errorf("%w: screening %q", ErrNoSale, screening.Ref.ID)
 	}
-	bad := func(format string, args ...any) (Config, error) {
-		return Config{}, fmt.Errorf("%w: screening %q: %s", ErrMisconfigured, screening.Ref.ID, fmt.Sprintf(format, args...))
-	}
 	m, ok := raw.(map[string]any)
 	if !ok {
-		return bad("sale is a %T, not a map", raw)
+		return Config{}, fmt.Errorf("%w: screening %q: sale must be a map, not %s", ErrMisconfigured, screening.Ref.ID, describe(raw))
 	}
-	known := map[string]bool{"opensAt": true, "admitPerMinute": true, "maxActive": true, "passSeconds": true, "maxSeatsPerUser": true}
+	c, err := s.checkSale(m, screening.Data()["startsAt"], false)
+	if err != nil {
+		return Config{}, fmt.Errorf("%w: screening %q: %v", ErrMisconfigured, screening.Ref.ID, err)
+	}
+	return c, nil
+}
+
+// saleFields are the fields of a sale (CONTRACT §7), in the order they
+// are checked and shown.
+var saleFields = []string{"opensAt", "admitPerMinute", "maxActive", "passSeconds", "maxSeatsPerUser"}
+
+// FieldError is a sale field's problem: its name, the value given and why
+// it is refused.
+type FieldError struct {
+	Field   string // e.g. "maxActive"; "sale" for the whole
+	Value   any
+	Problem string // e.g. "must be a whole number from 1 to 100000"
+}
+
+func (e *FieldError) Error() string {
+	if e.Field == "sale" {
+		return e.Problem
+	}
+	return fmt.Sprintf("sale.%s %s, not %s", e.Field, e.Problem, describe(e.Value))
+}
+
+// checkSale checks a sale's fields m as stored (opensAt a timestamp,
+// numbers integers or whole doubles) or, fromJSON, as configure sends them
+// (opensAt an RFC 3339 string, numbers JSON numbers), against the
+// screening's startsAt. A wrong field is a *FieldError naming the field,
+// the value and its type.
+func (s *Service) checkSale(m map[string]any, startsAt any, fromJSON bool) (Config, error) {
 	for k := range m {
-		if !known[k] {
-			return bad("sale has an unknown field %q", k)
+		if !slices.Contains(saleFields, k) {
+			return Config{}, &FieldError{Field: "sale", Problem: fmt.Sprintf("sale has an unknown field %q (the fields are %s)", k, strings.Join(saleFields, ", "))}
 		}
 	}
 	var c Config
-	if c.OpensAt, ok = m["opensAt"].(time.Time); !ok {
-		return bad("sale.opensAt must be a timestamp")
+	var ok bool
+	switch v := m["opensAt"].(type) {
+	case time.Time:
+		c.OpensAt, ok = v, !fromJSON
+	case string:
+		if fromJSON {
+			var err error
+			c.OpensAt, err = time.Parse(time.RFC3339Nano, v)
+			ok = err == nil
+		}
 	}
-	startsAt, ok := screening.Data()["startsAt"].(time.Time)
 	if !ok {
-		return bad("a screening on sale needs a startsAt timestamp")
+		want := "must be a timestamp"
+		if fromJSON {
+			want = "must be an RFC 3339 time, e.g. \"2026-12-01T18:00:00Z\""
+		}
+		return Config{}, &FieldError{Field: "opensAt", Value: m["opensAt"], Problem: want}
 	}
-	if !c.OpensAt.Before(startsAt) { // it would never open: everyone joined would wait for nothing
-		return bad("sale.opensAt must be before the screening's startsAt (%s)", startsAt.UTC().Format(time.RFC3339))
+	start, ok := startsAt.(time.Time)
+	if !ok {
+		return Config{}, &FieldError{Field: "sale", Problem: "a screening on sale needs a startsAt timestamp"}
+	}
+	if !c.OpensAt.Before(start) { // it would never open: everyone joined would wait for nothing
+		return Config{}, &FieldError{Field: "opensAt", Value: c.OpensAt, Problem: fmt.Sprintf("must be before the screening's startsAt (%s)", start.UTC().Format(time.RFC3339))}
 	}
 	ints := []struct {
 		name     string
@@ -271,17 +354,41 @@ func (s *Service) config(screening *firestore.DocumentSnapshot) (Config, error) 
 	}
 	for _, f := range ints {
 		v, present := m[f.name]
-		if !present && f.def != 0 {
+		if (!present || (fromJSON && v == nil)) && f.def != 0 {
 			*f.dst = f.def
 			continue
 		}
 		n, ok := wholeNumber(v)
 		if !ok || n < f.min || n > f.max {
-			return bad("sale.%s must be a whole number from %d to %d, not %v", f.name, f.min, f.max, v)
+			return Config{}, &FieldError{Field: f.name, Value: v, Problem: fmt.Sprintf("must be a whole number from %d to %d", f.min, f.max)}
 		}
 		*f.dst = n
 	}
 	return c, nil
+}
+
+// describe names a value and its type as JSON (and Firestore) know it, for
+// messages: the string "50", the number 0.5, null, an object.
+func describe(v any) string {
+	switch x := v.(type) {
+	case nil:
+		return "null"
+	case string:
+		return fmt.Sprintf("the string %q", x)
+	case bool:
+		return fmt.Sprintf("the boolean %v", x)
+	case int64, int:
+		return fmt.Sprintf("the number %d", x)
+	case float64:
+		return "the number " + strconv.FormatFloat(x, 'g', -1, 64)
+	case time.Time:
+		return "the timestamp " + x.UTC().Format(time.RFC3339Nano)
+	case map[string]any:
+		return "an object"
+	case []any:
+		return "an array"
+	}
+	return fmt.Sprintf("%v (a %T)", v, v)
 }
 
 // wholeNumber accepts an integer, or a double without a fraction (what the
