@@ -53,6 +53,7 @@ func TestRootRegistersEveryFunction(t *testing.T) {
 		{"BookSeats", wantContractError},
 		{"CancelBooking", wantContractError},
 		{"JoinQueue", wantContractError},
+		{"OperateSale", wantContractError},
 		{"RunScheduledJob", func(r *http.Response) error {
 			if r.StatusCode == http.StatusNotFound {
 				return fmt.Errorf("HTTP 404")

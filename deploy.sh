@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Deploys firelock to Google Cloud: the HTTP functions BookSeats,
-# CancelBooking, HoldSeats, ExtendHold, ConfirmHold, ReleaseHold and JoinQueue
+# CancelBooking, HoldSeats, ExtendHold, ConfirmHold, ReleaseHold, JoinQueue
+# and OperateSale
 # (CORS for --allowed-origins), the Pub/Sub-triggered RunScheduledJob (with
 # retries), the Cloud Scheduler jobs that publish to scheduled-jobs,
 # firestore.rules and firestore.indexes.json, the TTL policy on the lease
@@ -182,7 +183,7 @@ common=(--gen2 "--runtime=$RUNTIME" "--region=$REGION" "--project=$PROJECT" --so
 
 # HTTP functions: they verify Firebase ID tokens themselves, so IAM lets every caller in.
 # The origins go in with gcloud's alternate delimiter (^;^), as they hold commas.
-for fn in BookSeats CancelBooking HoldSeats ExtendHold ConfirmHold ReleaseHold JoinQueue; do
+for fn in BookSeats CancelBooking HoldSeats ExtendHold ConfirmHold ReleaseHold JoinQueue OperateSale; do
   run gcloud functions deploy "$fn" "${common[@]}" "--entry-point=$fn" --trigger-http --allow-unauthenticated \
     "--set-env-vars=^;^FIRELOCK_ALLOWED_ORIGINS=$ALLOWED_ORIGINS"
 done

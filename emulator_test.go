@@ -31,11 +31,13 @@ func TestMain(m *testing.M) { os.Exit(emulators.RunTests(m, emulators.Firestore)
 
 var errDenied = errors.New("permission denied")
 
-// user is a client SDK signed in as uid ("" for nobody).
+// user is a client SDK signed in as uid ("" for nobody), with the custom
+// claims of its ID token.
 type user struct {
 	t       *testing.T
 	project string
 	uid     string
+	claims  map[string]any
 }
 
 // idToken is an unsigned Firebase ID token: the emulator accepts alg "none".
@@ -45,11 +47,15 @@ func (u user) idToken() string {
 		return base64.RawURLEncoding.EncodeToString(b)
 	}
 	now := time.Now().Unix()
-	return enc(map[string]any{"alg": "none", "typ": "JWT"}) + "." + enc(map[string]any{
+	payload := map[string]any{
 		"iss": "https://securetoken.google.com/" + u.project, "aud": u.project,
 		"sub": u.uid, "user_id": u.uid, "iat": now, "exp": now + 3600, "auth_time": now,
 		"firebase": map[string]any{"sign_in_provider": "custom", "identities": map[string]any{}},
-	}) + "."
+	}
+	for k, v := range u.claims {
+		payload[k] = v
+	}
+	return enc(map[string]any{"alg": "none", "typ": "JWT"}) + "." + enc(payload) + "."
 }
 
 func (u user) docName(path string) string {
@@ -172,7 +178,10 @@ type rulesCase struct {
 
 type rulesEnv struct {
 	alice, bob, nobody user
-	admin              *firestore.Client
+	// olive is an operator (operator: true); otto's claim is false, and
+	// sly's is the string "true", which is no operator either.
+	olive, otto, sly user
+	admin            *firestore.Client
 }
 
 // ended waits past a 1-second lease taken just now.
@@ -743,6 +752,76 @@ func saleCases() []rulesCase {
 	return cs
 }
 
+// CONTRACT §8: operators read the log, the minute figures, every place and
+// the seat map of a sale; nobody else reads the log or the figures; no
+// client writes any of them.
+func operatorCases() []rulesCase {
+	ctx := context.Background()
+	withLog := func(t *testing.T, e rulesEnv) string {
+		id := onSale(t, e, "open", map[string]map[string]any{"alice": {"status": "waiting"}})
+		_, err := e.admin.Doc("saleLog/"+id+"/entries/e1").Set(ctx, map[string]any{"action": "pause", "uid": "olive", "email": "olive@example.com"})
+		must(t, err)
+		_, err = e.admin.Doc("saleStats/"+id+"/minutes/202611241200").Set(ctx, map[string]any{"waiting": 3, "admissions": 1})
+		must(t, err)
+		_, err = e.admin.Doc("seatMaps/"+id).Set(ctx, map[string]any{"seats": "b.", "updatedAt": time.Now()})
+		must(t, err)
+		return id
+	}
+	cs := []rulesCase{
+		{"operator reads a sale's log", true, func(t *testing.T, e rulesEnv) error { return e.olive.get("saleLog/" + withLog(t, e) + "/entries/e1") }},
+		{"operator lists a sale's log", true, func(t *testing.T, e rulesEnv) error { return e.olive.queryUnder("saleLog/"+withLog(t, e), "entries") }},
+		{"operator lists a sale's minute figures", true, func(t *testing.T, e rulesEnv) error {
+			return e.olive.queryUnder("saleStats/"+withLog(t, e), "minutes")
+		}},
+		{"operator reads someone's place", true, func(t *testing.T, e rulesEnv) error {
+			return e.olive.get("queue/" + sale.QueueID(withLog(t, e), "alice"))
+		}},
+		{"operator lists the queue", true, func(t *testing.T, e rulesEnv) error { withLog(t, e); return e.olive.query("queue", "") }},
+		{"operator reads the sale's seat map without a pass", true, func(t *testing.T, e rulesEnv) error { return e.olive.get("seatMaps/" + withLog(t, e)) }},
+		{"user with a live pass reads the sale's seat map", true, func(t *testing.T, e rulesEnv) error {
+			id := onSale(t, e, "open", map[string]map[string]any{"alice": livePass()})
+			_, err := e.admin.Doc("seatMaps/"+id).Set(ctx, map[string]any{"seats": "b.", "updatedAt": time.Now()})
+			must(t, err)
+			return e.alice.get("seatMaps/" + id)
+		}},
+		{"waiting user reads the sale's seat map", false, func(t *testing.T, e rulesEnv) error { return e.alice.get("seatMaps/" + withLog(t, e)) }},
+		{"anyone reads the seat map of a closed sale", true, func(t *testing.T, e rulesEnv) error {
+			id := onSale(t, e, "closed", nil)
+			_, err := e.admin.Doc("seatMaps/"+id).Set(ctx, map[string]any{"seats": "b.", "updatedAt": time.Now()})
+			must(t, err)
+			return e.nobody.get("seatMaps/" + id)
+		}},
+	}
+	for _, who := range []struct {
+		name string
+		u    func(e rulesEnv) user
+	}{
+		{"user", func(e rulesEnv) user { return e.alice }},
+		{"user whose operator claim is false", func(e rulesEnv) user { return e.otto }},
+		{"user whose operator claim is the string \"true\"", func(e rulesEnv) user { return e.sly }},
+		{"signed-out client", func(e rulesEnv) user { return e.nobody }},
+	} {
+		cs = append(cs,
+			rulesCase{who.name + " reads a sale's log", false, func(t *testing.T, e rulesEnv) error { return who.u(e).get("saleLog/" + withLog(t, e) + "/entries/e1") }},
+			rulesCase{who.name + " lists a sale's log", false, func(t *testing.T, e rulesEnv) error { return who.u(e).queryUnder("saleLog/"+withLog(t, e), "entries") }},
+			rulesCase{who.name + " reads a sale's minute figures", false, func(t *testing.T, e rulesEnv) error {
+				return who.u(e).get("saleStats/" + withLog(t, e) + "/minutes/202611241200")
+			}},
+		)
+	}
+	for _, p := range []string{"saleLog/s1/entries/e1", "saleStats/s1/minutes/202611241200", "seatMaps/s1", "sales/s1", "queue/q1", "screenings/s1"} {
+		cs = append(cs,
+			rulesCase{"operator writes server-only " + p, false, func(t *testing.T, e rulesEnv) error {
+				return e.olive.commit(e.olive.set(p, map[string]any{"state": "open", "action": "close", "seats": "..."}, nil, nil))
+			}},
+			rulesCase{"client writes server-only " + p, false, func(t *testing.T, e rulesEnv) error {
+				return e.alice.commit(e.alice.set(p, map[string]any{"state": "open", "action": "close", "seats": "..."}, nil, nil))
+			}},
+		)
+	}
+	return cs
+}
+
 func TestSecurityRulesMatrix(t *testing.T) {
 	project := emulators.ProjectID(t)
 	env := rulesEnv{
@@ -751,7 +830,10 @@ func TestSecurityRulesMatrix(t *testing.T) {
 		nobody: user{t: t, project: project},
 		admin:  emulators.NewFirestoreFor(t, project),
 	}
-	cases := append(append(rulesMatrix(), serverOnlyCases()...), saleCases()...)
+	env.olive = user{t: t, project: project, uid: "olive", claims: map[string]any{"operator": true}}
+	env.otto = user{t: t, project: project, uid: "otto", claims: map[string]any{"operator": false}}
+	env.sly = user{t: t, project: project, uid: "sly", claims: map[string]any{"operator": "true"}}
+	cases := append(append(append(rulesMatrix(), serverOnlyCases()...), saleCases()...), operatorCases()...)
 	var allowed, denied int
 	for _, c := range cases {
 		if c.allow {
@@ -765,7 +847,7 @@ func TestSecurityRulesMatrix(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
 			e := env
-			e.alice.t, e.bob.t, e.nobody.t = t, t, t
+			e.alice.t, e.bob.t, e.nobody.t, e.olive.t, e.otto.t, e.sly.t = t, t, t, t, t, t
 			err := c.run(t, e)
 			switch {
 			case c.allow && err != nil:

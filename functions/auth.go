@@ -66,31 +66,59 @@ func (c *userStates) get(ctx context.Context, users Users, uid string, ttl time.
 	return st, nil
 }
 
-// authenticate returns the uid of the request's Firebase ID token
+// caller is who sent a request, as its verified ID token says.
+type caller struct {
+	UID   string
+	Email string
+	// Operator: the token carries the custom claim operator: true
+	// (CONTRACT §8; `firelock operators grant EMAIL` sets it).
+	Operator bool
+}
+
+type callerKey struct{}
+
+// callerOf is the caller that serve put in a request's context.
+func callerOf(ctx context.Context) caller {
+	c, _ := ctx.Value(callerKey{}).(caller)
+	return c
+}
+
+// authenticate returns the caller of the request's Firebase ID token
 // ("Authorization: Bearer <token>", the scheme in any case). It refuses
 // (401) a missing, malformed, expired or revoked token and the token of a
 // disabled or deleted user; it answers 503 when Auth cannot be reached.
-func (a *API) authenticate(r *http.Request) (string, error) {
+func (a *API) authenticate(r *http.Request) (caller, error) {
+	t, err := a.verify(r)
+	if err != nil {
+		return caller{}, err
+	}
+	c := caller{UID: t.UID}
+	c.Email, _ = t.Claims["email"].(string)
+	c.Operator, _ = t.Claims["operator"].(bool)
+	return c, nil
+}
+
+func (a *API) verify(r *http.Request) (*auth.Token, error) {
 	scheme, token, _ := strings.Cut(strings.TrimSpace(r.Header.Get("Authorization")), " ")
 	token = strings.TrimSpace(token)
 	if !strings.EqualFold(scheme, "Bearer") || token == "" {
-		return "", errorf(http.StatusUnauthorized, "unauthenticated", "send Authorization: Bearer <Firebase ID token>")
+		return nil, errorf(http.StatusUnauthorized, "unauthenticated", "send Authorization: Bearer <Firebase ID token>")
 	}
 	t, err := a.Auth.VerifyIDToken(r.Context(), token)
 	switch {
 	case err == nil:
 	case auth.IsIDTokenExpired(err):
-		return "", errorf(http.StatusUnauthorized, "unauthenticated", "the ID token has expired; get a fresh one")
+		return nil, errorf(http.StatusUnauthorized, "unauthenticated", "the ID token has expired; get a fresh one")
 	case auth.IsIDTokenRevoked(err):
-		return "", errorf(http.StatusUnauthorized, "unauthenticated", "the ID token was revoked; sign in again")
+		return nil, errorf(http.StatusUnauthorized, "unauthenticated", "the ID token was revoked; sign in again")
 	case auth.IsUserDisabled(err):
-		return "", errorf(http.StatusUnauthorized, "unauthenticated", "the account is disabled")
+		return nil, errorf(http.StatusUnauthorized, "unauthenticated", "the account is disabled")
 	case auth.IsUserNotFound(err):
-		return "", errorf(http.StatusUnauthorized, "unauthenticated", "the account no longer exists")
+		return nil, errorf(http.StatusUnauthorized, "unauthenticated", "the account no longer exists")
 	case auth.IsIDTokenInvalid(err):
-		return "", errorf(http.StatusUnauthorized, "unauthenticated", "the ID token is not valid")
+		return nil, errorf(http.StatusUnauthorized, "unauthenticated", "the ID token is not valid")
 	default: // fetching the signing keys failed: not the caller's fault
-		return "", fmt.Errorf("%w: %v", errAuthUnavailable, err)
+		return nil, fmt.Errorf("%w: %v", errAuthUnavailable, err)
 	}
 	ttl := a.UserCacheTTL
 	if ttl == 0 {
@@ -99,13 +127,13 @@ func (a *API) authenticate(r *http.Request) (string, error) {
 	st, err := a.users.get(r.Context(), a.Auth, t.UID, ttl)
 	switch {
 	case auth.IsUserNotFound(err):
-		return "", errorf(http.StatusUnauthorized, "unauthenticated", "the account no longer exists")
+		return nil, errorf(http.StatusUnauthorized, "unauthenticated", "the account no longer exists")
 	case err != nil:
-		return "", fmt.Errorf("%w: %v", errAuthUnavailable, err)
+		return nil, fmt.Errorf("%w: %v", errAuthUnavailable, err)
 	case st.disabled:
-		return "", errorf(http.StatusUnauthorized, "unauthenticated", "the account is disabled")
+		return nil, errorf(http.StatusUnauthorized, "unauthenticated", "the account is disabled")
 	case t.IssuedAt*1000 < st.validAfterMillis:
-		return "", errorf(http.StatusUnauthorized, "unauthenticated", "the ID token was revoked; sign in again")
+		return nil, errorf(http.StatusUnauthorized, "unauthenticated", "the ID token was revoked; sign in again")
 	}
-	return t.UID, nil
+	return t, nil
 }

@@ -75,6 +75,7 @@ func newEnvOn(t *testing.T, fs *firestore.Client) *env {
 	mux.HandleFunc("/ConfirmHold", api.ConfirmHold)
 	mux.HandleFunc("/ReleaseHold", api.ReleaseHold)
 	mux.HandleFunc("/JoinQueue", api.JoinQueue)
+	mux.HandleFunc("/OperateSale", api.OperateSale)
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
 	return &env{t: t, fs: fs, api: api, srv: srv, log: buf}

@@ -39,11 +39,12 @@ func init() {
 	functions.HTTP("ConfirmHold", func(w http.ResponseWriter, r *http.Request) { defaultAPI().ConfirmHold(w, r) })
 	functions.HTTP("ReleaseHold", func(w http.ResponseWriter, r *http.Request) { defaultAPI().ReleaseHold(w, r) })
 	functions.HTTP("JoinQueue", func(w http.ResponseWriter, r *http.Request) { defaultAPI().JoinQueue(w, r) })
+	functions.HTTP("OperateSale", func(w http.ResponseWriter, r *http.Request) { defaultAPI().OperateSale(w, r) })
 }
 
-// HTTPFunctions names every HTTP function (CONTRACT §3, §7), for deploy.sh
-// and the local run.
-var HTTPFunctions = []string{"BookSeats", "CancelBooking", "HoldSeats", "ExtendHold", "ConfirmHold", "ReleaseHold", "JoinQueue"}
+// HTTPFunctions names every HTTP function (CONTRACT §3, §7, §8), for
+// deploy.sh and the local run.
+var HTTPFunctions = []string{"BookSeats", "CancelBooking", "HoldSeats", "ExtendHold", "ConfirmHold", "ReleaseHold", "JoinQueue", "OperateSale"}
 
 // MaxBody bounds request bodies.
 const MaxBody = 16 << 10
@@ -231,42 +232,42 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 // decode checks method, content type and auth, then reads into v (a
 // pointer to a request struct) a JSON body of at most MaxBody bytes: one
 // object whose keys are v's json names exactly, each at most once. It
-// returns the caller's uid.
-func (a *API) decode(w http.ResponseWriter, r *http.Request, v any) (string, error) {
+// returns the caller.
+func (a *API) decode(w http.ResponseWriter, r *http.Request, v any) (caller, error) {
 	if r.Method != http.MethodPost {
-		return "", errorf(http.StatusMethodNotAllowed, "method_not_allowed", "use POST")
+		return caller{}, errorf(http.StatusMethodNotAllowed, "method_not_allowed", "use POST")
 	}
 	if mt, params, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" ||
 		(params["charset"] != "" && !strings.EqualFold(params["charset"], "utf-8")) {
-		return "", errorf(http.StatusUnsupportedMediaType, "unsupported_media_type", "send Content-Type: application/json (UTF-8)")
+		return caller{}, errorf(http.StatusUnsupportedMediaType, "unsupported_media_type", "send Content-Type: application/json (UTF-8)")
 	}
-	uid, err := a.authenticate(r)
+	who, err := a.authenticate(r)
 	if err != nil {
-		return "", err
+		return caller{}, err
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBody))
 	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
-			return "", errorf(http.StatusRequestEntityTooLarge, "payload_too_large", "the body is larger than %d bytes", MaxBody)
+			return caller{}, errorf(http.StatusRequestEntityTooLarge, "payload_too_large", "the body is larger than %d bytes", MaxBody)
 		}
-		return "", errorf(http.StatusBadRequest, "invalid_argument", "the body could not be read: %v", err)
+		return caller{}, errorf(http.StatusBadRequest, "invalid_argument", "the body could not be read: %v", err)
 	}
 	if !utf8.Valid(body) { // encoding/json would turn bad bytes into U+FFFD: two ids into one
-		return "", errorf(http.StatusBadRequest, "invalid_argument", "the body is not valid UTF-8")
+		return caller{}, errorf(http.StatusBadRequest, "invalid_argument", "the body is not valid UTF-8")
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		return "", errorf(http.StatusBadRequest, "invalid_argument", "malformed JSON body: %v", err)
+		return caller{}, errorf(http.StatusBadRequest, "invalid_argument", "malformed JSON body: %v", err)
 	}
 	if _, err := dec.Token(); err != io.EOF {
-		return "", errorf(http.StatusBadRequest, "invalid_argument", "the body must be exactly one JSON object")
+		return caller{}, errorf(http.StatusBadRequest, "invalid_argument", "the body must be exactly one JSON object")
 	}
 	if err := exactKeys(body, v); err != nil {
-		return "", err
+		return caller{}, err
 	}
-	return uid, nil
+	return who, nil
 }
 
 // exactKeys refuses what encoding/json lets through even with
@@ -344,12 +345,12 @@ func (a *API) serve(w http.ResponseWriter, r *http.Request, req any, handle func
 		a.writeError(w, r, execID, fmt.Errorf("%w: %v", errNotReady, a.initErr))
 		return
 	}
-	uid, err := a.decode(w, r, req)
+	who, err := a.decode(w, r, req)
 	if err != nil {
 		a.writeError(w, r, execID, err)
 		return
 	}
-	code, body, err := handle(r.Context(), execID, uid)
+	code, body, err := handle(context.WithValue(r.Context(), callerKey{}, who), execID, who.UID)
 	if err != nil {
 		a.writeError(w, r, execID, err)
 		return

@@ -510,16 +510,22 @@ func (a *Admitter) step(r *saleRun) (time.Duration, bool, error) {
 	if c.waiting > 0 || c.live > 0 || (opened && !r.rank.Done) {
 		wake = min(wake, o.tick)
 	}
-	if next := minuteStart(t0).Add(time.Minute).Sub(t0); r.st.Minute.Key != "" {
+	if next := o.minuteStart(t0).Add(o.minute).Sub(t0); r.st.Minute.Key != "" {
 		wake = min(wake, next+10*time.Millisecond) // the minute's figures on time
 	}
 	return max(wake, 10*time.Millisecond), false, nil
 }
 
-// minuteKey names the saleStats minute of t: YYYYMMDDHHmm in UTC.
-func minuteKey(t time.Time) string { return t.UTC().Format("200601021504") }
+// minuteKey names the saleStats minute of t: YYYYMMDDHHmm in UTC (with
+// seconds, YYYYMMDDHHmmss, for the shorter minutes of tests).
+func (o options) minuteKey(t time.Time) string {
+	if o.minute == time.Minute {
+		return t.UTC().Truncate(time.Minute).Format("200601021504")
+	}
+	return o.minuteStart(t).Format("20060102150405")
+}
 
-func minuteStart(t time.Time) time.Time { return t.UTC().Truncate(time.Minute) }
+func (o options) minuteStart(t time.Time) time.Time { return t.UTC().Truncate(o.minute) }
 
 // Stats holds each sale's minute figures: saleStats/{screeningId}/minutes/{YYYYMMDDHHmm}.
 const Stats = "saleStats"
@@ -577,10 +583,10 @@ func (a *Admitter) countUntil(ctx context.Context, r *saleRun, sc booking.Screen
 	wg.Go(func() { c.booked, errs[1] = countOf(ctx, seats.Where("status", "==", booking.StatusBooked), nil) })
 	wg.Go(func() { c.held, errs[2] = countOf(ctx, seats.Where("heldUntil", ">", now), nil) })
 	wg.Go(func() { c.live, errs[3] = a.live(ctx, r.id, now, nil) })
-	if m := r.st.Minute; m.Key != "" && (closing || minuteKey(now) > m.Key) {
+	if m := r.st.Minute; m.Key != "" && (closing || a.s.o.minuteKey(now) > m.Key) {
 		// Made from the minute's start until now: a minute no admitter
 		// looked after is counted into this one.
-		end := minuteStart(now)
+		end := a.s.o.minuteStart(now)
 		if closing {
 			end = now
 		}
@@ -696,6 +702,20 @@ func (a *Admitter) admit(r *saleRun, m mode, c counts, heads []*firestore.Docume
 			return err
 		}
 		now := stSnap.ReadTime
+		// The screening again, in the transaction: a pause or a new
+		// configuration that commits before this admission decides it, and
+		// one that comes after waits for it (the read's lock), so nobody is
+		// admitted past a pause, or past a lowered maxActive or rate.
+		scSnap, err := tx.Get(a.s.client.Collection(booking.Screenings).Doc(r.id))
+		if err != nil {
+			return err
+		}
+		paused := m.paused || controlOf(scSnap).Paused || controlOf(scSnap).Closed
+		if fresh, err := a.s.config(scSnap); err != nil {
+			paused = true
+		} else if m.valid {
+			cfg = fresh
+		}
 
 		// Every read first (a transaction reads before it writes).
 		ended, err := tx.Documents(a.queue(r.id).Where("status", "==", StatusAdmitted).Where("passUntil", "<=", now).
@@ -712,7 +732,7 @@ func (a *Admitter) admit(r *saleRun, m mode, c counts, heads []*firestore.Docume
 		if a.ignoreLimits {
 			free = int64(len(heads))
 		}
-		if m.paused {
+		if paused {
 			free = 0
 		}
 		var places []*firestore.DocumentSnapshot
@@ -731,7 +751,7 @@ func (a *Admitter) admit(r *saleRun, m mode, c counts, heads []*firestore.Docume
 		// The minute's figures, once it is over: levels as counted now,
 		// counts since it began (before this transaction's own expirations
 		// and admissions, which belong to the new minute).
-		if st.Minute.Key != "" && c.minute != nil && c.minute.key == st.Minute.Key && minuteKey(now) > st.Minute.Key {
+		if st.Minute.Key != "" && c.minute != nil && c.minute.key == st.Minute.Key && o.minuteKey(now) > st.Minute.Key {
 			fig := Minute{
 				At: now, Waiting: c.waiting, Admitted: st.Admitted, Active: live, SeatsLeft: max(0, c.seats-c.booked-c.held),
 				Admissions: st.Admitted - st.Minute.Admitted, Expired: st.Minute.Expired,
@@ -744,7 +764,7 @@ func (a *Admitter) admit(r *saleRun, m mode, c counts, heads []*firestore.Docume
 			st.Minute = minuteStats{}
 		}
 		if st.Minute.Key == "" {
-			st.Minute = minuteStats{Key: minuteKey(now), Start: minuteStart(now), Admitted: st.Admitted, Waiting: c.waiting}
+			st.Minute = minuteStats{Key: o.minuteKey(now), Start: o.minuteStart(now), Admitted: st.Admitted, Waiting: c.waiting}
 			changed = true
 		}
 		if m.valid && !st.OpensAt.Equal(cfg.OpensAt) {
@@ -793,7 +813,7 @@ func (a *Admitter) admit(r *saleRun, m mode, c counts, heads []*firestore.Docume
 		}
 
 		if since := now.Sub(st.PublishedAt); since >= publishEvery && c.seats > 0 && !cfg.OpensAt.IsZero() {
-			p := public(st, r.rank, m, c, live, admittedNow, now)
+			p := public(st, r.rank, mode{cfg: cfg, paused: paused, valid: m.valid}, c, live, admittedNow, now)
 			due := r.last == nil || p.State != r.last.State || since >= heartbeat ||
 				(!samePublic(*r.last, p) && since >= publishInterval(p.Waiting+p.Active))
 			if due {

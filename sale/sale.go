@@ -172,6 +172,7 @@ type options struct {
 	handover   time.Duration
 	tick       time.Duration
 	idleTick   time.Duration
+	minute     time.Duration // a saleStats minute (tests shorten it)
 	log        *slog.Logger
 }
 
@@ -254,7 +255,7 @@ var _ booking.Gate = (*Service)(nil)
 func New(client *firestore.Client, opts ...Option) *Service {
 	o := options{
 		rateWindow: time.Minute, minPass: MinPass, joinWindow: time.Second, passMargin: time.Second,
-		lease: 10 * time.Second, handover: 15 * time.Second, tick: time.Second, idleTick: 5 * time.Second,
+		lease: 10 * time.Second, handover: 15 * time.Second, tick: time.Second, idleTick: 5 * time.Second, minute: time.Minute,
 		log: slog.New(slog.NewJSONHandler(os.Stderr, nil)),
 	}
 	for _, opt := range opts {
@@ -395,6 +396,8 @@ func describe(v any) string {
 // console writes for 100).
 func wholeNumber(v any) (int, bool) {
 	switch x := v.(type) {
+	case int:
+		return wholeNumber(int64(x))
 	case int64:
 		if x > math.MaxInt32 || x < math.MinInt32 {
 			return 0, false

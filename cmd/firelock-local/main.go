@@ -37,11 +37,13 @@ import (
 
 	"cloud.google.com/go/firestore"
 	"cloud.google.com/go/pubsub/v2"
+	firebase "firebase.google.com/go/v4"
 	"github.com/firelock/firelock/booking"
 	"github.com/firelock/firelock/functions"
 	"github.com/firelock/firelock/internal/emulators"
 	"github.com/firelock/firelock/internal/jobs"
 	"github.com/firelock/firelock/internal/localrun"
+	"github.com/firelock/firelock/internal/operators"
 	"github.com/firelock/firelock/lock"
 )
 
@@ -181,7 +183,7 @@ func run(cfg config) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	token, uid, err := emulators.SignIn("demo@example.com", "demo-password")
+	token, uid, err := demoOperator(ctx, project)
 	if err != nil {
 		return 0, err
 	}
@@ -266,6 +268,27 @@ func seedScreening(ctx context.Context, fs *firestore.Client) error {
 		return fmt.Errorf("seed the demo screening: %w", err)
 	}
 	return nil
+}
+
+// demoOperator signs up the demo user, makes them an operator of sales
+// (the custom claim operator: true, CONTRACT §8) and returns a fresh ID
+// token, which carries the claim.
+func demoOperator(ctx context.Context, project string) (token, uid string, err error) {
+	if _, _, err := emulators.SignIn("demo@example.com", "demo-password"); err != nil {
+		return "", "", err
+	}
+	app, err := firebase.NewApp(ctx, &firebase.Config{ProjectID: project})
+	if err != nil {
+		return "", "", err
+	}
+	ac, err := app.Auth(ctx)
+	if err != nil {
+		return "", "", err
+	}
+	if _, err := operators.Grant(ctx, ac, "demo@example.com"); err != nil {
+		return "", "", err
+	}
+	return emulators.SignIn("demo@example.com", "demo-password")
 }
 
 // DemoSale is the screening of the demo sale.
@@ -360,10 +383,11 @@ func printBanner(out *os.File, emu *emulators.Running, base string, app *webApp,
 	if envName == "" {
 		envName = ".firelock-local.env   (not written: -env-file is empty)"
 	}
-	webLine, saleLine := "off (-web off)", "screening "+DemoSale
+	webLine, saleLine, consoleLine := "off (-web off)", "screening "+DemoSale, "off (-web off); go run ./cmd/firelock sale status "+DemoSale
 	if app != nil {
 		webLine = app.URL + "/?screening=demo   (mutex page: " + app.URL + "/critical.html?id=demo)"
 		saleLine = app.URL + "/?screening=" + DemoSale
+		consoleLine = app.URL + "/operate.html?screening=" + DemoSale + "   (sign in as the demo user: an operator)"
 	}
 	saleLine += fmt.Sprintf("   (opens %s; one pass at a time)", opensAt.Local().Format(time.TimeOnly))
 	started := func(k emulators.Kind) string {
@@ -377,13 +401,14 @@ firelock is running on loopback (project %s)
 
   web app             %s
   demo sale           %s
+  sale console        %s
   Firestore emulator  %s  (%s; rules: firestore.rules)
   Pub/Sub emulator    %s  (%s; topic %s, push to RunScheduledJob)
   Auth emulator       %s  (%s)
   functions           %s
   scheduler stand-in  %s on %q (%s)
 
-Demo user demo@example.com, password demo-password (uid %s); its ID token (valid 1h):
+Demo user demo@example.com, password demo-password (uid %s), an operator of sales; its ID token (valid 1h):
 
   export ID_TOKEN=%s
 
@@ -409,7 +434,7 @@ Join the demo sale's waiting room (admitQueue admits at the opening):
     -H 'Content-Type: application/json' -d '{"screeningId": "%s"}'
 
 Press Ctrl-C to stop everything.
-`, project, webLine, saleLine,
+`, project, webLine, saleLine, consoleLine,
 		emu.Host(emulators.Firestore), started(emulators.Firestore),
 		emu.Host(emulators.PubSub), started(emulators.PubSub), localrun.Topic,
 		emu.Host(emulators.Auth), started(emulators.Auth),

@@ -140,6 +140,8 @@ func handlerOf(api *functions.API, name string) http.HandlerFunc {
 		return api.ReleaseHold
 	case "JoinQueue":
 		return api.JoinQueue
+	case "OperateSale":
+		return api.OperateSale
 	}
 	panic("surge: no handler for function " + name) // functions.HTTPFunctions names one this file does not know
 }

@@ -1,0 +1,43 @@
+package functions
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+
+	"github.com/firelock/firelock/sale"
+)
+
+type operateRequest struct {
+	ScreeningID string          `json:"screeningId"`
+	Action      string          `json:"action"`
+	Sale        json.RawMessage `json:"sale"`
+	UID         string          `json:"uid"`
+	Reason      string          `json:"reason"`
+}
+
+// OperateSale is the operators' HTTP function of CONTRACT §8: configure,
+// pause, resume, close or revoke a screening's sale. Only a caller whose ID
+// token carries the custom claim operator: true may (403 not_operator);
+// every accepted action that changes something is logged in saleLog.
+func (a *API) OperateSale(w http.ResponseWriter, r *http.Request) {
+	var req operateRequest
+	a.serve(w, r, &req, func(ctx context.Context, execID, uid string) (int, any, error) {
+		who := callerOf(ctx)
+		if !who.Operator {
+			return 0, nil, errorf(http.StatusForbidden, "not_operator", "only operators run sales: the account needs the custom claim operator: true (firelock operators grant EMAIL), then a fresh ID token")
+		}
+		op := sale.Operation{ScreeningID: req.ScreeningID, Action: req.Action, UID: req.UID, Reason: req.Reason, By: sale.Operator{UID: who.UID, Email: who.Email}}
+		if len(req.Sale) > 0 && string(req.Sale) != "null" {
+			if err := json.Unmarshal(req.Sale, &op.Sale); err != nil || op.Sale == nil {
+				return 0, nil, errorf(http.StatusBadRequest, "invalid_argument", "sale must be an object of §7 fields, e.g. {\"admitPerMinute\": 600}")
+			}
+		}
+		out, err := a.Sales.Operate(ctx, op, a.Bookings)
+		if err != nil {
+			return 0, nil, err
+		}
+		a.Log.InfoContext(ctx, "operated a sale", "executionId", execID, "uid", uid, "screeningId", out.ScreeningID, "action", op.Action, "state", out.State, "changed", out.Changed, "reason", op.Reason)
+		return http.StatusOK, out, nil
+	})
+}

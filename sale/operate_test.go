@@ -1,0 +1,271 @@
+package sale
+
+import (
+	"context"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/firelock/firelock/booking"
+)
+
+// withMinute shortens the saleStats minute for tests.
+func withMinute(d time.Duration) Option { return func(o *options) { o.minute = d } }
+
+var olive = Operator{UID: "op-olive", Email: "olive@example.com"}
+
+// operate runs an action as the operator olive, and returns the server
+// time it committed at (the screening's update time after it).
+func (e *env) operate(svc *Service, action string, fields map[string]any) time.Time {
+	e.t.Helper()
+	bk := booking.New(e.fs, booking.WithGate(svc))
+	defer bk.Close()
+	if _, err := svc.Operate(context.Background(), Operation{ScreeningID: e.id, Action: action, Sale: fields, By: olive}, bk); err != nil {
+		e.t.Fatalf("%s %v: %v", action, fields, err)
+	}
+	snap, err := e.fs.Collection(booking.Screenings).Doc(e.id).Get(context.Background())
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return snap.UpdateTime
+}
+
+// admittedTimes are the admissions of the sale, in order.
+func (e *env) admittedTimes() []time.Time {
+	var ts []time.Time
+	for _, p := range e.places() {
+		if p.AdmittedAt != nil {
+			ts = append(ts, *p.AdmittedAt)
+		}
+	}
+	slices.SortFunc(ts, time.Time.Compare)
+	return ts
+}
+
+// A paused sale admits nobody, from the pause's commit on (the admission
+// transaction reads the screening), and shows paused; passes still expire;
+// resume admits again (CONTRACT §7a, §8).
+func TestPauseAdmitsNobodyAndResumeGoesOn(t *testing.T) {
+	e := newEnv(t, 10, 20, saleOpening(time.Now().Add(time.Hour), 600, 1, 1))
+	for _, uid := range []string{"u1", "u2", "u3", "u4", "u5", "u6"} {
+		e.join(uid)
+	}
+	e.setSale(map[string]any{"opensAt": e.serverNow()})
+	done := make(chan error, 1)
+	go func() { done <- e.run(e.admitter(), 9*time.Second) }()
+	for len(e.admittedTimes()) == 0 {
+		time.Sleep(50 * time.Millisecond)
+	}
+	paused := e.operate(e.svc, ActionPause, nil)
+	time.Sleep(2500 * time.Millisecond)
+	pub := e.public()
+	if pub.State != StatePaused || pub.UpdatedAt.Sub(paused) > 2*time.Second {
+		t.Errorf("2.5 s after the pause at %v, sales/s1 is %s since %v, want paused within 2 s", paused, pub.State, pub.UpdatedAt)
+	}
+	if pub.Active != 0 {
+		t.Errorf("the 1-s passes did not expire while paused: %d active", pub.Active)
+	}
+	resumed := e.operate(e.svc, ActionResume, nil)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	var during, after int
+	for _, at := range e.admittedTimes() {
+		switch {
+		case at.After(paused) && at.Before(resumed):
+			during++
+		case at.After(resumed):
+			after++
+			if at.Sub(resumed) > 2*time.Second && after == 1 {
+				t.Errorf("the first admission after the resume came %v after it, want within 2 s", at.Sub(resumed))
+			}
+		}
+	}
+	if during != 0 {
+		t.Errorf("%d admitted while paused", during)
+	}
+	if after == 0 {
+		t.Error("nobody was admitted after the resume")
+	}
+}
+
+// A change of maxActive and of admitPerMinute takes effect within 2 s of
+// its commit: admissions on each side of the change follow the limit of
+// their side (the rate window is 2 s here, so admitPerMinute counts per
+// 2 s).
+func TestLiveChangesOfMaxActiveAndRate(t *testing.T) {
+	t.Run("maxActive", func(t *testing.T) {
+		e := newEnv(t, 10, 20, saleOpening(time.Now().Add(time.Hour), 600, 2, 600))
+		for i := range 12 {
+			e.join(string(rune('a'+i)) + "-user")
+		}
+		e.setSale(map[string]any{"opensAt": e.serverNow()})
+		done := make(chan error, 1)
+		go func() { done <- e.run(e.admitter(), 5*time.Second) }()
+		for len(e.admittedTimes()) < 2 {
+			time.Sleep(50 * time.Millisecond)
+		}
+		time.Sleep(time.Second)
+		changed := e.operate(e.svc, ActionConfigure, map[string]any{"maxActive": 5})
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		ts := e.admittedTimes()
+		var before, within int
+		for _, at := range ts {
+			switch {
+			case !at.After(changed):
+				before++
+			case at.Sub(changed) <= 2*time.Second:
+				within++
+			}
+		}
+		if before != 2 || within != 3 || len(ts) != 5 {
+			t.Fatalf("admissions: %d before the change to maxActive 5, %d within 2 s after, %d in all; want 2, 3, 5", before, within, len(ts))
+		}
+	})
+	t.Run("admitPerMinute", func(t *testing.T) {
+		e := newEnv(t, 10, 20, saleOpening(time.Now().Add(time.Hour), 2, 100, 600))
+		for i := range 30 {
+			e.join(string(rune('a'+i)) + "-user")
+		}
+		e.setSale(map[string]any{"opensAt": e.serverNow()})
+		done := make(chan error, 1)
+		go func() { done <- e.run(e.admitter(), 8*time.Second) }()
+		time.Sleep(4 * time.Second)
+		changed := e.operate(e.svc, ActionConfigure, map[string]any{"admitPerMinute": 8})
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		ts := e.admittedTimes()
+		// Each admission, with those in the 2 s up to it: at most 2 before
+		// the change, at most 8 after it.
+		for i, a := range ts {
+			n, limit := 0, 2
+			for _, at := range ts[:i+1] {
+				if a.Sub(at) < 2*time.Second {
+					n++
+				}
+			}
+			if a.After(changed) {
+				limit = 8
+			}
+			if n > limit {
+				t.Fatalf("%d admissions in the 2 s up to %v; the limit then was %d (changed at %v)", n, a, limit, changed)
+			}
+		}
+		within := 0
+		for _, at := range ts {
+			if at.After(changed) && at.Sub(changed) <= 2*time.Second {
+				within++
+			}
+		}
+		if within <= 2 {
+			t.Fatalf("%d admissions within 2 s of raising the rate to 8 (from 2): the change did not take effect", within)
+		}
+	})
+}
+
+// An idle sale (nobody waiting, no pass: the admitter looks every 5 s)
+// shows a pause within 2 s: a change of the screening wakes the admitter.
+func TestAPauseOfAnIdleSaleShowsWithin2s(t *testing.T) {
+	e := newEnv(t, 10, 20, saleOpening(time.Now().Add(-time.Minute), 600, 10, 600))
+	prod := e.prodService()
+	a, err := prod.Admitter()
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- e.run(a, 9*time.Second) }()
+	time.Sleep(3 * time.Second) // published once, then idle
+	paused := e.operate(prod, ActionPause, nil)
+	time.Sleep(2500 * time.Millisecond)
+	if pub := e.public(); pub.State != StatePaused || pub.UpdatedAt.Sub(paused) > 2*time.Second {
+		t.Errorf("2.5 s after pausing an idle sale at %v: %s since %v", paused, pub.State, pub.UpdatedAt)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
+
+// The admitter writes a minute's figures once it is over (minutes of 2 s
+// here): over the sale they add up to what Firestore holds.
+func TestSaleStatsMinutesAddUp(t *testing.T) {
+	e := newEnv(t, 10, 20, saleOpening(time.Now().Add(time.Hour), 600, 2, 1))
+	e.svc = New(e.fs, append(testOptions(e.log), withMinute(2*time.Second))...)
+	for _, uid := range []string{"u1", "u2", "u3", "u4"} {
+		e.join(uid)
+	}
+	e.setSale(map[string]any{"opensAt": e.serverNow()})
+	bk := booking.New(e.fs, booking.WithGate(e.svc))
+	t.Cleanup(bk.Close)
+	done := make(chan error, 1)
+	go func() { done <- e.run(e.admitter(), 9*time.Second) }()
+	time.Sleep(2 * time.Second)
+	e.join("late1")
+	e.join("late2")
+	// An admitted user holds one seat and books another.
+	held, booked := 0, 0
+	for deadline := time.Now().Add(3 * time.Second); (held == 0 || booked == 0) && time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		for _, p := range e.places() {
+			if p.Status != StatusAdmitted || held > 0 {
+				continue
+			}
+			if _, _, err := bk.Hold(context.Background(), "e", booking.Request{UID: p.UID, ScreeningID: e.id, Seats: []string{"A1"}, RequestID: "h"}, 5*time.Second); err == nil {
+				held++
+			}
+			if _, _, err := bk.Book(context.Background(), "e", booking.Request{UID: p.UID, ScreeningID: e.id, Seats: []string{"A2"}, RequestID: "b"}); err == nil {
+				booked++
+			}
+		}
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	snaps, err := e.fs.Collection(Stats).Doc(e.id).Collection("minutes").Documents(context.Background()).GetAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(snaps) < 3 {
+		t.Fatalf("%d minutes of figures over 9 s of 2-s minutes", len(snaps))
+	}
+	var sum Minute
+	var last Minute
+	for _, s := range snaps { // in key order: time order
+		var m Minute
+		if err := s.DataTo(&m); err != nil {
+			t.Fatal(err)
+		}
+		sum.Joins += m.Joins
+		sum.Admissions += m.Admissions
+		sum.Holds += m.Holds
+		sum.Bookings += m.Bookings
+		sum.Expired += m.Expired
+		last = m
+	}
+	var admitted, expired int64
+	for _, p := range e.places() {
+		if p.AdmittedAt != nil {
+			admitted++
+		}
+		if p.Status == StatusExpired {
+			expired++
+		}
+	}
+	st := e.state()
+	// Figures count what happened before the last minute was written: the
+	// minute in progress is not among them.
+	inProgress := st.Admitted - last.Admitted
+	if sum.Admissions != admitted-inProgress || last.Admitted != admitted-inProgress {
+		t.Errorf("minutes add up to %d admissions (last level %d); Firestore holds %d, %d of them in the minute in progress", sum.Admissions, last.Admitted, admitted, inProgress)
+	}
+	if sum.Expired > expired || sum.Expired < expired-st.Minute.Expired {
+		t.Errorf("minutes add up to %d expirations; %d places expired, %d in the minute in progress", sum.Expired, expired, st.Minute.Expired)
+	}
+	if sum.Joins+st.Minute.Waiting > 6 || sum.Joins < 2 {
+		t.Errorf("minutes add up to %d joins (%d waiting when the minute in progress began) of 6 places, 2 of them after the opening", sum.Joins, st.Minute.Waiting)
+	}
+	if sum.Holds != int64(held) || sum.Bookings != int64(booked) {
+		t.Errorf("minutes add up to %d holds and %d bookings, want %d and %d", sum.Holds, sum.Bookings, held, booked)
+	}
+}
