@@ -755,8 +755,8 @@ func (a *Admitter) admit(r *saleRun, m mode, c counts, heads []*firestore.Docume
 			fig := Minute{
 				At: now, Waiting: c.waiting, Admitted: st.Admitted, Active: live, SeatsLeft: max(0, c.seats-c.booked-c.held),
 				Admissions: st.Admitted - st.Minute.Admitted, Expired: st.Minute.Expired,
-				Joins:      max(0, c.waiting+st.Admitted-st.Minute.Waiting-st.Minute.Admitted),
-				Holds:      c.minute.holds, Bookings: c.minute.bookings,
+				Joins: max(0, c.waiting+st.Admitted-st.Minute.Waiting-st.Minute.Admitted),
+				Holds: c.minute.holds, Bookings: c.minute.bookings,
 			}
 			if err := tx.Set(a.minuteRef(r.id, st.Minute.Key), fig); err != nil {
 				return err
@@ -914,8 +914,8 @@ func (a *Admitter) close(r *saleRun, cfg Config, sc booking.Screening, known boo
 			fig := Minute{
 				At: now, Waiting: c.waiting, Admitted: st.Admitted, Active: c.live, SeatsLeft: max(0, c.seats-c.booked-c.held),
 				Admissions: st.Admitted - st.Minute.Admitted, Expired: st.Minute.Expired,
-				Joins:      max(0, c.waiting+st.Admitted-st.Minute.Waiting-st.Minute.Admitted),
-				Holds:      c.minute.holds, Bookings: c.minute.bookings,
+				Joins: max(0, c.waiting+st.Admitted-st.Minute.Waiting-st.Minute.Admitted),
+				Holds: c.minute.holds, Bookings: c.minute.bookings,
 			}
 			if err := tx.Set(a.minuteRef(r.id, st.Minute.Key), fig); err != nil {
 				return err
