@@ -752,13 +752,7 @@ func (a *Admitter) admit(r *saleRun, m mode, c counts, heads []*firestore.Docume
 		// counts since it began (before this transaction's own expirations
 		// and admissions, which belong to the new minute).
 		if st.Minute.Key != "" && c.minute != nil && c.minute.key == st.Minute.Key && o.minuteKey(now) > st.Minute.Key {
-			fig := Minute{
-				At: now, Waiting: c.waiting, Admitted: st.Admitted, Active: live, SeatsLeft: max(0, c.seats-c.booked-c.held),
-				Admissions: st.Admitted - st.Minute.Admitted, Expired: st.Minute.Expired,
-				Joins: max(0, c.waiting+st.Admitted-st.Minute.Waiting-st.Minute.Admitted),
-				Holds: c.minute.holds, Bookings: c.minute.bookings,
-			}
-			if err := tx.Set(a.minuteRef(r.id, st.Minute.Key), fig); err != nil {
+			if err := tx.Set(a.minuteRef(r.id, st.Minute.Key), figures(st, c, live, now)); err != nil {
 				return err
 			}
 			st.Minute = minuteStats{}
@@ -911,13 +905,7 @@ func (a *Admitter) close(r *saleRun, cfg Config, sc booking.Screening, known boo
 		}
 		now := stSnap.ReadTime
 		if st.Minute.Key != "" && c.minute != nil && c.minute.key == st.Minute.Key {
-			fig := Minute{
-				At: now, Waiting: c.waiting, Admitted: st.Admitted, Active: c.live, SeatsLeft: max(0, c.seats-c.booked-c.held),
-				Admissions: st.Admitted - st.Minute.Admitted, Expired: st.Minute.Expired,
-				Joins: max(0, c.waiting+st.Admitted-st.Minute.Waiting-st.Minute.Admitted),
-				Holds: c.minute.holds, Bookings: c.minute.bookings,
-			}
-			if err := tx.Set(a.minuteRef(r.id, st.Minute.Key), fig); err != nil {
+			if err := tx.Set(a.minuteRef(r.id, st.Minute.Key), figures(st, c, c.live, now)); err != nil {
 				return err
 			}
 		}
@@ -932,6 +920,19 @@ func (a *Admitter) close(r *saleRun, cfg Config, sc booking.Screening, known boo
 		}
 		return tx.Set(a.stateRef(r.id), st)
 	})
+}
+
+// figures are the saleStats minute st.Minute, written at now: the levels
+// as counted (c, live), the counts since it began. Joins are the places
+// that came into the line: waiting now, plus admitted since, less waiting
+// then (a place leaves the line by admission only).
+func figures(st admitState, c counts, live int64, now time.Time) Minute {
+	return Minute{
+		At: now, Waiting: c.waiting, Admitted: st.Admitted, Active: live, SeatsLeft: max(0, c.seats-c.booked-c.held),
+		Admissions: st.Admitted - st.Minute.Admitted, Expired: st.Minute.Expired,
+		Joins: max(0, c.waiting+st.Admitted-st.Minute.Waiting-st.Minute.Admitted),
+		Holds: c.minute.holds, Bookings: c.minute.bookings,
+	}
 }
 
 func (a *Admitter) minuteRef(id, key string) *firestore.DocumentRef {
