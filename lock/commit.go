@@ -176,12 +176,14 @@ func (l *Locker) commit(ctx context.Context, writes []*pb.Write, opts ...gax.Cal
 	if !ok {
 		return nil, fmt.Errorf("lock: unexpected document name %q", writes[0].GetUpdate().GetName())
 	}
-	if err := l.verifyCommitClient(ctx); err != nil {
-		return nil, err
+	bctx, cancel := l.bounded(ctx)
+	defer cancel()
+	if err := l.verifyCommitClient(bctx); err != nil {
+		return nil, l.unanswered(ctx, bctx, err)
 	}
-	resp, err := l.raw.Commit(ctx, &pb.CommitRequest{Database: db, Writes: writes}, opts...)
+	resp, err := l.raw.Commit(bctx, &pb.CommitRequest{Database: db, Writes: writes}, opts...)
 	if err != nil {
-		return nil, err
+		return nil, l.unanswered(ctx, bctx, err)
 	}
 	out := make([]written, len(resp.WriteResults))
 	for i, wr := range resp.WriteResults {
@@ -191,6 +193,26 @@ func (l *Locker) commit(ctx context.Context, writes []*pb.Write, opts ...gax.Cal
 		}
 	}
 	return out, nil
+}
+
+// bounded is ctx with a deadline for one RPC of the lock: about a lease
+// (at least a second, at most a minute), so that a call the server never
+// answers (a half-open connection, a lost stream) ends, is settled as
+// ambiguous, and is tried again, even when the caller's context has no
+// deadline.
+func (l *Locker) bounded(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, l.rpcTimeout())
+}
+
+func (l *Locker) rpcTimeout() time.Duration { return min(max(l.lease, time.Second), time.Minute) }
+
+// unanswered says ErrUnanswered for an RPC ended by its own bound (bctx)
+// while the caller's ctx was live.
+func (l *Locker) unanswered(ctx, bctx context.Context, err error) error {
+	if err != nil && ctx.Err() == nil && bctx.Err() != nil {
+		return fmt.Errorf("%w after %v: %w", ErrUnanswered, l.rpcTimeout(), err)
+	}
+	return err
 }
 
 // stampNow sets fields to the server's request time.

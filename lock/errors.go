@@ -24,6 +24,13 @@ var (
 	// than its *firestore.Client (another emulator, project or endpoint).
 	// Make it with WithClientOptions and the options the client was made with.
 	ErrClientMismatch = errors.New("lock: commit client and *firestore.Client reach different databases")
+	// ErrUnanswered: an RPC of the lock got no answer within its bound
+	// (about a lease: see Locker), though the caller's context was live: a
+	// half-open connection, a lost stream, an overloaded server. A grant is
+	// settled by reading back before this is returned (nothing of it is
+	// left); Acquire tries again. A renewal or release may have landed: its
+	// lease is as the error says, or ends by itself within its length.
+	ErrUnanswered = errors.New("lock: no answer in time")
 )
 
 // Holder is a live lease of another owner, as Firestore saw it.

@@ -158,7 +158,11 @@ func (l *Lease) Renew(ctx context.Context) error {
 		if ctx.Err() != nil {
 			return fmt.Errorf("lock %q: renew: %w", l.ref.ID, context.Cause(ctx))
 		}
-		snap, rerr := l.ref.Get(ctx)
+		snaps, rerr := l.locker.getAll(ctx, []*firestore.DocumentRef{l.ref})
+		var snap *firestore.DocumentSnapshot
+		if rerr == nil {
+			snap = snaps[0]
+		}
 		if rerr != nil && status.Code(rerr) != codes.NotFound {
 			return fmt.Errorf("lock %q: renew failed (%v) and the lease could not be read back: %w", l.ref.ID, err, rerr)
 		}

@@ -284,7 +284,7 @@ func (l *Locker) TryAcquireAll(ctx context.Context, keys []string, opts ...Acqui
 		return leases, err
 	}
 	for range maxRounds {
-		snaps, err := l.client.GetAll(ctx, refs)
+		snaps, err := l.getAll(ctx, refs)
 		if err != nil {
 			return nil, fmt.Errorf("lock: read %d lease documents: %w", len(refs), err)
 		}
@@ -412,7 +412,7 @@ func (l *Locker) readBack(ctx context.Context, refs []*firestore.DocumentRef) ([
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), l.settleBudget())
 	defer cancel()
 	for attempt := 0; ; attempt++ {
-		snaps, err := l.client.GetAll(sctx, refs)
+		snaps, err := l.getAll(sctx, refs)
 		if err == nil {
 			return snaps, nil
 		}
@@ -424,6 +424,15 @@ func (l *Locker) readBack(ctx context.Context, refs []*firestore.DocumentRef) ([
 		case <-t.C:
 		}
 	}
+}
+
+// getAll reads refs in one batched read, bounded like every RPC of the
+// lock.
+func (l *Locker) getAll(ctx context.Context, refs []*firestore.DocumentRef) ([]*firestore.DocumentSnapshot, error) {
+	bctx, cancel := l.bounded(ctx)
+	defer cancel()
+	snaps, err := l.client.GetAll(bctx, refs)
+	return snaps, l.unanswered(ctx, bctx, err)
 }
 
 // named counts the snapshots whose lease names acquisition id.
@@ -541,11 +550,12 @@ func (l *Locker) Acquire(ctx context.Context, key string, opts ...AcquireOption)
 	return ls[0], nil
 }
 
-// AcquireAll is TryAcquireAll that waits like Acquire.
+// AcquireAll is TryAcquireAll that waits like Acquire. A try that got no
+// answer in time (ErrUnanswered: settled, nothing granted) is tried again.
 func (l *Locker) AcquireAll(ctx context.Context, keys []string, opts ...AcquireOption) (Leases, error) {
 	for attempt := 0; ; attempt++ {
 		ls, err := l.TryAcquireAll(ctx, keys, opts...)
-		if !errors.Is(err, ErrHeld) {
+		if !errors.Is(err, ErrHeld) && !(errors.Is(err, ErrUnanswered) && ctx.Err() == nil) {
 			return ls, err
 		}
 		wait := l.backoff.next(attempt)
@@ -598,9 +608,11 @@ func (l *Locker) WithLock(ctx context.Context, key string, fn func(ctx context.C
 // taken over in between is left alone), in bulk. It returns how many it
 // deleted. Use it when an execution ends with leases it lost track of.
 func (l *Locker) ReleaseAll(ctx context.Context) (int, error) {
-	snaps, err := l.coll.Where(FieldOwner, "==", l.owner).Documents(ctx).GetAll()
+	bctx, cancel := l.bounded(ctx)
+	defer cancel()
+	snaps, err := l.coll.Where(FieldOwner, "==", l.owner).Documents(bctx).GetAll()
 	if err != nil {
-		return 0, fmt.Errorf("lock: list leases of %s: %w", l.owner, err)
+		return 0, fmt.Errorf("lock: list leases of %s: %w", l.owner, l.unanswered(ctx, bctx, err))
 	}
 	return deleteLeases(ctx, l.client, snaps, nil)
 }
@@ -627,6 +639,9 @@ func isConflict(err error) bool {
 
 // isAmbiguous: the write may or may not have happened.
 func isAmbiguous(err error) bool {
+	if errors.Is(err, ErrUnanswered) {
+		return true
+	}
 	switch status.Code(err) {
 	case codes.Unavailable, codes.DeadlineExceeded, codes.Unknown, codes.Internal, codes.Canceled:
 		return true

@@ -65,6 +65,18 @@ func (p *Proxy) DelayRequests(d time.Duration) error {
 	return p.add("delay-requests", "latency", "upstream", fmt.Sprintf(`{"latency": %d}`, d.Milliseconds()))
 }
 
+// Blackhole swallows every byte in both directions and keeps connections
+// open: a request is never answered, and may never reach the server, as
+// behind a half-open connection or a lost stream. Bytes swallowed stay
+// lost after Heal: a call sent meanwhile is never answered at all, so only
+// a deadline ends it.
+func (p *Proxy) Blackhole() error {
+	if err := p.add("blackhole-up", "timeout", "upstream", `{"timeout": 0}`); err != nil {
+		return err
+	}
+	return p.add("blackhole-down", "timeout", "downstream", `{"timeout": 0}`)
+}
+
 // Reset resets (TCP RST) every connection as soon as it sends anything, so
 // requests may or may not have reached the server.
 func (p *Proxy) Reset() error {

@@ -1,0 +1,130 @@
+package lock_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/firelock/firelock/lock"
+)
+
+// Acquire with a context that has no deadline does not hang on one
+// unanswered Commit (issue #29.8: on a loaded emulator a grant's Commit went
+// unanswered for four minutes while a second caller got the key). Every RPC
+// the lock sends ends after about a lease; an unanswered grant is settled
+// as ambiguous and tried again, and the caller gets the key once the other
+// holder lets go, with a higher token.
+func TestAcquireDoesNotHangOnAnUnansweredCommit(t *testing.T) {
+	const lease = 2 * time.Second
+	p, l, direct := proxied(t, lock.WithLeaseDuration(lease))
+	if _, err := l.TryAcquire(context.Background(), "warm"); err != nil { // connections up, client verified
+		t.Fatal(err)
+	}
+	if err := p.Blackhole(); err != nil {
+		t.Fatal(err)
+	}
+	type result struct {
+		lease *lock.Lease
+		err   error
+	}
+	got := make(chan result, 1)
+	go func() {
+		ls, err := l.Acquire(context.Background(), "k") // no deadline
+		got <- result{ls, err}
+	}()
+	// Meanwhile another caller takes the key and keeps it a while.
+	time.Sleep(300 * time.Millisecond)
+	other, err := newLocker(t, direct, lock.WithLeaseDuration(lease)).TryAcquire(context.Background(), "k")
+	if err != nil {
+		t.Fatalf("the second caller: %v", err)
+	}
+	_, stop := other.KeepAlive(context.Background())
+	time.Sleep(lease / 2)
+	p.Heal()
+	time.Sleep(lease)
+	stop()
+	if err := other.Release(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case r := <-got:
+		if r.err != nil {
+			t.Fatalf("Acquire: %v", r.err)
+		}
+		if r.lease.Token() <= other.Token() {
+			t.Fatalf("the first caller's token %d is not above the second caller's %d", r.lease.Token(), other.Token())
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("Acquire without a deadline still blocked 30 s after its Commit went unanswered")
+	}
+}
+
+// TryAcquire with a context that has no deadline returns when its Commit
+// (and the read that settles it) go unanswered: ErrUnanswered after about
+// a lease and the settling, and nothing left to block the key.
+func TestTryAcquireReturnsWhenItsCommitGoesUnanswered(t *testing.T) {
+	const lease = 2 * time.Second
+	p, l, direct := proxied(t, lock.WithLeaseDuration(lease))
+	if _, err := l.TryAcquire(context.Background(), "warm"); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Blackhole(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := l.TryAcquire(context.Background(), "k")
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if !errors.Is(err, lock.ErrUnanswered) {
+			t.Fatalf("TryAcquire through a black hole: %v, want ErrUnanswered", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("TryAcquire without a deadline still blocked 30 s after its Commit went unanswered")
+	}
+	p.Heal()
+	if _, err := newLocker(t, direct).TryAcquire(context.Background(), "k"); err != nil {
+		t.Fatalf("the key after the unanswered grant: %v", err)
+	}
+}
+
+// Renew and Release with contexts that have no deadline return after about
+// a lease when their RPCs go unanswered, instead of hanging.
+func TestRenewAndReleaseDoNotHangOnUnansweredRPCs(t *testing.T) {
+	const lease = 2 * time.Second
+	for _, op := range []string{"renew", "release"} {
+		t.Run(op, func(t *testing.T) {
+			p, l, _ := proxied(t, lock.WithLeaseDuration(lease))
+			ls, err := l.TryAcquire(context.Background(), "k")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := p.Blackhole(); err != nil {
+				t.Fatal(err)
+			}
+			done := make(chan error, 1)
+			go func() {
+				if op == "renew" {
+					done <- ls.Renew(context.Background())
+				} else {
+					done <- ls.Release(context.Background())
+				}
+			}()
+			select {
+			case err := <-done:
+				if err == nil {
+					t.Fatalf("%s through a black hole answered success", op)
+				}
+				if !errors.Is(err, lock.ErrUnanswered) && !errors.Is(err, lock.ErrNotHeld) {
+					t.Logf("%s: %v", op, err)
+				}
+			case <-time.After(30 * time.Second):
+				t.Fatalf("%s without a deadline still blocked 30 s after its RPC went unanswered", op)
+			}
+			p.Heal()
+		})
+	}
+}
