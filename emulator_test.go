@@ -867,7 +867,7 @@ func TestLeaseParityWithGoLibrary(t *testing.T) {
 	alice := user{t: t, project: project, uid: "alice"}
 	ctx := context.Background()
 
-	server, err := lock.New(admin, "mutex_critical_data", lock.WithLeaseDuration(time.Second))
+	server, err := lock.New(admin, "mutex_critical_data", lock.WithLeaseDuration(time.Second), lock.SharedWithClients())
 	if err != nil {
 		t.Fatal(err)
 	}

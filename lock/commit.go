@@ -176,11 +176,16 @@ func (l *Locker) commit(ctx context.Context, writes []*pb.Write, opts ...gax.Cal
 	if !ok {
 		return nil, fmt.Errorf("lock: unexpected document name %q", writes[0].GetUpdate().GetName())
 	}
+	// The first commit of a client proves it first (two RPCs and, maybe, a
+	// dial): bounded apart from the commit itself.
+	vctx, vcancel := context.WithTimeout(ctx, max(l.rpcTimeout(), 10*time.Second))
+	err := l.verifyCommitClient(vctx)
+	vcancel()
+	if err != nil {
+		return nil, l.unanswered(ctx, vctx, err)
+	}
 	bctx, cancel := l.bounded(ctx)
 	defer cancel()
-	if err := l.verifyCommitClient(bctx); err != nil {
-		return nil, l.unanswered(ctx, bctx, err)
-	}
 	resp, err := l.raw.Commit(bctx, &pb.CommitRequest{Database: db, Writes: writes}, opts...)
 	if err != nil {
 		return nil, l.unanswered(ctx, bctx, err)

@@ -31,19 +31,48 @@
 //
 // Fencing: a write protected by a lease should run in a Firestore
 // transaction that calls Lease.Guard first; it then commits only while the
-// lease document still names this acquisition of this grant and has time
-// left. Lease.Token, for stores outside Firestore, is the grant's commit
-// time: it strictly increases in the order grants of a key commit (unlike
+// lease still names this acquisition of this grant and had time left when
+// Guard read it. Guard reads the lease's fence, {lease}/fence/grant
+// {owner, acquiredAt}, in the transaction: every grant, takeover and
+// release that ends a lease writes the fence in its own commit, so none
+// can commit between Guard and the transaction's commit (the transaction
+// locks what it read). The lease document itself it reads without a lock:
+// renewals write only the lease document, so a holder's renewals never
+// queue behind its own guarded transactions, which under load used to
+// make a busy holder lose its own lease. A free-key grant is still one
+// RPC (the create and the fence in one commit); Guard costs one more read,
+// sent at the same time as the transaction's. Lockers for a collection
+// that clients also grant under rules (CONTRACT §2's mutex_*) take
+// SharedWithClients: a client's takeover writes no fence, so their Guard
+// reads the lease document in the transaction instead.
+//
+// Lease.Token, for stores outside Firestore, is the grant's commit time: it
+// strictly increases in the order grants of a key commit (unlike
 // acquiredAt, the request's start, which a slow grant can leave behind).
+//
+// Bounded RPCs: every RPC the lock sends carries a deadline of about the
+// lease (1 s to 1 min), whatever the caller's context: an RPC left
+// unanswered (a half-open connection, a lost stream, an overloaded server)
+// ends with ErrUnanswered, ambiguous, and is settled by reading back; an
+// Acquire then tries again.
+//
+// Late commits: a grant, renewal or guarded commit is decided at a read or
+// a request's time and may land later (the network holds it back). The
+// lease's times are the server's request times, so a late renewal only
+// makes the lease end later than its holder believes, never earlier; a
+// late guarded commit still lands only if no grant or release came in
+// between (the fence), which is what fencing promises: the lease was this
+// grant's when Guard read it and no other grant had happened when it
+// committed.
 //
 // Abandoned transactions: a guarded transaction whose client vanished
 // before it committed or rolled back (a crashed process, or a lost answer
 // to its first read, so the client never learned the transaction's ID)
-// keeps its read lock on the lease document until Firestore expires it,
-// after about a minute idle (the emulator does the same). A grant of that
-// key waits for the lock on each try and fails with ErrHeld, its message
-// naming the server's Aborted answer, until then. The lease itself still
-// ends on time: this delays the next holder, it never makes two.
+// keeps its read lock on the fence until Firestore expires it, after about
+// a minute idle (the emulator does the same). A grant of that key waits for
+// the lock on each try and fails with ErrHeld, its message naming the
+// server's Aborted answer, until then. The lease itself still ends on time:
+// this delays the next holder, it never makes two.
 //
 // Ambiguous outcomes: when a grant, renewal or release cannot tell whether
 // its write landed (deadline, dropped connection), it reads the document
@@ -66,5 +95,6 @@
 //
 // Errors: ErrHeld (a *HeldError says who holds a key and until when),
 // ErrNotHeld (the lease is gone), ErrInvalidKey (nothing was written),
-// ErrClientMismatch (the Locker's commits would reach another database).
+// ErrClientMismatch (the Locker's commits would reach another database),
+// ErrUnanswered (an RPC got no answer within its bound).
 package lock

@@ -18,6 +18,8 @@ var (
 	BugReleaseUnconditional = Bug{"a release without its precondition", &bugReleaseUnconditional}
 	BugRenewStretches       = Bug{"a renewal that stretches the lease", &bugRenewStretches}
 	BugRenewAnyHolder       = Bug{"a renewal of whatever lease stands", &bugRenewAnyHolder}
+	BugGrantWithoutFence    = Bug{"a grant that writes no fence", &bugGrantWithoutFence}
+	BugGuardSkipsFence      = Bug{"a Guard that reads the lease without a lock and not its fence", &bugGuardSkipsFence}
 )
 
 // Plant turns the bug on until tb ends. Tests of this package run one at

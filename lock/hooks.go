@@ -22,6 +22,11 @@ var (
 	// bugRenewAnyHolder: a renewal is conditioned only on the document
 	// existing, so it renews whatever lease stands there.
 	bugRenewAnyHolder atomic.Bool
+	// bugGrantWithoutFence: a grant writes no fence.
+	bugGrantWithoutFence atomic.Bool
+	// bugGuardSkipsFence: Guard reads only the lease, without a lock, and
+	// not its fence: nothing holds a takeover off until the guarded commit.
+	bugGuardSkipsFence atomic.Bool
 )
 
 // ignoresEnd: the planted bug takes d, another owner's live lease, for ended.

@@ -208,14 +208,14 @@ func (l *Lease) Release(ctx context.Context) error { return l.release(ctx, false
 func (l *Lease) release(ctx context.Context, maybeLanded bool) error {
 	for range maxRounds {
 		l.mu.Lock()
-		w, err := releaseWrite(l.ref, l.id, l.holds, l.updateTime)
+		w, err := l.locker.releaseWrites(l.ref, l.id, l.holds, l.updateTime)
 		l.mu.Unlock()
 		if err != nil {
 			return err
 		}
 		// Unretried: a retry of a release that landed unheard fails its
 		// precondition, and would pass for a lease lost to another.
-		if _, err = l.locker.commit(ctx, []*pb.Write{w}, unretried); err == nil {
+		if _, err = l.locker.commit(ctx, w, unretried); err == nil {
 			l.mu.Lock()
 			l.end(nil)
 			l.mu.Unlock()
@@ -256,34 +256,41 @@ func named(snap *firestore.DocumentSnapshot, id string) bool {
 	return snap != nil && snap.Exists() && slices.Contains(decodeLease(snap).Holds, id)
 }
 
-// releaseWrite is the one write that gives up acquisition id's hold on
-// ref, whose holders were holds at update time pre: a delete when id is the
-// only holder, else the holders without id.
-func releaseWrite(ref *firestore.DocumentRef, id string, holds []string, pre time.Time) (*pb.Write, error) {
+// releaseWrites are the writes that give up acquisition id's hold on ref,
+// whose holders were holds at update time pre: a delete (and its fence's)
+// when id is the only holder, else the holders without id. One commit.
+func (lk *Locker) releaseWrites(ref *firestore.DocumentRef, id string, holds []string, pre time.Time) ([]*pb.Write, error) {
 	rest := slices.DeleteFunc(slices.Clone(holds), func(h string) bool { return h == id })
 	if len(rest) == 0 {
+		del := &pb.Write{Operation: &pb.Write_Delete{Delete: ref.Path}, CurrentDocument: ifUpdatedAt(pre)}
 		if bugReleaseUnconditional.Load() {
-			return &pb.Write{Operation: &pb.Write_Delete{Delete: ref.Path}}, nil
+			del.CurrentDocument = nil
 		}
-		return &pb.Write{Operation: &pb.Write_Delete{Delete: ref.Path}, CurrentDocument: ifUpdatedAt(pre)}, nil
+		if lk.shared {
+			return []*pb.Write{del}, nil
+		}
+		return []*pb.Write{del, fenceDelete(ref)}, nil
 	}
 	fields, err := encodeFields(map[string]any{FieldHolds: rest})
 	if err != nil {
 		return nil, err
 	}
-	return &pb.Write{
+	return []*pb.Write{{
 		Operation:       &pb.Write_Update{Update: &pb.Document{Name: ref.Path, Fields: fields}},
 		UpdateMask:      &pb.DocumentMask{FieldPaths: []string{FieldHolds}},
 		CurrentDocument: ifUpdatedAt(pre),
-	}, nil
+	}}, nil
 }
 
-// releaseOp adds releaseWrite to a caller's batch, with the same
+// releaseOp adds releaseWrites to a caller's batch, with the same
 // precondition.
-func releaseOp(b *firestore.WriteBatch, ref *firestore.DocumentRef, id string, holds []string, pre time.Time) {
+func (lk *Locker) releaseOp(b *firestore.WriteBatch, ref *firestore.DocumentRef, id string, holds []string, pre time.Time) {
 	rest := slices.DeleteFunc(slices.Clone(holds), func(h string) bool { return h == id })
 	if len(rest) == 0 {
 		b.Delete(ref, firestore.LastUpdateTime(pre))
+		if !lk.shared {
+			b.Delete(fenceRef(ref))
+		}
 		return
 	}
 	b.Update(ref, []firestore.Update{{Path: FieldHolds, Value: rest}}, firestore.LastUpdateTime(pre))
@@ -363,21 +370,34 @@ func (l *Lease) keepAlive(ctx context.Context, cancel context.CancelCauseFunc) {
 	}
 }
 
-// Guard reads the lease document in the caller's read-write transaction and
-// fails (ErrNotHeld) unless it still names this owner with this token and
-// has more than a safety margin (a tenth of the lease, at most 1s) left at
-// the transaction's read time. Call it before the transaction's writes: the
-// transaction then commits only if the lease was ours at commit, since a
-// takeover would have to change the document it read.
+// Guard makes the caller's read-write transaction commit only while this
+// acquisition holds the lease: call it before the transaction's writes. It
+// fails (ErrNotHeld) unless the lease still names this owner with this
+// grant and has more than a safety margin (a tenth of the lease, at most
+// 1 s) left.
+//
+// It reads the lease's fence in the transaction (see fence.go): a grant,
+// takeover or release that commits before the transaction does fails it,
+// and none can commit in between. The lease document itself is read without
+// a lock, for its end (one more read, at the same time), so the holder's
+// renewals never wait for its guarded transactions. For a Locker
+// SharedWithClients, it reads the lease document in the transaction.
 func (l *Lease) Guard(tx *firestore.Transaction) error {
-	snap, err := tx.Get(l.ref)
-	if err != nil && status.Code(err) != codes.NotFound {
-		return fmt.Errorf("lock %q: guard: %w", l.ref.ID, err)
+	if l.locker.shared {
+		snap, err := tx.Get(l.ref)
+		if err != nil && status.Code(err) != codes.NotFound {
+			return fmt.Errorf("lock %q: guard: %w", l.ref.ID, err)
+		}
+		return l.checkGuard(snap, time.Time{})
 	}
-	return l.checkGuard(snap)
+	_, err := guardFenced(tx, Leases{l}, nil)
+	return err
 }
 
-func (l *Lease) checkGuard(snap *firestore.DocumentSnapshot) error {
+// checkGuard checks a snapshot of the lease document: this acquisition's,
+// with more than the margin left at its read time and at also (the read
+// time of the fence, when the lease was read apart from it).
+func (l *Lease) checkGuard(snap *firestore.DocumentSnapshot, also time.Time) error {
 	if bugGuardChecksNothing.Load() {
 		return nil
 	}
@@ -389,7 +409,11 @@ func (l *Lease) checkGuard(snap *firestore.DocumentSnapshot) error {
 	l.holds = d.Holds // what ReleaseIn must leave in place
 	l.mu.Unlock()
 	margin := min(time.Second, l.duration/10)
-	if left := d.end().Sub(snap.ReadTime); left <= margin {
+	at := snap.ReadTime
+	if also.After(at) {
+		at = also
+	}
+	if left := d.end().Sub(at); left <= margin {
 		return fmt.Errorf("lock %q: %w: %v of the lease left, no more than the %v margin", l.ref.ID, ErrNotHeld, left, margin)
 	}
 	return nil
@@ -417,6 +441,12 @@ func (ls Leases) Guard(tx *firestore.Transaction) error {
 // for the leases and the documents they protect) and returns their
 // snapshots, in order.
 func (ls Leases) GuardWith(tx *firestore.Transaction, refs ...*firestore.DocumentRef) ([]*firestore.DocumentSnapshot, error) {
+	if len(ls) == 0 {
+		return tx.GetAll(refs)
+	}
+	if !ls[0].locker.shared {
+		return guardFenced(tx, ls, refs)
+	}
 	all := make([]*firestore.DocumentRef, 0, len(ls)+len(refs))
 	for _, l := range ls {
 		all = append(all, l.ref)
@@ -426,7 +456,7 @@ func (ls Leases) GuardWith(tx *firestore.Transaction, refs ...*firestore.Documen
 		return nil, fmt.Errorf("lock: guard %d leases: %w", len(ls), err)
 	}
 	for i, l := range ls {
-		if err := l.checkGuard(snaps[i]); err != nil {
+		if err := l.checkGuard(snaps[i], time.Time{}); err != nil {
 			return nil, err
 		}
 	}
@@ -446,6 +476,9 @@ func (ls Leases) ReleaseIn(tx *firestore.Transaction) error {
 		var err error
 		if len(rest) == 0 {
 			err = tx.Delete(l.ref)
+			if err == nil && !l.locker.shared {
+				err = tx.Delete(fenceRef(l.ref))
+			}
 		} else {
 			err = tx.Update(l.ref, []firestore.Update{{Path: FieldHolds, Value: rest}})
 		}
@@ -482,7 +515,7 @@ func (ls Leases) ReleaseInBatch(b *firestore.WriteBatch) error {
 	}
 	for _, l := range ls {
 		l.mu.Lock()
-		releaseOp(b, l.ref, l.id, l.holds, l.updateTime)
+		l.locker.releaseOp(b, l.ref, l.id, l.holds, l.updateTime)
 		l.mu.Unlock()
 	}
 	return nil
@@ -495,15 +528,15 @@ func (ls Leases) Release(ctx context.Context) error {
 	if len(ls) == 0 {
 		return nil
 	}
-	writes := make([]*pb.Write, len(ls))
-	for i, l := range ls {
+	var writes []*pb.Write
+	for _, l := range ls {
 		l.mu.Lock()
-		w, err := releaseWrite(l.ref, l.id, l.holds, l.updateTime)
+		w, err := l.locker.releaseWrites(l.ref, l.id, l.holds, l.updateTime)
 		l.mu.Unlock()
 		if err != nil {
 			return err
 		}
-		writes[i] = w
+		writes = append(writes, w...)
 	}
 	_, err := ls[0].locker.commit(ctx, writes, unretried)
 	if err == nil {

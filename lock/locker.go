@@ -55,6 +55,7 @@ type Locker struct {
 	backoff   backoff
 	raw       *vkit.Client // grants, renewals and releases: see commit.go
 	rawOpts   []option.ClientOption
+	shared    bool // SharedWithClients: no fences (see fence.go)
 }
 
 // Option configures a Locker.
@@ -328,23 +329,34 @@ func (l *Locker) TryAcquireAll(ctx context.Context, keys []string, opts ...Acqui
 // time (a takeover of an ended lease, or a reentrant join of our owner's
 // live one). An ambiguous failure is settled (see TryAcquire).
 func (l *Locker) commitGrants(ctx context.Context, id string, refs []*firestore.DocumentRef, snaps []*firestore.DocumentSnapshot, o acquireOptions) (Leases, error) {
-	writes := make([]*pb.Write, len(refs))
+	writes := make([]*pb.Write, 0, 2*len(refs))
+	at := make([]int, len(refs)) // the index of each lease's write
 	joined := make([]*leaseDoc, len(refs))
 	for i, ref := range refs {
+		var w *pb.Write
 		var err error
 		s := snaps[i]
 		d := decodeLease(s)
 		switch {
 		case s == nil:
-			writes[i], err = l.grantWrite(ref, id, o.fields, ifMissing())
+			w, err = l.grantWrite(ref, id, o.fields, ifMissing())
 		case d.Owner == l.owner && d.live(s.ReadTime): // Reentrant (else it was held)
 			joined[i] = &d
-			writes[i], err = l.joinWrite(ref, id, d, ifUpdatedAt(s.UpdateTime))
+			w, err = l.joinWrite(ref, id, d, ifUpdatedAt(s.UpdateTime))
 		default:
-			writes[i], err = l.grantWrite(ref, id, o.fields, ifUpdatedAt(s.UpdateTime))
+			w, err = l.grantWrite(ref, id, o.fields, ifUpdatedAt(s.UpdateTime))
 		}
 		if err != nil {
 			return nil, err
+		}
+		at[i] = len(writes)
+		writes = append(writes, w)
+		if joined[i] == nil && !l.shared && !bugGrantWithoutFence.Load() { // a grant: its fence in the same commit
+			f, err := l.fenceWrite(ref)
+			if err != nil {
+				return nil, err
+			}
+			writes = append(writes, f)
 		}
 	}
 	sent := time.Now()
@@ -357,7 +369,7 @@ func (l *Locker) commitGrants(ctx context.Context, id string, refs []*firestore.
 	}
 	leases := make(Leases, len(refs))
 	for i, ref := range refs {
-		r := results[i]
+		r := results[at[i]]
 		if d := joined[i]; d != nil {
 			leases[i] = newLease(l, ref, id, d.AcquiredAt, r.stamps[0], r.updateTime, sent, time.Duration(max(d.LeaseSeconds, l.leaseSeconds()))*time.Second, append(d.Holds, id))
 		} else {
@@ -394,7 +406,7 @@ func (l *Locker) settleGrant(ctx context.Context, id string, refs []*firestore.D
 	b := l.client.Batch()
 	for _, s := range snaps {
 		if d := decodeLease(s); s.Exists() && slices.Contains(d.Holds, id) {
-			releaseOp(b, s.Ref, id, d.Holds, s.UpdateTime)
+			l.releaseOp(b, s.Ref, id, d.Holds, s.UpdateTime)
 		}
 	}
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), l.settleBudget())

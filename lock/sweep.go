@@ -90,11 +90,16 @@ func deleteLeases(ctx context.Context, client *firestore.Client, snaps []*firest
 	}
 	bw.End()
 	gone := 0
-	for _, j := range jobs {
+	for i, j := range jobs {
 		_, err := j.Results()
 		switch {
 		case err == nil:
 			gone++
+			// Its fence after it: a grant that came in between wrote its
+			// own, which deleteFence leaves.
+			if ferr := deleteFence(ctx, client, ready[i].Ref, decodeLease(ready[i])); ferr != nil {
+				errs = append(errs, fmt.Errorf("lock: fence of %s: %w", ready[i].Ref.ID, ferr))
+			}
 		case status.Code(err) != codes.FailedPrecondition && status.Code(err) != codes.NotFound:
 			errs = append(errs, err) // a precondition failure is a lease that moved on, or already gone
 		}
