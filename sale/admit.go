@@ -141,6 +141,7 @@ type saleRun struct {
 	// again; one that ended is taken over as any ended lease is.
 	lapsed  *lock.Lease
 	ctx     context.Context // ends when the lease is lost
+	sctx    context.Context // the step under way: ctx, with the step's deadline
 	stop    func()
 	st      admitState // as of this run's last commit
 	rank    rankState  // as of this run's last commit
@@ -202,7 +203,10 @@ func (a *Admitter) Run(ctx context.Context, until time.Time) error {
 					continue
 				}
 			}
+			var cancel context.CancelFunc
+			r.sctx, cancel = context.WithTimeout(r.ctx, a.stepTimeout())
 			w, done, err := a.step(r)
+			cancel()
 			switch {
 			case errors.Is(err, errCrash):
 				crashed = true
@@ -299,9 +303,16 @@ func (a *Admitter) stateRef(id string) *firestore.DocumentRef {
 	return a.s.client.Collection(States).Doc(id)
 }
 
+// stepTimeout bounds a step (and a take): a fault cannot stall the run's
+// loop, which looks after every sale in turn, for longer (issue #29.12).
+func (a *Admitter) stepTimeout() time.Duration { return max(a.s.o.lease, 5*time.Second) }
+
 // take tries the sale's admitter lease once; false: another admitter
-// holds it.
-func (a *Admitter) take(ctx context.Context, r *saleRun) (bool, error) {
+// holds it. It is bounded like a step: the lease's own RPCs end after
+// about a lease, and an unanswered grant is settled before it returns.
+func (a *Admitter) take(runCtx context.Context, r *saleRun) (bool, error) {
+	ctx, cancel := context.WithTimeout(runCtx, a.stepTimeout())
+	defer cancel()
 	key := "admit-" + r.id
 	lease, err := a.locker.TryAcquire(ctx, key)
 	// Held by our own lapsed lease (a renewal landed unheard): give it up
@@ -329,7 +340,7 @@ func (a *Admitter) take(ctx context.Context, r *saleRun) (bool, error) {
 		return false, err
 	}
 	r.lease, r.st, r.rank, r.last = lease, st, rs, nil
-	kctx, stopKeepAlive := lease.KeepAlive(ctx)
+	kctx, stopKeepAlive := lease.KeepAlive(runCtx)
 	wctx, stopWatch := context.WithCancel(kctx)
 	watched := make(chan struct{})
 	go func() {
@@ -415,7 +426,7 @@ type mode struct {
 // the sale's minute figures. It returns when to look again, and done when
 // the sale needs no more looking after (closed, or gone).
 func (a *Admitter) step(r *saleRun) (time.Duration, bool, error) {
-	ctx, o := r.ctx, a.s.o
+	ctx, o := r.sctx, a.s.o
 	snap, err := a.s.client.Collection(booking.Screenings).Doc(r.id).Get(ctx)
 	if status.Code(err) == codes.NotFound {
 		return 0, true, nil
@@ -689,7 +700,7 @@ func decode(snap *firestore.DocumentSnapshot, v any) error {
 // while paused), lays a mark at the tail of the line now and then, and
 // publishes the sale (at most once per publishEvery).
 func (a *Admitter) admit(r *saleRun, m mode, c counts, heads []*firestore.DocumentSnapshot) error {
-	ctx, o, cfg := r.ctx, a.s.o, m.cfg
+	ctx, o, cfg := r.sctx, a.s.o, m.cfg
 	var st admitState
 	var pub *Public
 	err := a.s.client.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
@@ -887,11 +898,11 @@ func (a *Admitter) close(r *saleRun, cfg Config, sc booking.Screening, known boo
 	var c counts
 	if r.st.Minute.Key != "" {
 		var err error
-		if c, err = a.countUntil(r.ctx, r, sc, known, now, true); err != nil {
+		if c, err = a.countUntil(r.sctx, r, sc, known, now, true); err != nil {
 			return err
 		}
 	}
-	return a.s.client.RunTransaction(r.ctx, func(ctx context.Context, tx *firestore.Transaction) error {
+	return a.s.client.RunTransaction(r.sctx, func(ctx context.Context, tx *firestore.Transaction) error {
 		var st admitState
 		stSnap, err := readState(tx, a.stateRef(r.id), &st)
 		if err != nil {

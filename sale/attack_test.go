@@ -136,7 +136,7 @@ func (e *env) faultyAdmitter(extra ...Option) (*Admitter, *faultproxy.Proxy) {
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	return &Admitter{s: svc, locker: l}, p
+	return &Admitter{s: svc, locker: l, changed: make(chan string, 16)}, p
 }
 
 // Two admitters whose answers are dropped, delayed and whose connections

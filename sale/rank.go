@@ -36,7 +36,7 @@ func (a *Admitter) rankingRef(id string) *firestore.DocumentRef {
 // only looks for a straggler (one read).
 func (a *Admitter) rank(r *saleRun) error {
 	if r.rank.Done {
-		late, err := a.s.client.Collection(Draws).Where("screeningId", "==", r.id).Limit(1).Documents(r.ctx).GetAll()
+		late, err := a.s.client.Collection(Draws).Where("screeningId", "==", r.id).Limit(1).Documents(r.sctx).GetAll()
 		if err != nil || len(late) == 0 {
 			return err
 		}
@@ -51,7 +51,7 @@ func (a *Admitter) rank(r *saleRun) error {
 // join that overran its window; it goes last among the early joiners
 // (stragglerPrefix), still before every later joiner.
 func (a *Admitter) rankPage(r *saleRun) error {
-	ctx := r.ctx
+	ctx := r.sctx
 	draws := a.s.client.Collection(Draws).Where("screeningId", "==", r.id)
 	var rs rankState
 	err := a.s.client.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {

@@ -12,6 +12,7 @@ import (
 	"github.com/firelock/firelock/booking"
 	"github.com/firelock/firelock/internal/emulators"
 	"github.com/firelock/firelock/internal/faultproxy"
+	"github.com/firelock/firelock/lock"
 )
 
 // A hold whose commit lands late has its end moved to the commit's time
@@ -157,4 +158,37 @@ func TestMisconfigurationNamesTheValuesType(t *testing.T) {
 			t.Errorf("maxActive %#v: %v, want ErrMisconfigured saying %q", c.value, err, c.want)
 		}
 	}
+}
+
+// A fault does not stall the admitter's loop: every step and take has a
+// deadline, so a run whose reads and writes go into a black hole (no
+// answer, connections open) still ends on time, even while its lease
+// renews on a healthy connection and so never ends its context (issue
+// #29.12: TryAcquire and the steps ran without a deadline of their own, and
+// one unanswered call held the run, and every sale it looks after, for as
+// long as it hung).
+func TestTheAdmitterEndsOnTimeThroughAFault(t *testing.T) {
+	e := newEnv(t, 10, 20, saleOpening(time.Now().Add(time.Hour), 600, 2, 60))
+	e.joinAndOpen(4)
+	p := faultproxy.Start(t, os.Getenv("FIRESTORE_EMULATOR_HOST"))
+	via, _ := emulators.NewFirestoreVia(t, p.Addr, projectOf(e.fs))
+	svc := New(via, testOptions(e.log)...)
+	healthy, err := lock.New(e.fs, Locks, lock.WithLeaseDuration(svc.o.lease))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := &Admitter{s: svc, locker: healthy, changed: make(chan string, 16)}
+	until := time.Now().Add(3 * time.Second)
+	time.AfterFunc(time.Second, func() { p.Blackhole() })
+	done := make(chan error, 1)
+	go func() { done <- a.Run(context.Background(), until) }()
+	select {
+	case <-done:
+		if late := time.Since(until); late > 15*time.Second {
+			t.Errorf("the run ended %v after its end", late)
+		}
+	case <-time.After(40 * time.Second):
+		t.Fatal("the admitter's run was still stalled 40 s past its end, behind a black hole")
+	}
+	p.Heal()
 }
