@@ -277,6 +277,9 @@ func (s *Service) Book(ctx context.Context, executionID string, r Request) (Book
 	if err != nil {
 		return Booking{}, false, err
 	}
+	if c.landedLate(prev) {
+		return Booking{}, false, s.undoLate(ctx, c)
+	}
 	if prev == nil {
 		return b, true, nil
 	}

@@ -32,6 +32,10 @@ type claim struct {
 	// this claim on it: whatever moves the claim later moves that record in
 	// the same commit.
 	pass *firestore.DocumentRef
+	// startsAt is the start of the screening as the claim was decided on
+	// (zero: no cutoff): a commit that lands at or after it is undone
+	// (late.go).
+	startsAt time.Time
 }
 
 const (
@@ -174,6 +178,7 @@ func (s *Service) fastTime(c *claim) (time.Time, bool) {
 	if !ok || (!got.sc.StartsAt.IsZero() && !hi.Add(fastMargin).Before(got.sc.StartsAt)) {
 		return time.Time{}, false
 	}
+	c.startsAt = got.sc.StartsAt
 	// The middle of the bounds: a hold's heldUntil is off from "the
 	// server's time of the request + its length" by at most half their
 	// width (a round trip, milliseconds). Firestore stores microseconds.
@@ -240,6 +245,11 @@ func (s *Service) takeRead(ctx context.Context, c *claim, refs []*firestore.Docu
 		}
 		sent := time.Now()
 		snaps, err := s.client.GetAll(ctx, all)
+		if err == nil {
+			if sc, derr := decodeScreening(snaps[1]); derr == nil {
+				c.startsAt = sc.StartsAt
+			}
+		}
 		if err != nil {
 			if lastErr != nil && isAmbiguous(lastErr) {
 				return nil, fmt.Errorf("%w (and the answer of the commit before was lost: %v)", err, lastErr)

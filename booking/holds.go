@@ -94,6 +94,9 @@ func (s *Service) Hold(ctx context.Context, executionID string, r Request, d tim
 	if err != nil {
 		return Hold{}, false, err
 	}
+	if c.landedLate(prev) {
+		return Hold{}, false, s.undoLate(ctx, c)
+	}
 	if prev == nil {
 		if placed := h.HeldUntil.Add(-d); c.committed.Sub(placed) <= confirmMargin {
 			return h, true, nil
