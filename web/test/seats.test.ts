@@ -52,6 +52,10 @@ describe("formatting", () => {
     expect(seatList(["F12"])).toBe("F12");
     expect(seatList(["F12", "F13"])).toBe("F12 and F13");
     expect(seatList(["F12", "F13", "F14"])).toBe("F12, F13 and F14");
+    // In row and number order, whatever order the server or the user gave
+    // (a booking of C9 and C10 read "C10 and C9": issue #29.16).
+    expect(seatList(["C10", "C9"])).toBe("C9 and C10");
+    expect(seatList(["B2", "A10", "A9", "B1"])).toBe("A9, A10, B1 and B2");
   });
 
   it("lays out the seats row by row", () => {

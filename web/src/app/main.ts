@@ -14,6 +14,7 @@
 import type { User } from "firebase/auth";
 import { type Timestamp, type Unsubscribe, collection, doc, onSnapshot, query, where } from "firebase/firestore";
 import { Api, ApiError, type Booking, type Hold } from "./api";
+import { buildHall } from "./hall";
 import { services } from "./config";
 import {
   DEFAULT_MAX_SEATS_PER_USER,
@@ -29,7 +30,7 @@ import {
   waitMs,
   waitWords,
 } from "./queue";
-import { type ErrorContext, type Mine, type Screening, type SeatDoc, type SeatState, countdown, errorMessage, seatGrid, seatList, seatState } from "./seats";
+import { type ErrorContext, type Mine, type Screening, type SeatDoc, type SeatState, countdown, errorMessage, seatGrid, seatList, seatOrder, seatState } from "./seats";
 import { $, $as, Status, h, mountAccount, runAction } from "./ui";
 
 const STATE_WORDS: Record<SeatState, string> = {
@@ -129,25 +130,20 @@ async function main(): Promise<void> {
 
   // ---- the map ----
 
+  /**
+   * The map in blocks split at the aisle (a hall of 12 seats a row or more
+   * has one in the middle): side by side on a wide screen, as the hall is,
+   * and one above the other on a phone, so that every seat fits the width
+   * at a size a finger can tap, with no sideways scrolling.
+   */
   function buildMap(s: Screening): void {
     seatButtons.clear();
-    const rows = seatGrid(s).map((seats, r) => {
-      const label = s.rows[r] ?? "";
-      const row = h("div", { class: "row", role: "group", "aria-label": `Row ${label}` }, h("span", { class: "rowlabel", "aria-hidden": "true" }, label));
-      seats.forEach((seat, i) => {
-        if (s.seatsPerRow >= 12 && i === Math.floor(s.seatsPerRow / 2)) row.append(h("span", { class: "aisle", "aria-hidden": "true" }));
-        const b = h("button", { type: "button", class: "seat", "data-seat": seat, tabindex: "-1" }, String(i + 1));
-        b.addEventListener("click", () => toggle(seat));
-        seatButtons.set(seat, b);
-        row.append(b);
-      });
-      row.append(h("span", { class: "rowlabel", "aria-hidden": "true" }, label));
-      return row;
-    });
-    mapEl.replaceChildren(...rows);
-    // On a narrow screen the map scrolls sideways: start at its middle.
-    const scroller = mapEl.parentElement;
-    if (scroller) scroller.scrollLeft = (scroller.scrollWidth - scroller.clientWidth) / 2;
+    const made = buildHall(s, (seat, number) => {
+      const b = h("button", { type: "button", class: "seat", "data-seat": seat, tabindex: "-1" }, String(number));
+      b.addEventListener("click", () => toggle(seat));
+      return b;
+    }, mapEl);
+    for (const [seat, b] of made) seatButtons.set(seat, b);
     const first = seatButtons.values().next().value;
     if (first) first.tabIndex = 0;
     paint();
@@ -561,11 +557,16 @@ async function main(): Promise<void> {
     doc(db, "screenings", screeningId),
     (snap) => {
       if (!snap.exists()) {
+        // Said once, with nothing to pick or book below it.
+        screening = undefined;
+        document.title = "Screening not found · firelock cinema";
         $("#title").textContent = "Screening not found";
-        $("#when").textContent = "Check the link: there is no screening with this id.";
-        status.error("screening_not_found", errorMessage({ code: "screening_not_found", message: "", seats: [] }));
+        $("#when").textContent = errorMessage({ code: "screening_not_found", message: "", seats: [] });
+        $("#left").textContent = "";
+        $(".layout").hidden = true;
         return;
       }
+      $(".layout").hidden = false;
       const s = snap.data() as Screening;
       const changed = !screening || screening.rows.join() !== s.rows.join() || screening.seatsPerRow !== s.seatsPerRow;
       screening = s;
@@ -643,13 +644,6 @@ async function main(): Promise<void> {
 /** Sets an element's text only when it changes (screen readers announce changes of a timer). */
 function setText(el: HTMLElement, text: string): void {
   if (el.textContent !== text) el.textContent = text;
-}
-
-/** Orders seat ids by row, then number: A2 before A10. */
-function seatOrder(a: string, b: string): number {
-  const ra = a.replace(/\d+$/, "");
-  const rb = b.replace(/\d+$/, "");
-  return ra === rb ? Number(a.slice(ra.length)) - Number(b.slice(rb.length)) : ra.localeCompare(rb);
 }
 
 main().catch((err: unknown) => {

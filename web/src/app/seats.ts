@@ -52,10 +52,18 @@ export function countdown(msLeft: number): string {
   return `${String(Math.floor(s / 3600))}:${String(Math.floor(s / 60) % 60).padStart(2, "0")}:${ss}`;
 }
 
-/** "F12", "F12 and F13", "F12, F13 and F14". */
+/** Orders seat ids by row, then number: A2 before A10, C9 before C10. */
+export function seatOrder(a: string, b: string): number {
+  const ra = a.replace(/\d+$/, "");
+  const rb = b.replace(/\d+$/, "");
+  return ra === rb ? Number(a.slice(ra.length)) - Number(b.slice(rb.length)) : ra.localeCompare(rb);
+}
+
+/** "F12", "F12 and F13", "C9, C10 and C11": in row and number order, whatever order they come in. */
 export function seatList(seats: readonly string[]): string {
-  if (seats.length <= 1) return seats.join("");
-  return `${seats.slice(0, -1).join(", ")} and ${seats[seats.length - 1] ?? ""}`;
+  const sorted = [...seats].sort(seatOrder);
+  if (sorted.length <= 1) return sorted.join("");
+  return `${sorted.slice(0, -1).join(", ")} and ${sorted[sorted.length - 1] ?? ""}`;
 }
 
 const seatWord = (seats: readonly string[]) => (seats.length === 1 ? `Seat ${seatList(seats)}` : `Seats ${seatList(seats)}`);
