@@ -1,7 +1,6 @@
 package main
 
 import (
-	"cmp"
 	"math"
 	"slices"
 	"strings"
@@ -38,21 +37,6 @@ func (h *hotDocs) snapshot() map[string][]time.Time {
 		out[k] = s
 	}
 	return out
-}
-
-// maxInWindow is the most of the sorted times that fall in any window
-// [t, t+w), and where the first such window starts.
-func maxInWindow(sorted []time.Time, w time.Duration) (int, time.Time) {
-	best, from, j := 0, time.Time{}, 0
-	for i := range sorted {
-		for sorted[i].Sub(sorted[j]) >= w {
-			j++
-		}
-		if n := i - j + 1; n > best {
-			best, from = n, sorted[j]
-		}
-	}
-	return best, from
 }
 
 // kindOf names what a document is, for the hottest document of each kind.
@@ -98,77 +82,4 @@ func collectionOf(path string) string {
 	return p[len(p)-2]
 }
 
-// quantile of sorted durations (nearest rank below).
-func quantile(sorted []time.Duration, q float64) time.Duration {
-	if len(sorted) == 0 {
-		return 0
-	}
-	return sorted[int(q*float64(len(sorted)-1))]
-}
-
-func seconds(d time.Duration) float64 { return math.Round(d.Seconds()*1000) / 1000 }
-
 func ms(d time.Duration) float64 { return math.Round(float64(d)/float64(time.Millisecond)*100) / 100 }
-
-// ranks are the 1-based ranks of xs, ties sharing their mean rank.
-func ranks(xs []float64) []float64 {
-	idx := make([]int, len(xs))
-	for i := range idx {
-		idx[i] = i
-	}
-	slices.SortStableFunc(idx, func(a, b int) int { return cmp.Compare(xs[a], xs[b]) })
-	r := make([]float64, len(xs))
-	for i := 0; i < len(idx); {
-		j := i
-		for j+1 < len(idx) && xs[idx[j+1]] == xs[idx[i]] {
-			j++
-		}
-		mean := float64(i+j)/2 + 1
-		for k := i; k <= j; k++ {
-			r[idx[k]] = mean
-		}
-		i = j + 1
-	}
-	return r
-}
-
-// spearman is Spearman's ρ of two paired samples: the Pearson correlation
-// of their ranks. NaN with fewer than 3 pairs or a constant sample.
-func spearman(x, y []float64) float64 {
-	if len(x) != len(y) || len(x) < 3 {
-		return math.NaN()
-	}
-	rx, ry := ranks(x), ranks(y)
-	var mx, my float64
-	for i := range rx {
-		mx += rx[i]
-		my += ry[i]
-	}
-	mx /= float64(len(rx))
-	my /= float64(len(ry))
-	var sxy, sxx, syy float64
-	for i := range rx {
-		dx, dy := rx[i]-mx, ry[i]-my
-		sxy += dx * dy
-		sxx += dx * dx
-		syy += dy * dy
-	}
-	if sxx == 0 || syy == 0 {
-		return math.NaN()
-	}
-	return sxy / math.Sqrt(sxx*syy)
-}
-
-// inversions counts the pairs i < j with later[i] > later[j]: pairs that
-// came out in the other order than they went in.
-func inversions(later []int) int {
-	n := 0
-	for i := range later {
-		for j := i + 1; j < len(later); j++ {
-			if later[i] > later[j] {
-				n++
-			}
-		}
-	}
-	return n
-}

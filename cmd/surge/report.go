@@ -2,7 +2,6 @@ package main
 
 import (
 	"cmp"
-	"encoding/json"
 	"fmt"
 	"io"
 	"maps"
@@ -11,6 +10,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/firelock/firelock/internal/salereport"
 
 	pb "cloud.google.com/go/firestore/apiv1/firestorepb"
 )
@@ -30,8 +31,8 @@ type Report struct {
 	Users int `json:"users"`
 	Seats int `json:"seats"`
 	correctness
-	fairness
-	metering
+	salereport.Fairness
+	salereport.Metering
 	AdmitPerMinute int `json:"admitPerMinute"`
 	MaxActive      int `json:"maxActive"`
 
@@ -62,15 +63,15 @@ type Report struct {
 
 	// What the audit judged: what Firestore held at the end, what the
 	// users were told, and when the surge ended.
-	state *saleState
+	state *salereport.Sale
 	told  clientRecords
 	end   time.Time
 }
 
 // audit judges what Firestore holds (st) against what the users were told.
-func (r *Report) audit(st *saleState, told clientRecords, end time.Time) {
+func (r *Report) audit(st *salereport.Sale, told clientRecords, end time.Time) {
 	r.state, r.told, r.end = st, told, end
-	r.correctness, r.fairness, r.metering = auditCorrectness(st, told), auditFairness(st), auditMetering(st, end)
+	r.correctness, r.Fairness, r.Metering = auditCorrectness(st, told), st.AuditFairness(), st.AuditMetering(end)
 }
 
 // fnStats is one function's load and cost per call, counted on its
@@ -143,21 +144,21 @@ type failure struct {
 	What string `json:"what"`
 }
 
-func report(cfg config, st *saleState, s *sim, us []*user, be *backend, adm *scheduler, pool *listenerPool, tap *commitTap, hot *hotDocs, opensAt, end time.Time) *Report {
+func report(cfg config, st *salereport.Sale, s *sim, us []*user, be *backend, adm *scheduler, pool *listenerPool, tap *commitTap, hot *hotDocs, opensAt, end time.Time) *Report {
 	r := &Report{
 		Date: time.Now().UTC().Format(time.RFC3339), Machine: fmt.Sprintf("%s/%s, %d CPUs", runtime.GOOS, runtime.GOARCH, runtime.NumCPU()),
 		Go: runtime.Version(), Admitter: adm.describe(), Config: cfg, Users: len(us), Seats: len(st.Hall),
-		AdmitPerMinute: st.AdmitPerMinute, MaxActive: st.MaxActive, RunSeconds: seconds(end.Sub(opensAt)),
+		AdmitPerMinute: st.AdmitPerMinute, MaxActive: st.MaxActive, RunSeconds: salereport.Seconds(end.Sub(opensAt)),
 		SellOutSeconds: -1, Answers: s.answers, Outcomes: map[string]int{}, Problems: s.failures,
 	}
 	r.audit(st, s.records, end)
-	if last := st.lastSaleOf(); !last.IsZero() {
-		r.SellOutSeconds = seconds(last.Sub(opensAt))
+	if last := st.LastSale(); !last.IsZero() {
+		r.SellOutSeconds = salereport.Seconds(last.Sub(opensAt))
 	}
 
 	// Load: the burst is the opening and the later joiners' span.
 	burstTo := opensAt.Add(max(cfg.LateSpan, 30*time.Second))
-	r.BurstTo = seconds(burstTo.Sub(opensAt))
+	r.BurstTo = salereport.Seconds(burstTo.Sub(opensAt))
 	byFn := map[string][]call{}
 	for _, c := range be.calls.all() {
 		byFn[c.fn] = append(byFn[c.fn], c)
@@ -184,8 +185,8 @@ func report(cfg config, st *saleState, s *sim, us []*user, be *backend, adm *sch
 		slices.Sort(burst)
 		per := func(v int) float64 { return math.Round(float64(v)/float64(len(calls))*100) / 100 }
 		r.Functions = append(r.Functions, fnStats{Name: in.name, Calls: len(calls), BurstCalls: len(burst),
-			BurstP50ms: ms(quantile(burst, 0.5)), BurstP99ms: ms(quantile(burst, 0.99)),
-			P50ms: ms(quantile(all, 0.5)), P99ms: ms(quantile(all, 0.99)),
+			BurstP50ms: ms(salereport.Quantile(burst, 0.5)), BurstP99ms: ms(salereport.Quantile(burst, 0.99)),
+			P50ms: ms(salereport.Quantile(all, 0.5)), P99ms: ms(salereport.Quantile(all, 0.99)),
 			RPCsPerCall: per(n.Calls()), ReadsPer: per(n.Reads), WritesPer: per(n.Writes), Reads: n.Reads, Writes: n.Writes})
 	}
 	an := adm.in.stats.Snapshot()
@@ -193,7 +194,7 @@ func report(cfg config, st *saleState, s *sim, us []*user, be *backend, adm *sch
 	// sale, and in job mode the runs' leases.
 	leases := int(tap.writes.Load())
 	c.AdmitterRuns, c.AdmitterReads, c.AdmitterWrites, c.AdmitterRPCs = int(adm.deliveries.Load()), an.Reads, an.Writes+leases, an.Calls()
-	c.AdmitterSeconds = seconds(end.Sub(opensAt.Add(-cfg.EarlySpan)))
+	c.AdmitterSeconds = salereport.Seconds(end.Sub(opensAt.Add(-cfg.EarlySpan)))
 	c.ServerReads += an.Reads
 	c.ServerWrites += an.Writes + leases
 	c.ServerRPCs += an.Calls()
@@ -217,8 +218,8 @@ func report(cfg config, st *saleState, s *sim, us []*user, be *backend, adm *sch
 	}{}
 	for _, doc := range slices.Sorted(maps.Keys(writes)) {
 		ts := writes[doc]
-		n, from := maxInWindow(ts, 10*time.Second)
-		h := hotDoc{Kind: kindOf(doc), Doc: doc, WritesPer10s: n, Writes: len(ts), WindowFromSec: seconds(from.Sub(opensAt))}
+		n, from := salereport.MaxInWindow(ts, 10*time.Second)
+		h := hotDoc{Kind: kindOf(doc), Doc: doc, WritesPer10s: n, Writes: len(ts), WindowFromSec: salereport.Seconds(from.Sub(opensAt))}
 		if k, ok := kinds[h.Kind]; !ok || n > k.WritesPer10s {
 			kinds[h.Kind] = h
 		}
@@ -241,7 +242,7 @@ func report(cfg config, st *saleState, s *sim, us []*user, be *backend, adm *sch
 	})
 	for name, cw := range colls {
 		slices.SortFunc(cw.times, time.Time.Compare)
-		most, _ := maxInWindow(cw.times, time.Second)
+		most, _ := salereport.MaxInWindow(cw.times, time.Second)
 		r.Collections = append(r.Collections, collWrite{Collection: name, Writes: len(cw.times), MostPerSec: most, Docs: cw.docs})
 	}
 	slices.SortFunc(r.Collections, func(a, b collWrite) int { return cmp.Compare(b.Writes, a.Writes) })
@@ -315,10 +316,10 @@ func (r *Report) judge(g goals) {
 	if r.Skipped > 0 {
 		add("fairness", "%d places still wait behind someone admitted", r.Skipped)
 	}
-	if b := spearmanBound(r.EarlyAdmitted, g.SpearmanSigmas); math.Abs(float64(r.EarlySpearman)) > b {
+	if b := salereport.SpearmanBound(r.EarlyAdmitted, g.SpearmanSigmas); math.Abs(float64(r.EarlySpearman)) > b {
 		add("fairness", "early joiners' ρ(join, admission) = %.3f, beyond ±%.3f", r.EarlySpearman, b)
 	}
-	if b := spearmanBound(r.EarlyJoiners-r.Unranked, g.SpearmanSigmas); math.Abs(float64(r.EarlyLineSpearman)) > b {
+	if b := salereport.SpearmanBound(r.EarlyJoiners-r.Unranked, g.SpearmanSigmas); math.Abs(float64(r.EarlyLineSpearman)) > b {
 		add("fairness", "early joiners' ρ(join, line) = %.3f, beyond ±%.3f", r.EarlyLineSpearman, b)
 	}
 	if r.LateInversions > g.LateInversions {
@@ -373,7 +374,7 @@ func (r *Report) print(w io.Writer) {
 	p("  later joiners' pairs admitted out of join order  %.2f%% of %d pairs  (goal <= %.2f%%)  %s",
 		100*r.LateInversions, r.LatePairs, 100*r.Config.Goals.LateInversions, ok(r.LateInversions <= r.Config.Goals.LateInversions))
 	p("  places skipped (still waiting behind an admitted one)  %d", r.Skipped)
-	for _, e := range r.fairness.Examples {
+	for _, e := range r.Fairness.Examples {
 		p("  ! %s", e)
 	}
 	p("\nmetering")
@@ -430,15 +431,4 @@ func countsLine(m map[string]int) string {
 func countValue(v any) (int64, bool) {
 	pv, ok := v.(*pb.Value)
 	return pv.GetIntegerValue(), ok
-}
-
-// maybe is a measure that is NaN when there is nothing to measure (a
-// correlation of fewer than 3 pairs); JSON writes it as null.
-type maybe float64
-
-func (m maybe) MarshalJSON() ([]byte, error) {
-	if math.IsNaN(float64(m)) {
-		return []byte("null"), nil
-	}
-	return json.Marshal(float64(m))
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/firelock/firelock/booking"
 	"github.com/firelock/firelock/functions"
 	"github.com/firelock/firelock/internal/emulators"
+	"github.com/firelock/firelock/internal/salereport"
 	"github.com/firelock/firelock/sale"
 	gonanoid "github.com/matoous/go-nanoid/v2"
 )
@@ -130,7 +131,7 @@ func run(ctx context.Context, cfg config) (*Report, error) {
 	// The end: the sale sold out (the admitter publishes it), everyone
 	// gone, or the time limit.
 	soldOut := make(chan struct{})
-	saleState := &latest[string]{changed: make(chan struct{}, 1)}
+	saleLine := &latest[string]{changed: make(chan struct{}, 1)}
 	watchCtx, stopWatching := context.WithCancel(ctx)
 	defer stopWatching()
 	go func() {
@@ -146,7 +147,7 @@ func run(ctx context.Context, cfg config) (*Report, error) {
 			}
 			st, _ := snap.Data()["state"].(string)
 			left, _ := snap.Data()["seatsLeft"].(int64)
-			saleState.set(fmt.Sprintf("%s, %d seats left", st, left))
+			saleLine.set(fmt.Sprintf("%s, %d seats left", st, left))
 			if st == sale.StateSoldOut {
 				close(soldOut)
 				return
@@ -190,7 +191,7 @@ wait:
 			calls := len(be.calls.all())
 			progress("T%+5.0fs  joined %4d  waiting %4d  admitted %4d  shopping %3d  holds %4d  booked %4d/%d  calls %5d (+%d)  sale: %s",
 				time.Since(opensAt).Seconds(), s.joined.Load(), s.waiting.Load(), countAdmitted(ctx, admin),
-				s.inShop.Load(), s.holds.Load(), s.seatsBooked.Load(), cfg.Seats, calls, calls-lastCalls, orNone(saleState.get()))
+				s.inShop.Load(), s.holds.Load(), s.seatsBooked.Load(), cfg.Seats, calls, calls-lastCalls, orNone(saleLine.get()))
 			lastCalls = calls
 		}
 	}
@@ -210,7 +211,7 @@ wait:
 	adm.stop()
 	progress("surge: admitter stopped after %.1f s", time.Since(end).Seconds())
 
-	st, err := readState(ctx, admin, surgeScreening)
+	st, err := salereport.Read(ctx, admin, surgeScreening)
 	if err != nil {
 		return nil, fmt.Errorf("audit: %w", err)
 	}

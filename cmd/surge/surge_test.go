@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/firelock/firelock/internal/emulators"
+	"github.com/firelock/firelock/internal/salereport"
 )
 
 func TestMain(m *testing.M) {
@@ -103,15 +104,15 @@ func TestShortSurge(t *testing.T) {
 	// audited again.
 	for _, plant := range []struct {
 		name, want string
-		plant      func(st *saleState, told *clientRecords)
+		plant      func(st *salereport.Sale, told *clientRecords)
 	}{
-		{"a seat sold twice", "double-booked", func(st *saleState, _ *clientRecords) {
+		{"a seat sold twice", "double-booked", func(st *salereport.Sale, _ *clientRecords) {
 			b := firstConfirmed(t, st)
 			b.ID, b.UID, b.HoldID, b.CreatedAt = "planted", "someone-else", "", b.CreatedAt.Add(time.Second)
 			st.Bookings = append(st.Bookings, b)
 		}},
-		{"a later joiner admitted first", "early joiners were not all admitted", func(st *saleState, _ *clientRecords) {
-			var early, late *placeDoc
+		{"a later joiner admitted first", "early joiners were not all admitted", func(st *salereport.Sale, _ *clientRecords) {
+			var early, late *salereport.Place
 			for i := range st.Places {
 				p := &st.Places[i]
 				if p.AdmittedAt == nil {
@@ -130,7 +131,7 @@ func TestShortSurge(t *testing.T) {
 			at := early.AdmittedAt.Add(-time.Millisecond)
 			late.AdmittedAt = &at
 		}},
-		{"a 201 hold Firestore does not have", "holds lost", func(_ *saleState, told *clientRecords) {
+		{"a 201 hold Firestore does not have", "holds lost", func(_ *salereport.Sale, told *clientRecords) {
 			told.Holds = append(told.Holds, heldRecord{ID: "planted", UID: "someone", Seats: []string{"A1"}})
 		}},
 	} {
@@ -153,7 +154,7 @@ func TestShortSurge(t *testing.T) {
 	}
 }
 
-func firstConfirmed(t *testing.T, st *saleState) bookingDoc {
+func firstConfirmed(t *testing.T, st *salereport.Sale) salereport.Booking {
 	for _, b := range st.Bookings {
 		if b.Status == "confirmed" {
 			b.Seats = slices.Clone(b.Seats)
@@ -161,11 +162,11 @@ func firstConfirmed(t *testing.T, st *saleState) bookingDoc {
 		}
 	}
 	t.Fatal("no confirmed booking to plant a double booking with")
-	return bookingDoc{}
+	return salereport.Booking{}
 }
 
 // cloneState copies what the plants change.
-func cloneState(st *saleState) *saleState {
+func cloneState(st *salereport.Sale) *salereport.Sale {
 	c := *st
 	c.Places = slices.Clone(st.Places)
 	c.Bookings = slices.Clone(st.Bookings)

@@ -17,6 +17,7 @@ import (
 	"github.com/firelock/firelock/booking"
 	"github.com/firelock/firelock/internal/emulators"
 	"github.com/firelock/firelock/internal/rpcstats"
+	"github.com/firelock/firelock/internal/salereport"
 	"github.com/firelock/firelock/sale"
 	"google.golang.org/api/option"
 	"google.golang.org/grpc"
@@ -405,7 +406,7 @@ func (s *sim) listenDoc(ctx context.Context, u *user, ref *firestore.DocumentRef
 // on screenings/{id}/seats (rules: only with a live pass).
 type seatMap struct {
 	mu      sync.Mutex
-	seats   map[string]seatDoc
+	seats   map[string]salereport.Seat
 	err     error
 	ready   chan struct{} // closed on the first snapshot or an error
 	changed chan struct{}
@@ -444,7 +445,7 @@ func (s *sim) listenSeats(ctx context.Context, u *user, m *seatMap) {
 				continue
 			}
 			d := c.Doc.Data()
-			var sd seatDoc
+			var sd salereport.Seat
 			sd.Status, _ = d["status"].(string)
 			sd.HeldUntil, _ = d["heldUntil"].(time.Time)
 			m.seats[c.Doc.Ref.ID] = sd
@@ -495,7 +496,7 @@ func (m *seatMap) free(hall []string, now time.Time, avoid map[string]time.Time)
 // outcome.
 func (s *sim) shop(ctx context.Context, u *user, passUntil time.Time) string {
 	mctx, cancel := context.WithCancel(ctx)
-	m := &seatMap{seats: map[string]seatDoc{}, ready: make(chan struct{}), changed: make(chan struct{}, 1)}
+	m := &seatMap{seats: map[string]salereport.Seat{}, ready: make(chan struct{}), changed: make(chan struct{}, 1)}
 	var listener sync.WaitGroup
 	listener.Go(func() { s.listenSeats(mctx, u, m) })
 	defer func() { cancel(); listener.Wait() }() // the app closes the map with the pass

@@ -1,0 +1,564 @@
+// Package salereport reads what Firestore holds of a sale and judges it:
+// fairness (early joiners drawn at random and all admitted before later
+// ones, later joiners in join order), metering (the rate and maxActive,
+// first admission and refills), and the figures operators read after a
+// sale (CONTRACT §8: sold, conversion, passes that expired unused, time in
+// line). cmd/surge audits its surges with it, and `firelock sale report`
+// writes it as a page and as CSV.
+package salereport
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"time"
+
+	"cloud.google.com/go/firestore"
+	"github.com/firelock/firelock/booking"
+	"github.com/firelock/firelock/counter"
+	"github.com/firelock/firelock/sale"
+)
+
+// MaxExamples bounds the examples a verdict lists.
+const MaxExamples = 10
+
+// Sale is what Firestore holds of a sale at the end, as the audit
+// reads it: every place, hold, booking and seat of the screening.
+type Sale struct {
+	ScreeningID     string
+	OpensAt         time.Time
+	AdmitPerMinute  int
+	MaxActive       int
+	PassSeconds     int
+	MaxSeatsPerUser int
+	Hall            []string // every seat id
+	Places          []Place
+	Holds           []Hold
+	Bookings        []Booking
+	Seats           map[string]Seat
+	// AdmissionsRecorded is what the admitter counted (saleStates/{id}.admitted).
+	AdmissionsRecorded int64
+	// The tickets-sold counter: its shards (0: none) and its count.
+	CounterShards  int
+	TicketsCounted int64
+}
+
+type Place struct {
+	ID, UID, Status, Order        string
+	JoinedAt                      time.Time
+	AdmittedAt, PassUntil, DoneAt *time.Time
+}
+
+type Hold struct {
+	ID, UID, Status, BookingID string
+	Seats                      []string
+	CreatedAt, HeldUntil       time.Time
+	Updated                    time.Time // the last write: a release's commit time
+}
+
+type Booking struct {
+	ID, UID, Status, HoldID string
+	Seats                   []string
+	CreatedAt, Updated      time.Time // Updated: a cancellation's commit time
+}
+
+type Seat struct {
+	Status, BookingID, HoldID string
+	HeldUntil                 time.Time
+}
+
+// Read reads the sale of screening id as Firestore holds it.
+func Read(ctx context.Context, fs *firestore.Client, id string) (*Sale, error) {
+	scr, err := fs.Collection(booking.Screenings).Doc(id).Get(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var sc booking.Screening
+	if err := scr.DataTo(&sc); err != nil {
+		return nil, err
+	}
+	cfg, _ := scr.Data()["sale"].(map[string]any)
+	st := &Sale{ScreeningID: id, Seats: map[string]Seat{}}
+	st.OpensAt, _ = cfg["opensAt"].(time.Time)
+	for name, dst := range map[string]*int{"admitPerMinute": &st.AdmitPerMinute, "maxActive": &st.MaxActive,
+		"passSeconds": &st.PassSeconds, "maxSeatsPerUser": &st.MaxSeatsPerUser} {
+		n, _ := cfg[name].(int64)
+		*dst = int(n)
+	}
+	for _, r := range sc.Rows {
+		for n := 1; n <= sc.SeatsPerRow; n++ {
+			st.Hall = append(st.Hall, fmt.Sprintf("%s%d", r, n))
+		}
+	}
+
+	places, err := fs.Collection(sale.Queue).Where("screeningId", "==", id).Documents(ctx).GetAll()
+	if err != nil {
+		return nil, err
+	}
+	for _, s := range places {
+		var p struct {
+			UID        string     `firestore:"uid"`
+			Status     string     `firestore:"status"`
+			Order      string     `firestore:"order"`
+			JoinedAt   time.Time  `firestore:"joinedAt"`
+			AdmittedAt *time.Time `firestore:"admittedAt"`
+			PassUntil  *time.Time `firestore:"passUntil"`
+			DoneAt     *time.Time `firestore:"doneAt"`
+		}
+		if err := s.DataTo(&p); err != nil {
+			return nil, fmt.Errorf("place %s: %w", s.Ref.ID, err)
+		}
+		st.Places = append(st.Places, Place{ID: s.Ref.ID, UID: p.UID, Status: p.Status, Order: p.Order,
+			JoinedAt: p.JoinedAt, AdmittedAt: p.AdmittedAt, PassUntil: p.PassUntil, DoneAt: p.DoneAt})
+	}
+
+	holds, err := fs.Collection(booking.Holds).Where("screeningId", "==", id).Documents(ctx).GetAll()
+	if err != nil {
+		return nil, err
+	}
+	for _, s := range holds {
+		var h booking.Hold
+		if err := s.DataTo(&h); err != nil {
+			return nil, fmt.Errorf("hold %s: %w", s.Ref.ID, err)
+		}
+		st.Holds = append(st.Holds, Hold{ID: s.Ref.ID, UID: h.UID, Status: h.Status, BookingID: h.BookingID,
+			Seats: h.Seats, CreatedAt: h.CreatedAt, HeldUntil: h.HeldUntil, Updated: s.UpdateTime})
+	}
+
+	bookings, err := fs.Collection(booking.Bookings).Where("screeningId", "==", id).Documents(ctx).GetAll()
+	if err != nil {
+		return nil, err
+	}
+	for _, s := range bookings {
+		var b booking.Booking
+		if err := s.DataTo(&b); err != nil {
+			return nil, fmt.Errorf("booking %s: %w", s.Ref.ID, err)
+		}
+		st.Bookings = append(st.Bookings, Booking{ID: s.Ref.ID, UID: b.UID, Status: b.Status, HoldID: b.HoldID,
+			Seats: b.Seats, CreatedAt: b.CreatedAt, Updated: s.UpdateTime})
+	}
+
+	seats, err := scr.Ref.Collection("seats").Documents(ctx).GetAll()
+	if err != nil {
+		return nil, err
+	}
+	for _, s := range seats {
+		d := s.Data()
+		var sd Seat
+		sd.Status, _ = d["status"].(string)
+		sd.BookingID, _ = d["bookingId"].(string)
+		sd.HoldID, _ = d["holdId"].(string)
+		sd.HeldUntil, _ = d["heldUntil"].(time.Time)
+		st.Seats[s.Ref.ID] = sd
+	}
+
+	if s, err := fs.Collection(sale.States).Doc(id).Get(ctx); err == nil {
+		st.AdmissionsRecorded, _ = s.Data()["admitted"].(int64)
+	}
+	switch c, err := counter.Open(ctx, fs, booking.CounterID(id)); {
+	case errors.Is(err, counter.ErrNotFound):
+	case err != nil:
+		return nil, err
+	default:
+		st.CounterShards = c.NumShards()
+		if st.TicketsCounted, err = c.Count(ctx); err != nil {
+			return nil, err
+		}
+	}
+	return st, nil
+}
+
+// Interval is seats held from Start until End (zero: still held).
+type Interval struct {
+	Seats      int
+	Start, End time.Time
+}
+
+// MostAtOnce sweeps intervals: the most seats held at once, and when.
+func MostAtOnce(ivs []Interval) (int, time.Time) {
+	type ev struct {
+		at time.Time
+		n  int
+	}
+	var evs []ev
+	for _, c := range ivs {
+		evs = append(evs, ev{c.Start, c.Seats})
+		if !c.End.IsZero() {
+			evs = append(evs, ev{c.End, -c.Seats})
+		}
+	}
+	// Ends before starts at the same instant: [start, end).
+	slices.SortFunc(evs, func(a, b ev) int { return cmp.Or(a.at.Compare(b.at), cmp.Compare(a.n, b.n)) })
+	n, most, at := 0, 0, time.Time{}
+	for _, e := range evs {
+		n += e.n
+		if n > most {
+			most, at = n, e.at
+		}
+	}
+	return most, at
+}
+
+// DoneCommit is when a done place's pass ended: the commit of the booking
+// that made it done. doneAt is that booking's deciding read, earlier; the
+// booking's commit, conditioned on the place as read, is the first of the
+// user's to commit at or after it.
+func DoneCommit(p Place, bookings []Booking) time.Time {
+	if p.DoneAt == nil {
+		return time.Time{}
+	}
+	var first time.Time
+	for _, b := range bookings {
+		if b.UID == p.UID && !b.CreatedAt.Before(*p.DoneAt) && (first.IsZero() || b.CreatedAt.Before(first)) {
+			first = b.CreatedAt
+		}
+	}
+	if first.IsZero() {
+		return *p.DoneAt
+	}
+	return first
+}
+
+// fairness is the audit's verdict on who was admitted when.
+type Fairness struct {
+	EarlyJoiners  int `json:"earlyJoiners"`
+	LateJoiners   int `json:"lateJoiners"`
+	EarlyAdmitted int `json:"earlyAdmitted"`
+	LateAdmitted  int `json:"lateAdmitted"`
+	// EarlyBeforeLate: every early joiner was admitted before the first
+	// later joiner (true, and vacuous, when no later joiner was admitted).
+	EarlyBeforeLate bool `json:"earlyBeforeLate"`
+	// EarlySpearman: ρ of join order against admission order over the
+	// admitted early joiners; EarlyLineSpearman over every early joiner,
+	// against their place in the line (order), admitted or not.
+	EarlySpearman     Maybe   `json:"earlySpearman"`
+	EarlyLineSpearman Maybe   `json:"earlyLineSpearman"`
+	LatePairs         int     `json:"latePairs"`
+	LateInverted      int     `json:"lateInverted"`
+	LateInversions    float64 `json:"lateInversions"` // LateInverted / LatePairs
+	// Skipped: places still waiting at the end whose order sorts before an
+	// admitted place's (admission passed them by).
+	Skipped  int      `json:"skipped"`
+	Unranked int      `json:"unranked"` // early joiners without an order at the end
+	Examples []string `json:"fairnessExamples,omitempty"`
+}
+
+// admissionOrder sorts admitted places in the order they were admitted:
+// by admission time, then (one transaction admits many) by order, in which
+// the admitter admits them.
+func admissionOrder(a, b Place) int {
+	return cmp.Or(a.AdmittedAt.Compare(*b.AdmittedAt), cmp.Compare(a.Order, b.Order))
+}
+
+func (st *Sale) AuditFairness() Fairness {
+	var f Fairness
+	var admitted, early []Place
+	for _, p := range st.Places {
+		if p.JoinedAt.Before(st.OpensAt) {
+			f.EarlyJoiners++
+			early = append(early, p)
+			if p.Order == "" {
+				f.Unranked++
+			}
+		} else {
+			f.LateJoiners++
+		}
+		if p.AdmittedAt != nil {
+			admitted = append(admitted, p)
+		}
+	}
+	slices.SortFunc(admitted, admissionOrder)
+	pos := map[string]int{}
+	lastEarly, firstLate := -1, -1
+	var lateJoin []Place
+	var ej, ea []float64
+	maxOrder := ""
+	for i, p := range admitted {
+		pos[p.ID] = i
+		maxOrder = max(maxOrder, p.Order)
+		if p.JoinedAt.Before(st.OpensAt) {
+			f.EarlyAdmitted++
+			lastEarly = i
+			ej = append(ej, float64(p.JoinedAt.UnixMicro()))
+			ea = append(ea, float64(i))
+		} else {
+			f.LateAdmitted++
+			if firstLate < 0 {
+				firstLate = i
+			}
+			lateJoin = append(lateJoin, p)
+		}
+	}
+	f.EarlyBeforeLate = f.LateAdmitted == 0 || (f.EarlyAdmitted == f.EarlyJoiners && lastEarly < firstLate)
+	if !f.EarlyBeforeLate && len(f.Examples) < MaxExamples {
+		f.Examples = append(f.Examples, fmt.Sprintf("%d of %d early joiners admitted, the last at position %d; the first later joiner at %d",
+			f.EarlyAdmitted, f.EarlyJoiners, lastEarly, firstLate))
+	}
+	f.EarlySpearman = Maybe(Spearman(ej, ea))
+
+	// The whole line of early joiners: join order against draw order.
+	slices.SortFunc(early, func(a, b Place) int { return cmp.Compare(a.Order, b.Order) })
+	var lj, lo []float64
+	for i, p := range early {
+		if p.Order != "" {
+			lj = append(lj, float64(p.JoinedAt.UnixMicro()))
+			lo = append(lo, float64(i))
+		}
+	}
+	f.EarlyLineSpearman = Maybe(Spearman(lj, lo))
+
+	// Later joiners: pairs admitted in the other order than they joined.
+	slices.SortFunc(lateJoin, func(a, b Place) int { return cmp.Or(a.JoinedAt.Compare(b.JoinedAt), cmp.Compare(a.ID, b.ID)) })
+	seq := make([]int, len(lateJoin))
+	for i, p := range lateJoin {
+		seq[i] = pos[p.ID]
+	}
+	f.LatePairs = len(seq) * (len(seq) - 1) / 2
+	f.LateInverted = Inversions(seq)
+	if f.LatePairs > 0 {
+		f.LateInversions = float64(f.LateInverted) / float64(f.LatePairs)
+	}
+
+	for _, p := range st.Places {
+		if p.AdmittedAt == nil && p.Order != "" && p.Order < maxOrder {
+			f.Skipped++
+			if len(f.Examples) < MaxExamples {
+				f.Examples = append(f.Examples, fmt.Sprintf("place %s (order %s) still waits behind admitted order %s", p.ID, p.Order, maxOrder))
+			}
+		}
+	}
+	return f
+}
+
+// metering is the audit's verdict on how admission was metered.
+type Metering struct {
+	Admitted             int     `json:"admitted"`
+	MaxAdmittedPerMinute int     `json:"maxAdmittedPerMinute"` // in any 60 s
+	MaxLivePasses        int     `json:"maxLivePasses"`
+	FirstAdmission       float64 `json:"firstAdmissionSeconds"` // after opensAt; -1: nobody admitted
+	// Refills: from a pass ending while every slot was taken (and someone
+	// waited, and the rate allowed) to the next admission.
+	Refills   int     `json:"refills"`
+	RefillP50 float64 `json:"refillP50Seconds"`
+	RefillMax float64 `json:"refillMaxSeconds"`
+}
+
+// PassEnd is when a pass stopped counting against maxActive: its
+// passUntil, or the commit that made it done.
+func PassEnd(p Place, bookings []Booking) time.Time {
+	end := *p.PassUntil
+	if d := DoneCommit(p, bookings); !d.IsZero() && d.Before(end) {
+		end = d
+	}
+	return end
+}
+
+func (st *Sale) AuditMetering(runEnd time.Time) Metering {
+	m := Metering{FirstAdmission: -1}
+	var times []time.Time
+	type pass struct{ start, end time.Time }
+	var passes []pass
+	for _, p := range st.Places {
+		if p.AdmittedAt == nil || p.PassUntil == nil {
+			continue
+		}
+		times = append(times, *p.AdmittedAt)
+		passes = append(passes, pass{*p.AdmittedAt, PassEnd(p, st.Bookings)})
+	}
+	m.Admitted = len(times)
+	if len(times) == 0 {
+		return m
+	}
+	slices.SortFunc(times, time.Time.Compare)
+	m.FirstAdmission = Seconds(times[0].Sub(st.OpensAt))
+	// The admitter counts admissions in (now - 60 s, now]: [t, t+60 s) windows hold the same sets.
+	m.MaxAdmittedPerMinute, _ = MaxInWindow(times, time.Minute)
+
+	ivs := make([]Interval, len(passes))
+	for i, p := range passes {
+		ivs[i] = Interval{Seats: 1, Start: p.start, End: p.end}
+	}
+	m.MaxLivePasses, _ = MostAtOnce(ivs)
+
+	// Refills: ends of passes that held the last slot.
+	var gaps []time.Duration
+	seen := map[time.Time]bool{}
+	soldAt := st.LastSale()
+	for _, e := range passes {
+		at := e.end
+		if seen[at] || !at.Before(runEnd) {
+			continue
+		}
+		seen[at] = true
+		live := 0
+		for _, p := range passes {
+			if p.start.Before(at) && !p.end.Before(at) {
+				live++
+			}
+		}
+		inRate := 0
+		for _, t := range times {
+			if t.After(at.Add(-time.Minute)) && !t.After(at) {
+				inRate++
+			}
+		}
+		waiting := false
+		for _, p := range st.Places {
+			if p.JoinedAt.Before(at.Add(-time.Second)) && (p.AdmittedAt == nil || p.AdmittedAt.After(at)) {
+				waiting = true
+				break
+			}
+		}
+		soldOut := !soldAt.IsZero() && !at.Before(soldAt)
+		if live < st.MaxActive || inRate >= st.AdmitPerMinute || !waiting || soldOut {
+			continue
+		}
+		i, _ := slices.BinarySearchFunc(times, at, time.Time.Compare)
+		if i < len(times) {
+			gaps = append(gaps, times[i].Sub(at))
+		} else {
+			gaps = append(gaps, runEnd.Sub(at)) // never refilled
+		}
+	}
+	slices.Sort(gaps)
+	m.Refills = len(gaps)
+	m.RefillP50 = Seconds(Quantile(gaps, 0.5))
+	if len(gaps) > 0 {
+		m.RefillMax = Seconds(gaps[len(gaps)-1])
+	}
+	return m
+}
+
+// LastSale is when the last seat of a sold-out hall was sold (zero if
+// the hall did not sell out).
+func (st *Sale) LastSale() time.Time {
+	sold := map[string]bool{}
+	var last time.Time
+	for _, b := range st.Bookings {
+		if b.Status != "confirmed" {
+			continue
+		}
+		for _, s := range b.Seats {
+			sold[s] = true
+		}
+		if b.CreatedAt.After(last) {
+			last = b.CreatedAt
+		}
+	}
+	if len(sold) < len(st.Hall) {
+		return time.Time{}
+	}
+	return last
+}
+
+// SpearmanBound is the |ρ| a fair draw stays within at sigmas standard
+// errors, for n pairs (+Inf when there are too few to judge).
+func SpearmanBound(n int, sigmas float64) float64 {
+	if n < 3 {
+		return math.Inf(1)
+	}
+	return sigmas / math.Sqrt(float64(n-1))
+}
+
+// MaxInWindow is the most of the sorted times that fall in any window
+// [t, t+w), and where the first such window starts.
+func MaxInWindow(sorted []time.Time, w time.Duration) (int, time.Time) {
+	best, from, j := 0, time.Time{}, 0
+	for i := range sorted {
+		for sorted[i].Sub(sorted[j]) >= w {
+			j++
+		}
+		if n := i - j + 1; n > best {
+			best, from = n, sorted[j]
+		}
+	}
+	return best, from
+}
+
+// Quantile of sorted durations (nearest rank below).
+func Quantile(sorted []time.Duration, q float64) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	return sorted[int(q*float64(len(sorted)-1))]
+}
+
+func Seconds(d time.Duration) float64 { return math.Round(d.Seconds()*1000) / 1000 }
+
+// ranks are the 1-based ranks of xs, ties sharing their mean rank.
+func ranks(xs []float64) []float64 {
+	idx := make([]int, len(xs))
+	for i := range idx {
+		idx[i] = i
+	}
+	slices.SortStableFunc(idx, func(a, b int) int { return cmp.Compare(xs[a], xs[b]) })
+	r := make([]float64, len(xs))
+	for i := 0; i < len(idx); {
+		j := i
+		for j+1 < len(idx) && xs[idx[j+1]] == xs[idx[i]] {
+			j++
+		}
+		mean := float64(i+j)/2 + 1
+		for k := i; k <= j; k++ {
+			r[idx[k]] = mean
+		}
+		i = j + 1
+	}
+	return r
+}
+
+// Spearman is Spearman's ρ of two paired samples: the Pearson correlation
+// of their ranks. NaN with fewer than 3 pairs or a constant sample.
+func Spearman(x, y []float64) float64 {
+	if len(x) != len(y) || len(x) < 3 {
+		return math.NaN()
+	}
+	rx, ry := ranks(x), ranks(y)
+	var mx, my float64
+	for i := range rx {
+		mx += rx[i]
+		my += ry[i]
+	}
+	mx /= float64(len(rx))
+	my /= float64(len(ry))
+	var sxy, sxx, syy float64
+	for i := range rx {
+		dx, dy := rx[i]-mx, ry[i]-my
+		sxy += dx * dy
+		sxx += dx * dx
+		syy += dy * dy
+	}
+	if sxx == 0 || syy == 0 {
+		return math.NaN()
+	}
+	return sxy / math.Sqrt(sxx*syy)
+}
+
+// Inversions counts the pairs i < j with later[i] > later[j]: pairs that
+// came out in the other order than they went in.
+func Inversions(later []int) int {
+	n := 0
+	for i := range later {
+		for j := i + 1; j < len(later); j++ {
+			if later[i] > later[j] {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// Maybe is a measure that is NaN when there is nothing to measure (a
+// correlation of fewer than 3 pairs); JSON writes it as null.
+type Maybe float64
+
+func (m Maybe) MarshalJSON() ([]byte, error) {
+	if math.IsNaN(float64(m)) {
+		return []byte("null"), nil
+	}
+	return json.Marshal(float64(m))
+}
