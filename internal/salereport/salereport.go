@@ -26,6 +26,8 @@ import (
 // MaxExamples bounds the examples a verdict lists.
 const MaxExamples = 10
 
+func nan() float64 { return math.NaN() }
+
 // Sale is what Firestore holds of a sale at the end, as the audit
 // reads it: every place, hold, booking and seat of the screening.
 type Sale struct {
