@@ -1,7 +1,8 @@
 import { resolve } from "node:path";
 import { defineConfig } from "vite";
 
-// Two pages: the seat map (index.html) and the mutex page (critical.html).
+// Three pages: the seat map (index.html), the mutex page (critical.html)
+// and the sale console (operate.html).
 // Configuration comes from VITE_* variables (see src/app/config.ts);
 // `go run ./cmd/firelock-local` sets them for the local emulators.
 export default defineConfig({
@@ -14,6 +15,7 @@ export default defineConfig({
       input: {
         main: resolve(import.meta.dirname, "index.html"),
         critical: resolve(import.meta.dirname, "critical.html"),
+        operate: resolve(import.meta.dirname, "operate.html"),
       },
     },
   },

@@ -36,6 +36,31 @@ export interface QueuePlace {
   passUntil?: string;
 }
 
+/** The §7 fields of a sale, as OperateSale takes and answers them (opensAt in RFC 3339). */
+export interface SaleFields {
+  opensAt?: string;
+  admitPerMinute?: number | null;
+  maxActive?: number | null;
+  passSeconds?: number | null;
+  maxSeatsPerUser?: number | null;
+}
+
+/** OperateSale's request (CONTRACT §8). */
+export interface Operation {
+  screeningId: string;
+  action: "configure" | "pause" | "resume" | "close" | "revoke";
+  sale?: SaleFields;
+  uid?: string;
+  reason?: string;
+}
+
+/** OperateSale's answer: the sale's state and fields after the action. */
+export interface Operated {
+  screeningId: string;
+  state: string;
+  sale: SaleFields & Record<string, unknown>;
+}
+
 /** A §3 error answer (or `unavailable` when no answer came). */
 export class ApiError extends Error {
   constructor(
@@ -119,6 +144,15 @@ export class Api {
   /** Joins the queue of the screening's sale, or answers the place the caller has. */
   joinQueue(screeningId: string): Promise<QueuePlace> {
     return this.call("JoinQueue", { screeningId });
+  }
+
+  /** Runs an operator's action on a sale (CONTRACT §8; every action is idempotent, so it is retried like the rest). */
+  operateSale(op: Operation): Promise<Operated> {
+    const body: Record<string, unknown> = { screeningId: op.screeningId, action: op.action };
+    if (op.sale !== undefined) body.sale = op.sale;
+    if (op.uid !== undefined) body.uid = op.uid;
+    if (op.reason) body.reason = op.reason;
+    return this.call("OperateSale", body);
   }
 
   /** POSTs body to the function, retrying what is safe to retry. */

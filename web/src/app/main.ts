@@ -96,7 +96,7 @@ async function main(): Promise<void> {
   const now = () => clock.now();
   const myPlace = () => placeSeen ?? placeAnswered ?? null;
   const saleState = (): SaleState => sale?.state ?? "scheduled"; // not written yet: scheduled, as the rules read it
-  const selling = () => saleState() === "scheduled" || saleState() === "open";
+  const selling = () => saleState() === "scheduled" || saleState() === "open" || saleState() === "paused";
   /**
    * Whether the seat map shows: always without a sale; during one, only to a
    * user whose pass is live while the sale is scheduled or open (the rules
@@ -264,7 +264,14 @@ async function main(): Promise<void> {
     let heading = "Waiting room";
     let text: string;
     if (st === "closed") {
-      [heading, text] = ["Sales closed", "The screening has started, so the sale is closed."];
+      [heading, text] = ["Sales closed", "The sale is closed: this screening takes no more bookings."];
+    } else if (st === "paused" && qs !== "admitted" && qs !== "done" && qs !== "expired") {
+      [heading, text] = [
+        "Sale paused",
+        qs === "waiting"
+          ? "The sale is paused for a moment. Your place in the queue is kept: keep this page open, and you will be let in as soon as it goes on."
+          : "The sale is paused for a moment. You can still join the queue, and your place will be kept.",
+      ];
     } else if (st === "soldout") {
       [heading, text] = ["Sold out", qs === "done" ? "Every seat is booked now, yours included: see your booking below." : "Sorry, every seat of this screening is booked."];
     } else if (qs === "none") {
@@ -379,7 +386,12 @@ async function main(): Promise<void> {
           paint();
         },
         (err) => {
-          if (err.code === "permission-denied") {
+          if (err.code === "permission-denied" && placeAnswered !== undefined) {
+            // A listener opened before the join committed, refused only now:
+            // the place exists (JoinQueue said so), so listen again.
+            stopPlace = undefined;
+            setTimeout(paint, 500);
+          } else if (err.code === "permission-denied") {
             placeSeen = null;
             paint();
           } else {
@@ -469,8 +481,9 @@ async function main(): Promise<void> {
     void act("Joining the queue…", async () => {
       const p = await api.joinQueue(screeningId);
       placeAnswered = { status: p.status, ...(p.passUntil ? { passUntilMs: Date.parse(p.passUntil) } : {}) };
-      if (placeId !== p.queueId || placeSeen === null) {
-        // Listen (again): the place exists now.
+      if (placeId !== p.queueId || !placeSeen) {
+        // Listen (again): the place exists now. A listener that has not
+        // delivered yet may have been opened before it did, and be refused.
         stopPlace?.();
         stopPlace = undefined;
         placeSeen = undefined;

@@ -19,7 +19,8 @@ export interface SaleConfig {
 export const DEFAULT_PASS_SECONDS = 600;
 export const DEFAULT_MAX_SEATS_PER_USER = 6;
 
-export type SaleState = "scheduled" | "open" | "soldout" | "closed";
+/** `paused` (CONTRACT §7a): nobody new is admitted; places are kept, joins go on, live passes keep working. */
+export type SaleState = "scheduled" | "open" | "paused" | "soldout" | "closed";
 
 /** A point along the waiting line: about `ahead` places not yet admitted sort before `order`. */
 export interface Mark {

@@ -99,6 +99,8 @@ export function errorMessage(err: Pick<ApiError, "code" | "message" | "seats">, 
       return "There is no waiting room to join for this screening right now. Please reload the page in a while.";
     case "sold_out":
       return "Sorry, this screening is sold out: every seat is booked.";
+    case "sale_closed":
+      return "The sale is closed: this screening takes no more bookings. A hold you already have can still be confirmed while it lasts.";
     case "sale_not_open":
       return "The sale has not opened yet. Join the queue, and the seat map opens here when it is your turn.";
     case "not_admitted":
