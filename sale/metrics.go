@@ -57,7 +57,9 @@ func newAdmitMetrics(mp metric.MeterProvider) *admitMetrics {
 		}
 		return nil
 	}, waiting, active)
-	otel.Handle(err)
+	if err != nil {
+		otel.Handle(err)
+	}
 	return am
 }
 

@@ -74,7 +74,9 @@ func Meter(mp metric.MeterProvider, pkg string) metric.Meter {
 func Counter(m metric.Meter, name, unit, desc string) metric.Int64Counter {
 	c, err := m.Int64Counter(name, metric.WithUnit(unit), metric.WithDescription(desc))
 	if err != nil || c == nil {
-		otel.Handle(err)
+		if err != nil {
+			otel.Handle(err)
+		}
 		return noop.Int64Counter{}
 	}
 	return c
@@ -85,7 +87,9 @@ func Seconds(m metric.Meter, name, desc string) metric.Float64Histogram {
 	h, err := m.Float64Histogram(name, metric.WithUnit("s"), metric.WithDescription(desc),
 		metric.WithExplicitBucketBoundaries(DurationBuckets...))
 	if err != nil || h == nil {
-		otel.Handle(err)
+		if err != nil {
+			otel.Handle(err)
+		}
 		return noop.Float64Histogram{}
 	}
 	return h
@@ -96,7 +100,9 @@ func Seconds(m metric.Meter, name, desc string) metric.Float64Histogram {
 func Gauge(m metric.Meter, name, unit, desc string) metric.Int64ObservableGauge {
 	g, err := m.Int64ObservableGauge(name, metric.WithUnit(unit), metric.WithDescription(desc))
 	if err != nil || g == nil {
-		otel.Handle(err)
+		if err != nil {
+			otel.Handle(err)
+		}
 		return noop.Int64ObservableGauge{}
 	}
 	return g
