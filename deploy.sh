@@ -7,7 +7,8 @@
 # firestore.rules and firestore.indexes.json, the TTL policy on the lease
 # documents' expireAt, and the web app (web/) on Firebase Hosting, built to
 # call the deployed functions. Every function exports the metrics of
-# CONTRACT §9 to Cloud Monitoring (FIRELOCK_METRICS=cloud; docs/metrics.md).
+# CONTRACT §9 to Cloud Monitoring (FIRELOCK_METRICS=cloud) and its traces to
+# Cloud Trace (FIRELOCK_TRACES=cloud); docs/metrics.md.
 set -euo pipefail
 
 usage() {
@@ -29,12 +30,14 @@ usage: ./deploy.sh --project PROJECT --region REGION [options]
   --no-hosting          leave the web app (Firebase Hosting) alone
   --no-metrics          the functions export no metrics to Cloud Monitoring
                         (FIRELOCK_METRICS=off; default cloud: see docs/metrics.md)
+  --no-traces           the functions export no traces to Cloud Trace
+                        (FIRELOCK_TRACES=off; default cloud)
   --dry-run             print every command that would change something, run none
   -h, --help            this text
 
 Needs gcloud (logged in, with the Cloud Functions, Cloud Build, Pub/Sub, Cloud Scheduler,
-Firestore and Cloud Monitoring APIs enabled; the functions' service account needs
-roles/monitoring.metricWriter, which the default one has), the firebase CLI (on PATH, or tools/ after `make deps`), and
+Firestore, Cloud Monitoring and Cloud Trace APIs enabled; the functions' service account
+needs roles/monitoring.metricWriter and roles/cloudtrace.agent, which the default one has), the firebase CLI (on PATH, or tools/ after `make deps`), and
 npm to build the web app. The app is served at https://PROJECT.web.app and
 https://PROJECT.firebaseapp.com; both origins are added to --allowed-origins, and the app
 gets its Firebase config from Hosting (/__/firebase/init.json) at run time.
@@ -52,6 +55,7 @@ ALLOWED_ORIGINS="${FIRELOCK_ALLOWED_ORIGINS:-}"
 DRY_RUN=0
 HOSTING=1
 METRICS=cloud
+TRACES=cloud
 
 need_value() { [ $# -ge 2 ] && [ -n "$2" ] || { echo "deploy.sh: $1 needs a value" >&2; usage >&2; exit 2; }; }
 while [ $# -gt 0 ]; do
@@ -76,6 +80,7 @@ while [ $# -gt 0 ]; do
     --dry-run) DRY_RUN=1; shift ;;
     --no-hosting) HOSTING=0; shift ;;
     --no-metrics) METRICS=off; shift ;;
+    --no-traces) TRACES=off; shift ;;
     -h|--help) usage; exit 0 ;;
     *) echo "deploy.sh: unknown argument: $1" >&2; usage >&2; exit 2 ;;
   esac
@@ -191,7 +196,7 @@ common=(--gen2 "--runtime=$RUNTIME" "--region=$REGION" "--project=$PROJECT" --so
 # The origins go in with gcloud's alternate delimiter (^;^), as they hold commas.
 for fn in BookSeats CancelBooking HoldSeats ExtendHold ConfirmHold ReleaseHold JoinQueue OperateSale; do
   run gcloud functions deploy "$fn" "${common[@]}" "--entry-point=$fn" --trigger-http --allow-unauthenticated \
-    "--set-env-vars=^;^FIRELOCK_ALLOWED_ORIGINS=$ALLOWED_ORIGINS;FIRELOCK_METRICS=$METRICS"
+    "--set-env-vars=^;^FIRELOCK_ALLOWED_ORIGINS=$ALLOWED_ORIGINS;FIRELOCK_METRICS=$METRICS;FIRELOCK_TRACES=$TRACES"
 done
 
 if ! gcloud pubsub topics describe scheduled-jobs --project="$PROJECT" >/dev/null 2>&1; then
@@ -203,7 +208,7 @@ fi
 # while its lease could still be held. --retry redelivers every event the
 # function does not ack.
 run gcloud functions deploy RunScheduledJob "${common[@]}" --entry-point=RunScheduledJob --trigger-topic=scheduled-jobs --retry --timeout=540s \
-  "--set-env-vars=FIRELOCK_METRICS=$METRICS"
+  "--set-env-vars=FIRELOCK_METRICS=$METRICS,FIRELOCK_TRACES=$TRACES"
 
 # Pub/Sub retries with backoff (an event in progress elsewhere is not
 # hammered), and its ack deadline exceeds the timeout, so a delivery still

@@ -25,10 +25,12 @@ require (
 	github.com/GoogleCloudPlatform/functions-framework-go v1.9.2
 	// Pinned at v0.55.0, the version cloud.google.com/go already brought into
 	// the module graph, so taking it on changes no other module. The proxy's
-	// newest, v0.62.0, raises otelgrpc under the Firestore client and marks
-	// the module deprecated in favour of OTLP to Cloud Monitoring (a move for
-	// later; docs/metrics.md).
+	// newest, v0.62.0, raises otelgrpc under the Firestore client, and the
+	// module is deprecated upstream in favour of OTLP to Cloud Monitoring (a
+	// move for later; docs/metrics.md). The trace exporter is the one of the
+	// same release (v1.31.0); it adds cloud.google.com/go/trace only.
 	github.com/GoogleCloudPlatform/opentelemetry-operations-go/exporter/metric v0.55.0
+	github.com/GoogleCloudPlatform/opentelemetry-operations-go/exporter/trace v1.31.0
 	github.com/Shopify/toxiproxy/v2 v2.5.0
 	github.com/adhocore/gronx v1.20.4
 	github.com/anishathalye/porcupine v1.3.1
@@ -43,6 +45,7 @@ require (
 	go.opentelemetry.io/otel/metric v1.47.0
 	go.opentelemetry.io/otel/sdk v1.47.0
 	go.opentelemetry.io/otel/sdk/metric v1.47.0
+	go.opentelemetry.io/otel/trace v1.47.0
 	google.golang.org/api v0.304.0
 	google.golang.org/grpc v1.84.0
 	google.golang.org/protobuf v1.36.12
@@ -59,6 +62,7 @@ require (
 	cloud.google.com/go/longrunning v1.3.0 // indirect
 	cloud.google.com/go/monitoring v1.30.0 // indirect
 	cloud.google.com/go/storage v1.62.3 // indirect
+	cloud.google.com/go/trace v1.16.0 // indirect
 	github.com/GoogleCloudPlatform/opentelemetry-operations-go/detectors/gcp v1.34.0 // indirect
 	github.com/GoogleCloudPlatform/opentelemetry-operations-go/internal/resourcemapping v0.55.0 // indirect
 	github.com/MicahParks/keyfunc v1.9.0 // indirect
@@ -95,7 +99,6 @@ require (
 	go.opentelemetry.io/contrib/instrumentation/google.golang.org/grpc/otelgrpc v0.67.0 // indirect
 	go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp v0.69.0 // indirect
 	go.opentelemetry.io/otel/log v1.47.0 // indirect
-	go.opentelemetry.io/otel/trace v1.47.0 // indirect
 	go.uber.org/atomic v1.7.0 // indirect
 	go.uber.org/multierr v1.6.0 // indirect
 	go.uber.org/zap v1.16.0 // indirect

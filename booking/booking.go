@@ -263,7 +263,8 @@ func (s *Service) seatDoc(screeningID, seat string) *firestore.DocumentRef {
 // gate's ErrSaleNotOpen, ErrNotAdmitted and ErrSeatLimit, or a Firestore
 // error. Nothing is written on any error.
 func (s *Service) Book(ctx context.Context, executionID string, r Request) (_ Booking, _ bool, err error) {
-	defer s.metrics.done(ctx, metricOpBook, time.Now(), &err)
+	ctx, done := s.metrics.start(ctx, metricOpBook)
+	defer done(&err)
 	if err := r.validate(); err != nil {
 		return Booking{}, false, err
 	}
@@ -445,7 +446,8 @@ func (s *Service) counter(ctx context.Context, screeningID string) (*counter.Cou
 // goes down, in one transaction. Cancelling a cancelled booking returns it
 // unchanged. Errors: ErrBookingNotFound, ErrForbidden (another user's).
 func (s *Service) Cancel(ctx context.Context, uid, bookingID string) (_ Booking, err error) {
-	defer s.metrics.done(ctx, metricOpCancel, time.Now(), &err)
+	ctx, done := s.metrics.start(ctx, metricOpCancel)
+	defer done(&err)
 	if uid == "" {
 		return Booking{}, fmt.Errorf("%w: no user", ErrInvalidArgument)
 	}

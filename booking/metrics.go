@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/firelock/firelock/internal/telemetry"
+	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/metric"
 )
 
@@ -56,12 +57,26 @@ func newBookingMetrics(mp metric.MeterProvider) *bookingMetrics {
 	return bm
 }
 
-// done records operation op, started at start, ending with *err: deferred
-// first thing in each operation.
-func (m *bookingMetrics) done(ctx context.Context, op string, start time.Time, err *error) {
-	if m == nil {
-		return
+// start begins operation op: its span (a child of ctx's) and its clock.
+// The returned func, deferred with the operation's error, records the
+// operation's count and duration and ends the span.
+func (m *bookingMetrics) start(ctx context.Context, op string) (context.Context, func(*error)) {
+	begun := time.Now()
+	ctx, span := tracer.Start(ctx, telemetry.BookingSpan+op)
+	return ctx, func(err *error) {
+		code := Code(*err)
+		if m != nil {
+			m.requests.Add(ctx, 1, m.byCode[op][code])
+			m.duration.Record(ctx, time.Since(begun).Seconds(), m.byOp[op])
+		}
+		if span.IsRecording() {
+			span.SetAttributes(telemetry.Code.String(code))
+			if code == "internal" || code == "unavailable" {
+				span.SetStatus(codes.Error, (*err).Error())
+			}
+		}
+		span.End()
 	}
-	m.requests.Add(ctx, 1, m.byCode[op][Code(*err)])
-	m.duration.Record(ctx, time.Since(start).Seconds(), m.byOp[op])
 }
+
+var tracer = telemetry.Tracer("booking")

@@ -226,6 +226,7 @@ func (a *API) writeError(w http.ResponseWriter, r *http.Request, execID string, 
 		level = slog.LevelError
 	}
 	a.Log.Log(r.Context(), level, "request failed", "executionId", execID, "path", r.URL.Path, "status", ae.status, "code", ae.Code, "error", err.Error())
+	answered(r, ae.status, ae.Code)
 	writeJSON(w, ae.status, map[string]any{"error": ae})
 }
 
@@ -346,6 +347,8 @@ func (a *API) serve(w http.ResponseWriter, r *http.Request, req any, handle func
 		return
 	}
 	r = withTrace(r, a.Project)
+	r, span := startSpan(r)
+	defer span.End()
 	execID, _ := lock.NewExecutionID()
 	if a.initErr != nil {
 		a.writeError(w, r, execID, fmt.Errorf("%w: %v", errNotReady, a.initErr))
@@ -361,6 +364,7 @@ func (a *API) serve(w http.ResponseWriter, r *http.Request, req any, handle func
 		a.writeError(w, r, execID, err)
 		return
 	}
+	answered(r, code, "ok")
 	writeJSON(w, code, body)
 }
 

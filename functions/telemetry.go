@@ -10,12 +10,15 @@ import (
 	"syscall"
 	"time"
 
+	"cloud.google.com/go/firestore"
 	mexporter "github.com/GoogleCloudPlatform/opentelemetry-operations-go/exporter/metric"
+	texporter "github.com/GoogleCloudPlatform/opentelemetry-operations-go/exporter/trace"
 	"go.opentelemetry.io/contrib/detectors/gcp"
 	"go.opentelemetry.io/otel"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	"go.opentelemetry.io/otel/sdk/resource"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 )
 
@@ -44,37 +47,87 @@ const (
 	shutdownBudget        = 9 * time.Second
 )
 
+// TracesEnv turns on the export of traces to Cloud Trace when it is
+// "cloud" (deploy.sh sets it): a span per function call, a child of the
+// request's trace (the traceparent the logs carry), with the booking
+// operation, Firestore's own calls and the lock's commits inside it.
+// Sampling follows the request's (Cloud Run samples requests and says so
+// in traceparent); OTEL_TRACES_SAMPLER overrides it.
+const TracesEnv = "FIRELOCK_TRACES"
+
 func init() {
-	if os.Getenv(MetricsEnv) != "cloud" {
+	metrics, traces := os.Getenv(MetricsEnv) == "cloud", os.Getenv(TracesEnv) == "cloud"
+	if !metrics && !traces {
 		return
 	}
-	if err := exportToCloudMonitoring(context.Background()); err != nil {
-		NewLogger(os.Stdout).Error("metrics: not exported to Cloud Monitoring", "error", err.Error())
+	log := NewLogger(os.Stdout)
+	res, err := instanceResource(context.Background())
+	if err != nil {
+		log.Error("telemetry: no metrics or traces exported", "error", err.Error())
+		return
+	}
+	if metrics {
+		if err := exportToCloudMonitoring(res); err != nil {
+			log.Error("metrics: not exported to Cloud Monitoring", "error", err.Error())
+		}
+	}
+	if traces {
+		if err := exportToCloudTrace(res); err != nil {
+			log.Error("traces: not exported to Cloud Trace", "error", err.Error())
+		}
 	}
 }
 
+// cloudProject is the project to export to, when the environment names it
+// (else the exporters take Application Default Credentials' project).
+func cloudProject() string {
+	if p := ProjectID(); p != firestore.DetectProjectID {
+		return p
+	}
+	return ""
+}
+
+// instanceResource describes this function instance: Cloud Monitoring
+// maps it to a generic_task (location: the region, namespace: firelock,
+// job: the function, task_id: the instance).
+func instanceResource(ctx context.Context) (*resource.Resource, error) {
+	opts := []resource.Option{resource.WithDetectors(gcp.NewDetector()), resource.WithTelemetrySDK(),
+		resource.WithAttributes(semconv.ServiceNamespace("firelock"))}
+	if fn := os.Getenv("K_SERVICE"); fn != "" { // the function's name, as Cloud Run sets it
+		opts = append(opts, resource.WithAttributes(semconv.ServiceName(fn)))
+	}
+	return resource.New(ctx, opts...)
+}
+
 // exportToCloudMonitoring sets the global meter provider to one that
-// exports to Cloud Monitoring, in this function's project (or the one of
-// Application Default Credentials), as this instance's resource.
-func exportToCloudMonitoring(ctx context.Context) error {
+// exports to Cloud Monitoring.
+func exportToCloudMonitoring(res *resource.Resource) error {
 	var opts []mexporter.Option
-	if p := ProjectID(); p != "" && p != "*detect-project-id*" {
+	if p := cloudProject(); p != "" {
 		opts = append(opts, mexporter.WithProjectID(p))
 	}
 	exp, err := mexporter.New(opts...)
 	if err != nil {
 		return fmt.Errorf("Cloud Monitoring exporter: %w", err)
 	}
-	attrs := []resource.Option{resource.WithDetectors(gcp.NewDetector()), resource.WithTelemetrySDK(),
-		resource.WithAttributes(semconv.ServiceNamespace("firelock"))}
-	if fn := os.Getenv("K_SERVICE"); fn != "" { // the function's name, as Cloud Run sets it
-		attrs = append(attrs, resource.WithAttributes(semconv.ServiceName(fn)))
-	}
-	res, err := resource.New(ctx, attrs...)
-	if err != nil {
-		return fmt.Errorf("resource: %w", err)
-	}
 	exportMetrics(exp, res, exportInterval())
+	return nil
+}
+
+// exportToCloudTrace sets the global tracer provider to one that exports
+// to Cloud Trace, in batches, and once more at SIGTERM.
+func exportToCloudTrace(res *resource.Resource) error {
+	var opts []texporter.Option
+	if p := cloudProject(); p != "" {
+		opts = append(opts, texporter.WithProjectID(p))
+	}
+	exp, err := texporter.New(opts...)
+	if err != nil {
+		return fmt.Errorf("Cloud Trace exporter: %w", err)
+	}
+	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res))
+	otel.SetTracerProvider(tp)
+	atSIGTERM(tp.Shutdown)
 	return nil
 }
 
@@ -93,23 +146,44 @@ func exportMetrics(exp sdkmetric.Exporter, res *resource.Resource, interval time
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithResource(res),
 		sdkmetric.WithReader(sdkmetric.NewPeriodicReader(&spacedExporter{Exporter: exp}, sdkmetric.WithInterval(interval))))
 	otel.SetMeterProvider(mp)
-	flushOnSIGTERM(mp)
+	atSIGTERM(mp.Shutdown)
 	return mp
 }
 
-// flushOnSIGTERM exports what was recorded since the last export when the
-// process gets SIGTERM (Cloud Run's notice before it stops an instance),
-// then lets SIGTERM do what it does by default: end the process. Without
-// it, up to an interval of counts would be lost with every instance.
-func flushOnSIGTERM(mp *sdkmetric.MeterProvider) {
+var (
+	sigtermMu        sync.Mutex
+	sigtermShutdowns []func(context.Context) error
+)
+
+// atSIGTERM has shutdown called (with the others, at once) when the
+// process gets SIGTERM, Cloud Run's notice before it stops an instance;
+// then SIGTERM does what it does by default: it ends the process. The
+// providers' shutdowns export what was recorded since their last export:
+// without them, up to an interval of counts and a batch of spans would be
+// lost with every instance.
+func atSIGTERM(shutdown func(context.Context) error) {
+	sigtermMu.Lock()
+	defer sigtermMu.Unlock()
+	sigtermShutdowns = append(sigtermShutdowns, shutdown)
+	if len(sigtermShutdowns) > 1 {
+		return
+	}
 	term := make(chan os.Signal, 1)
 	signal.Notify(term, syscall.SIGTERM)
 	go func() { // lives as long as the process
 		<-term
 		ctx, cancel := context.WithTimeout(context.Background(), shutdownBudget)
-		if err := mp.Shutdown(ctx); err != nil {
-			fmt.Fprintln(os.Stderr, "metrics: final export:", err)
+		sigtermMu.Lock()
+		var wg sync.WaitGroup
+		for _, f := range sigtermShutdowns {
+			wg.Go(func() {
+				if err := f(ctx); err != nil {
+					fmt.Fprintln(os.Stderr, "telemetry: final export:", err)
+				}
+			})
 		}
+		sigtermMu.Unlock()
+		wg.Wait()
 		cancel()
 		signal.Reset(syscall.SIGTERM)
 		syscall.Kill(os.Getpid(), syscall.SIGTERM)

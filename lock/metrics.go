@@ -6,7 +6,10 @@ import (
 	"time"
 
 	"github.com/firelock/firelock/internal/telemetry"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // WithMeterProvider records the Locker's metrics (CONTRACT §9) into mp:
@@ -62,5 +65,29 @@ func (m *lockMetrics) acquired(ctx context.Context, start time.Time, err error) 
 func (m *lockMetrics) leaseLost() {
 	if m != nil {
 		m.lost.Add(context.Background(), 1)
+	}
+}
+
+var tracer = telemetry.Tracer("lock")
+
+// traceCommit starts the span of one commit of the lock (a grant,
+// renewal or release: the documents are not named, only counted) inside
+// the trace ctx carries; outside one (a renewal of a lease taken with a
+// bare context) it starts none, so renewals never make traces of their
+// own. The returned func, deferred with the commit's error, ends it.
+func traceCommit(ctx context.Context, writes int) (context.Context, func(*error)) {
+	if !trace.SpanContextFromContext(ctx).IsValid() {
+		return ctx, func(*error) {}
+	}
+	ctx, span := tracer.Start(ctx, telemetry.LockCommitSpan)
+	if !span.IsRecording() {
+		return ctx, func(*error) { span.End() }
+	}
+	span.SetAttributes(attribute.Int("firelock.writes", writes))
+	return ctx, func(err *error) {
+		if *err != nil {
+			span.SetStatus(codes.Error, (*err).Error())
+		}
+		span.End()
 	}
 }
