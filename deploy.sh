@@ -6,7 +6,9 @@
 # retries), the Cloud Scheduler jobs that publish to scheduled-jobs,
 # firestore.rules and firestore.indexes.json, the TTL policy on the lease
 # documents' expireAt, and the web app (web/) on Firebase Hosting, built to
-# call the deployed functions.
+# call the deployed functions. Every function exports the metrics of
+# CONTRACT §9 to Cloud Monitoring (FIRELOCK_METRICS=cloud) and its traces to
+# Cloud Trace (FIRELOCK_TRACES=cloud); docs/metrics.md.
 set -euo pipefail
 
 usage() {
@@ -26,11 +28,16 @@ usage: ./deploy.sh --project PROJECT --region REGION [options]
                         comma-separated, e.g. https://tickets.example.com (or FIRELOCK_ALLOWED_ORIGINS;
                         default none: browsers are refused, servers and apps still call)
   --no-hosting          leave the web app (Firebase Hosting) alone
+  --no-metrics          the functions export no metrics to Cloud Monitoring
+                        (FIRELOCK_METRICS=off; default cloud: see docs/metrics.md)
+  --no-traces           the functions export no traces to Cloud Trace
+                        (FIRELOCK_TRACES=off; default cloud)
   --dry-run             print every command that would change something, run none
   -h, --help            this text
 
-Needs gcloud (logged in, with the Cloud Functions, Cloud Build, Pub/Sub, Cloud Scheduler
-and Firestore APIs enabled), the firebase CLI (on PATH, or tools/ after `make deps`), and
+Needs gcloud (logged in, with the Cloud Functions, Cloud Build, Pub/Sub, Cloud Scheduler,
+Firestore, Cloud Monitoring and Cloud Trace APIs enabled; the functions' service account
+needs roles/monitoring.metricWriter and roles/cloudtrace.agent, which the default one has), the firebase CLI (on PATH, or tools/ after `make deps`), and
 npm to build the web app. The app is served at https://PROJECT.web.app and
 https://PROJECT.firebaseapp.com; both origins are added to --allowed-origins, and the app
 gets its Firebase config from Hosting (/__/firebase/init.json) at run time.
@@ -47,6 +54,8 @@ TIME_ZONE="${FIRELOCK_TIME_ZONE:-Etc/UTC}"
 ALLOWED_ORIGINS="${FIRELOCK_ALLOWED_ORIGINS:-}"
 DRY_RUN=0
 HOSTING=1
+METRICS=cloud
+TRACES=cloud
 
 need_value() { [ $# -ge 2 ] && [ -n "$2" ] || { echo "deploy.sh: $1 needs a value" >&2; usage >&2; exit 2; }; }
 while [ $# -gt 0 ]; do
@@ -70,6 +79,8 @@ while [ $# -gt 0 ]; do
     --allowed-origins=*) ALLOWED_ORIGINS=${1#*=}; shift ;;
     --dry-run) DRY_RUN=1; shift ;;
     --no-hosting) HOSTING=0; shift ;;
+    --no-metrics) METRICS=off; shift ;;
+    --no-traces) TRACES=off; shift ;;
     -h|--help) usage; exit 0 ;;
     *) echo "deploy.sh: unknown argument: $1" >&2; usage >&2; exit 2 ;;
   esac
@@ -185,7 +196,7 @@ common=(--gen2 "--runtime=$RUNTIME" "--region=$REGION" "--project=$PROJECT" --so
 # The origins go in with gcloud's alternate delimiter (^;^), as they hold commas.
 for fn in BookSeats CancelBooking HoldSeats ExtendHold ConfirmHold ReleaseHold JoinQueue OperateSale; do
   run gcloud functions deploy "$fn" "${common[@]}" "--entry-point=$fn" --trigger-http --allow-unauthenticated \
-    "--set-env-vars=^;^FIRELOCK_ALLOWED_ORIGINS=$ALLOWED_ORIGINS"
+    "--set-env-vars=^;^FIRELOCK_ALLOWED_ORIGINS=$ALLOWED_ORIGINS;FIRELOCK_METRICS=$METRICS;FIRELOCK_TRACES=$TRACES"
 done
 
 if ! gcloud pubsub topics describe scheduled-jobs --project="$PROJECT" >/dev/null 2>&1; then
@@ -196,7 +207,8 @@ fi
 # tick of its schedule: a minute) plus that wait: a run is never cut off
 # while its lease could still be held. --retry redelivers every event the
 # function does not ack.
-run gcloud functions deploy RunScheduledJob "${common[@]}" --entry-point=RunScheduledJob --trigger-topic=scheduled-jobs --retry --timeout=540s
+run gcloud functions deploy RunScheduledJob "${common[@]}" --entry-point=RunScheduledJob --trigger-topic=scheduled-jobs --retry --timeout=540s \
+  "--set-env-vars=FIRELOCK_METRICS=$METRICS,FIRELOCK_TRACES=$TRACES"
 
 # Pub/Sub retries with backoff (an event in progress elsewhere is not
 # hammered), and its ack deadline exceeds the timeout, so a delivery still

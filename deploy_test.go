@@ -62,16 +62,16 @@ func TestDeployDryRunPrintsEveryCommand(t *testing.T) {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
 	want := []string{
-		`+ gcloud functions deploy BookSeats --gen2 --runtime=go126 --region=europe-west1 --project=demo-p --source=. --entry-point=BookSeats --trigger-http --allow-unauthenticated --set-env-vars=\^\;\^FIRELOCK_ALLOWED_ORIGINS=https://demo-p.web.app\,https://demo-p.firebaseapp.com`,
-		`+ gcloud functions deploy CancelBooking --gen2 --runtime=go126 --region=europe-west1 --project=demo-p --source=. --entry-point=CancelBooking --trigger-http --allow-unauthenticated --set-env-vars=\^\;\^FIRELOCK_ALLOWED_ORIGINS=https://demo-p.web.app\,https://demo-p.firebaseapp.com`,
-		`+ gcloud functions deploy HoldSeats --gen2 --runtime=go126 --region=europe-west1 --project=demo-p --source=. --entry-point=HoldSeats --trigger-http --allow-unauthenticated --set-env-vars=\^\;\^FIRELOCK_ALLOWED_ORIGINS=https://demo-p.web.app\,https://demo-p.firebaseapp.com`,
-		`+ gcloud functions deploy ExtendHold --gen2 --runtime=go126 --region=europe-west1 --project=demo-p --source=. --entry-point=ExtendHold --trigger-http --allow-unauthenticated --set-env-vars=\^\;\^FIRELOCK_ALLOWED_ORIGINS=https://demo-p.web.app\,https://demo-p.firebaseapp.com`,
-		`+ gcloud functions deploy ConfirmHold --gen2 --runtime=go126 --region=europe-west1 --project=demo-p --source=. --entry-point=ConfirmHold --trigger-http --allow-unauthenticated --set-env-vars=\^\;\^FIRELOCK_ALLOWED_ORIGINS=https://demo-p.web.app\,https://demo-p.firebaseapp.com`,
-		`+ gcloud functions deploy ReleaseHold --gen2 --runtime=go126 --region=europe-west1 --project=demo-p --source=. --entry-point=ReleaseHold --trigger-http --allow-unauthenticated --set-env-vars=\^\;\^FIRELOCK_ALLOWED_ORIGINS=https://demo-p.web.app\,https://demo-p.firebaseapp.com`,
-		`+ gcloud functions deploy JoinQueue --gen2 --runtime=go126 --region=europe-west1 --project=demo-p --source=. --entry-point=JoinQueue --trigger-http --allow-unauthenticated --set-env-vars=\^\;\^FIRELOCK_ALLOWED_ORIGINS=https://demo-p.web.app\,https://demo-p.firebaseapp.com`,
-		`+ gcloud functions deploy OperateSale --gen2 --runtime=go126 --region=europe-west1 --project=demo-p --source=. --entry-point=OperateSale --trigger-http --allow-unauthenticated --set-env-vars=\^\;\^FIRELOCK_ALLOWED_ORIGINS=https://demo-p.web.app\,https://demo-p.firebaseapp.com`,
+		`+ gcloud functions deploy BookSeats --gen2 --runtime=go126 --region=europe-west1 --project=demo-p --source=. --entry-point=BookSeats --trigger-http --allow-unauthenticated --set-env-vars=\^\;\^FIRELOCK_ALLOWED_ORIGINS=https://demo-p.web.app\,https://demo-p.firebaseapp.com\;FIRELOCK_METRICS=cloud\;FIRELOCK_TRACES=cloud`,
+		`+ gcloud functions deploy CancelBooking --gen2 --runtime=go126 --region=europe-west1 --project=demo-p --source=. --entry-point=CancelBooking --trigger-http --allow-unauthenticated --set-env-vars=\^\;\^FIRELOCK_ALLOWED_ORIGINS=https://demo-p.web.app\,https://demo-p.firebaseapp.com\;FIRELOCK_METRICS=cloud\;FIRELOCK_TRACES=cloud`,
+		`+ gcloud functions deploy HoldSeats --gen2 --runtime=go126 --region=europe-west1 --project=demo-p --source=. --entry-point=HoldSeats --trigger-http --allow-unauthenticated --set-env-vars=\^\;\^FIRELOCK_ALLOWED_ORIGINS=https://demo-p.web.app\,https://demo-p.firebaseapp.com\;FIRELOCK_METRICS=cloud\;FIRELOCK_TRACES=cloud`,
+		`+ gcloud functions deploy ExtendHold --gen2 --runtime=go126 --region=europe-west1 --project=demo-p --source=. --entry-point=ExtendHold --trigger-http --allow-unauthenticated --set-env-vars=\^\;\^FIRELOCK_ALLOWED_ORIGINS=https://demo-p.web.app\,https://demo-p.firebaseapp.com\;FIRELOCK_METRICS=cloud\;FIRELOCK_TRACES=cloud`,
+		`+ gcloud functions deploy ConfirmHold --gen2 --runtime=go126 --region=europe-west1 --project=demo-p --source=. --entry-point=ConfirmHold --trigger-http --allow-unauthenticated --set-env-vars=\^\;\^FIRELOCK_ALLOWED_ORIGINS=https://demo-p.web.app\,https://demo-p.firebaseapp.com\;FIRELOCK_METRICS=cloud\;FIRELOCK_TRACES=cloud`,
+		`+ gcloud functions deploy ReleaseHold --gen2 --runtime=go126 --region=europe-west1 --project=demo-p --source=. --entry-point=ReleaseHold --trigger-http --allow-unauthenticated --set-env-vars=\^\;\^FIRELOCK_ALLOWED_ORIGINS=https://demo-p.web.app\,https://demo-p.firebaseapp.com\;FIRELOCK_METRICS=cloud\;FIRELOCK_TRACES=cloud`,
+		`+ gcloud functions deploy JoinQueue --gen2 --runtime=go126 --region=europe-west1 --project=demo-p --source=. --entry-point=JoinQueue --trigger-http --allow-unauthenticated --set-env-vars=\^\;\^FIRELOCK_ALLOWED_ORIGINS=https://demo-p.web.app\,https://demo-p.firebaseapp.com\;FIRELOCK_METRICS=cloud\;FIRELOCK_TRACES=cloud`,
+		`+ gcloud functions deploy OperateSale --gen2 --runtime=go126 --region=europe-west1 --project=demo-p --source=. --entry-point=OperateSale --trigger-http --allow-unauthenticated --set-env-vars=\^\;\^FIRELOCK_ALLOWED_ORIGINS=https://demo-p.web.app\,https://demo-p.firebaseapp.com\;FIRELOCK_METRICS=cloud\;FIRELOCK_TRACES=cloud`,
 		`+ gcloud pubsub topics create scheduled-jobs --project=demo-p`,
-		`+ gcloud functions deploy RunScheduledJob --gen2 --runtime=go126 --region=europe-west1 --project=demo-p --source=. --entry-point=RunScheduledJob --trigger-topic=scheduled-jobs --retry --timeout=540s`,
+		`+ gcloud functions deploy RunScheduledJob --gen2 --runtime=go126 --region=europe-west1 --project=demo-p --source=. --entry-point=RunScheduledJob --trigger-topic=scheduled-jobs --retry --timeout=540s --set-env-vars=FIRELOCK_METRICS=cloud\,FIRELOCK_TRACES=cloud`,
 		`+ gcloud pubsub subscriptions update SUBSCRIPTION-OF-RunScheduledJob --project=demo-p --ack-deadline=600 --min-retry-delay=10s --max-retry-delay=600s`,
 		`+ gcloud scheduler jobs create pubsub firelock-rollup-counters --location=europe-west1 --project=demo-p --schedule=0\ \*\ \*\ \*\ \* --time-zone=Etc/UTC --topic=scheduled-jobs --message-body=\{\"job\":\ \"rollupCounters\"\,\ \"schedule\":\ \"0\ \*\ \*\ \*\ \*\"\,\ \"timeZone\":\ \"Etc/UTC\"\}`,
 		`+ gcloud scheduler jobs create pubsub firelock-sweep-expired --location=europe-west1 --project=demo-p --schedule=30\ 3\ \*\ \*\ \* --time-zone=Etc/UTC --topic=scheduled-jobs --message-body=\{\"job\":\ \"sweepExpired\"\,\ \"schedule\":\ \"30\ 3\ \*\ \*\ \*\"\,\ \"timeZone\":\ \"Etc/UTC\"\}`,
@@ -113,7 +113,7 @@ func TestDeployRunsCommandsAndUpdatesExistingSchedulerJobs(t *testing.T) {
 	log := calls(t, logFile)
 	for _, want := range []string{
 		"gcloud functions deploy BookSeats --gen2 --runtime=go126 --region=us-central1",
-		"--set-env-vars=^;^FIRELOCK_ALLOWED_ORIGINS=https://tickets.example.com,http://localhost:5173,https://demo-p.web.app,https://demo-p.firebaseapp.com",
+		"--set-env-vars=^;^FIRELOCK_ALLOWED_ORIGINS=https://tickets.example.com,http://localhost:5173,https://demo-p.web.app,https://demo-p.firebaseapp.com;FIRELOCK_METRICS=cloud;FIRELOCK_TRACES=cloud",
 		"gcloud functions deploy RunScheduledJob",
 		"gcloud scheduler jobs update pubsub firelock-rollup-counters --location=us-central1 --project=demo-p --schedule=*/15 * * * *",
 		`--message-body={"job": "rollupCounters", "schedule": "*/15 * * * *", "timeZone": "Etc/UTC"}`,
@@ -141,12 +141,26 @@ func TestDeployWithoutHostingLeavesTheWebAppAndItsOriginsOut(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
-	if !strings.Contains(out, `--set-env-vars=\^\;\^FIRELOCK_ALLOWED_ORIGINS=`+"\n") {
+	if !strings.Contains(out, `--set-env-vars=\^\;\^FIRELOCK_ALLOWED_ORIGINS=\;FIRELOCK_METRICS=cloud\;FIRELOCK_TRACES=cloud`+"\n") {
 		t.Errorf("origins were not left empty:\n%s", out)
 	}
 	for _, unwanted := range []string{"npm", "deploy --only hosting", "web.app"} {
 		if strings.Contains(out, unwanted) {
 			t.Errorf("--no-hosting would still run %q:\n%s", unwanted, out)
+		}
+	}
+}
+
+// --no-metrics and --no-traces deploy every function with the export off.
+func TestDeployWithoutMetricsOrTracesTurnsTheirExportOff(t *testing.T) {
+	pathEnv, _ := fakeTools(t)
+	for _, c := range []struct{ flag, env string }{{"--no-metrics", "FIRELOCK_METRICS"}, {"--no-traces", "FIRELOCK_TRACES"}} {
+		out, errOut, code := runDeploy(t, pathEnv, "--dry-run", "--project=demo-p", "--region=us-central1", c.flag)
+		if code != 0 {
+			t.Fatalf("%s: exit %d: %s", c.flag, code, errOut)
+		}
+		if n := strings.Count(out, c.env+"=off"); n != 9 || strings.Contains(out, c.env+"=cloud") {
+			t.Errorf("%s: %d functions deployed with %s=off, want all 9 and none with cloud:\n%s", c.flag, n, c.env, out)
 		}
 	}
 }

@@ -114,6 +114,7 @@ type Service struct {
 	mu         sync.Mutex
 	counters   map[string]cachedCounter
 	hooks      hooks
+	metrics    *bookingMetrics
 }
 
 // hooks are test-only: tests in this package set them to stall a request
@@ -142,6 +143,9 @@ func New(client *firestore.Client, opts ...Option) *Service {
 	s.screenings.client = client
 	for _, o := range opts {
 		o(s)
+	}
+	if s.metrics == nil {
+		s.metrics = newBookingMetrics(nil)
 	}
 	return s
 }
@@ -258,7 +262,9 @@ func (s *Service) seatDoc(screeningID, seat string) *firestore.DocumentRef {
 // ErrSeatTaken, ErrSeatHeld and ErrSeatBusy (all three *SeatsError), the
 // gate's ErrSaleNotOpen, ErrNotAdmitted and ErrSeatLimit, or a Firestore
 // error. Nothing is written on any error.
-func (s *Service) Book(ctx context.Context, executionID string, r Request) (Booking, bool, error) {
+func (s *Service) Book(ctx context.Context, executionID string, r Request) (_ Booking, _ bool, err error) {
+	ctx, done := s.metrics.start(ctx, metricOpBook)
+	defer done(&err)
 	if err := r.validate(); err != nil {
 		return Booking{}, false, err
 	}
@@ -439,7 +445,9 @@ func (s *Service) counter(ctx context.Context, screeningID string) (*counter.Cou
 // Cancel cancels a booking of uid: its seats become free and the counter
 // goes down, in one transaction. Cancelling a cancelled booking returns it
 // unchanged. Errors: ErrBookingNotFound, ErrForbidden (another user's).
-func (s *Service) Cancel(ctx context.Context, uid, bookingID string) (Booking, error) {
+func (s *Service) Cancel(ctx context.Context, uid, bookingID string) (_ Booking, err error) {
+	ctx, done := s.metrics.start(ctx, metricOpCancel)
+	defer done(&err)
 	if uid == "" {
 		return Booking{}, fmt.Errorf("%w: no user", ErrInvalidArgument)
 	}
@@ -449,7 +457,7 @@ func (s *Service) Cancel(ctx context.Context, uid, bookingID string) (Booking, e
 	ref := s.client.Collection(Bookings).Doc(bookingID)
 	var b Booking
 	var freed []*firestore.DocumentRef
-	err := s.runTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
+	err = s.runTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
 		freed = nil
 		snap, err := tx.Get(ref)
 		if notFound(err) {

@@ -64,7 +64,9 @@ func checkHoldLength(d time.Duration) error {
 // Book's; a hold on free seats is one commit, its end placed by the bounds
 // this Service keeps of Firestore's clock (within a round trip of the
 // server's time of the request + d). Nothing is written on any error.
-func (s *Service) Hold(ctx context.Context, executionID string, r Request, d time.Duration) (Hold, bool, error) {
+func (s *Service) Hold(ctx context.Context, executionID string, r Request, d time.Duration) (_ Hold, _ bool, err error) {
+	ctx, done := s.metrics.start(ctx, metricOpHold)
+	defer done(&err)
 	if d == 0 {
 		d = DefaultHold
 	}
@@ -251,7 +253,9 @@ func ours(seat *firestore.DocumentSnapshot, holdID string) bool {
 // (ErrInvalidArgument). An ended hold gives ErrHoldExpired. Under a gate,
 // an extension needs what a new hold needs: a live pass (ErrNotAdmitted
 // once it has ended; the hold keeps its end and may still be confirmed).
-func (s *Service) ExtendHold(ctx context.Context, uid, holdID string, d time.Duration) (Hold, error) {
+func (s *Service) ExtendHold(ctx context.Context, uid, holdID string, d time.Duration) (_ Hold, err error) {
+	ctx, done := s.metrics.start(ctx, metricOpExtend)
+	defer done(&err)
 	if err := checkHoldLength(d); err != nil {
 		return Hold{}, err
 	}
@@ -294,7 +298,9 @@ func (s *Service) ExtendHold(ctx context.Context, uid, holdID string, d time.Dur
 // screening, one this instance does not keep current, or a lost
 // precondition goes through a transaction that reads the hold, its seats,
 // the screening and the pass.
-func (s *Service) ConfirmHold(ctx context.Context, uid, holdID string) (Booking, bool, error) {
+func (s *Service) ConfirmHold(ctx context.Context, uid, holdID string) (_ Booking, _ bool, err error) {
+	ctx, done := s.metrics.start(ctx, metricOpConfirm)
+	defer done(&err)
 	h, snap, err := s.readHold(ctx, uid, holdID)
 	if err != nil {
 		return Booking{}, false, err
@@ -454,7 +460,9 @@ func (s *Service) confirmed(ctx context.Context, h Hold) (Booking, error) {
 
 // ReleaseHold ends uid's hold at once: it turns released and its seats are
 // free. Releasing a hold that has ended already returns it unchanged.
-func (s *Service) ReleaseHold(ctx context.Context, uid, holdID string) (Hold, error) {
+func (s *Service) ReleaseHold(ctx context.Context, uid, holdID string) (_ Hold, err error) {
+	ctx, done := s.metrics.start(ctx, metricOpRelease)
+	defer done(&err)
 	return s.onHold(ctx, uid, holdID, func(tx *firestore.Transaction, h *Hold, docs heldDocs, now time.Time) error {
 		if h.Status != StatusHeld {
 			return nil

@@ -27,8 +27,6 @@ import (
 	"github.com/firelock/firelock/internal/jobs"
 	"github.com/firelock/firelock/lock"
 	"github.com/firelock/firelock/sale"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 )
 
 func init() {
@@ -159,7 +157,10 @@ func errorf(status int, code, format string, args ...any) *apiError {
 	return &apiError{status: status, Code: code, Msg: fmt.Sprintf(format, args...)}
 }
 
-// toAPIError maps every error to its status and code, in one place.
+// toAPIError maps every error to its status and code. The code of a
+// booking operation's error is booking.Code's, the one mapping that
+// firelock.booking.requests counts under too; this adds its status and
+// message.
 func toAPIError(err error) *apiError {
 	var ae *apiError
 	var se *booking.SeatsError
@@ -169,39 +170,44 @@ func toAPIError(err error) *apiError {
 	switch {
 	case errors.As(err, &ae):
 		return ae
-	case errors.As(err, &se) && errors.Is(err, booking.ErrSeatTaken):
-		return &apiError{status: http.StatusConflict, Code: "seat_taken", Msg: "seats already booked", Seats: se.Seats}
-	case errors.As(err, &se) && errors.Is(err, booking.ErrSeatHeld):
-		return &apiError{status: http.StatusConflict, Code: "seat_held", Msg: "seats held for someone's checkout (yours too: confirm that hold instead)", Seats: se.Seats}
-	case errors.As(err, &se):
-		return &apiError{status: http.StatusConflict, Code: "seat_busy", Msg: "another request is taking these seats right now; try again", Seats: se.Seats}
-	case errors.Is(err, booking.ErrScreeningStarted):
-		return errorf(http.StatusConflict, "screening_started", "the screening has started; it takes no more bookings or holds")
-	case errors.Is(err, booking.ErrHoldNotFound):
-		return errorf(http.StatusNotFound, "hold_not_found", "no such hold")
-	case errors.Is(err, booking.ErrHoldExpired):
-		return errorf(http.StatusGone, "hold_expired", "the hold has ended; its seats may be taken: hold them again")
-	case errors.Is(err, booking.ErrInvalidArgument), errors.Is(err, lock.ErrInvalidKey):
-		return errorf(http.StatusBadRequest, "invalid_argument", "%s", strings.TrimPrefix(err.Error(), "booking: invalid argument: "))
-	case errors.Is(err, booking.ErrScreeningNotFound):
-		return errorf(http.StatusNotFound, "screening_not_found", "no such screening")
-	case errors.Is(err, booking.ErrBookingNotFound):
-		return errorf(http.StatusNotFound, "booking_not_found", "no such booking")
-	case errors.Is(err, booking.ErrForbidden):
-		return errorf(http.StatusForbidden, "permission_denied", "%s", strings.TrimPrefix(err.Error(), "booking: "))
-	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
-		return errorf(http.StatusServiceUnavailable, "unavailable", "the request timed out; try again")
 	case errors.Is(err, errAuthUnavailable):
 		return errorf(http.StatusServiceUnavailable, "unavailable", "the sign-in service cannot be reached; try again")
 	case errors.Is(err, errNotReady):
 		return errorf(http.StatusServiceUnavailable, "unavailable", "the service is starting; try again")
 	}
-	// A call the database cancelled or timed out (under load the emulator
-	// answers "Canceled: call already cancelled") is no fault of the
-	// caller's, and every function is safe to retry.
-	switch status.Code(err) {
-	case codes.Unavailable, codes.Aborted, codes.DeadlineExceeded, codes.Canceled, codes.ResourceExhausted:
-		return errorf(http.StatusServiceUnavailable, "unavailable", "the database is busy; try again")
+	errors.As(err, &se)
+	switch code := booking.Code(err); code {
+	case "seat_taken":
+		return &apiError{status: http.StatusConflict, Code: code, Msg: "seats already booked", Seats: se.Seats}
+	case "seat_held":
+		return &apiError{status: http.StatusConflict, Code: code, Msg: "seats held for someone's checkout (yours too: confirm that hold instead)", Seats: se.Seats}
+	case "seat_busy":
+		return &apiError{status: http.StatusConflict, Code: code, Msg: "another request is taking these seats right now; try again", Seats: se.Seats}
+	case "screening_started":
+		return errorf(http.StatusConflict, code, "the screening has started; it takes no more bookings or holds")
+	case "hold_not_found":
+		return errorf(http.StatusNotFound, code, "no such hold")
+	case "hold_expired":
+		return errorf(http.StatusGone, code, "the hold has ended; its seats may be taken: hold them again")
+	case "invalid_argument":
+		return errorf(http.StatusBadRequest, code, "%s", strings.TrimPrefix(err.Error(), "booking: invalid argument: "))
+	case "screening_not_found":
+		return errorf(http.StatusNotFound, code, "no such screening")
+	case "booking_not_found":
+		return errorf(http.StatusNotFound, code, "no such booking")
+	case "permission_denied":
+		return errorf(http.StatusForbidden, code, "%s", strings.TrimPrefix(err.Error(), "booking: "))
+	case "sale_not_open", "seat_limit":
+		return errorf(http.StatusConflict, code, "%s", strings.TrimPrefix(err.Error(), "booking: "))
+	case "not_admitted":
+		return errorf(http.StatusForbidden, code, "%s", strings.TrimPrefix(err.Error(), "booking: "))
+	case "sale_closed":
+		return errorf(http.StatusConflict, code, saleClosedMessage)
+	case "unavailable":
+		if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+			return errorf(http.StatusServiceUnavailable, code, "the request timed out; try again")
+		}
+		return errorf(http.StatusServiceUnavailable, code, "the database is busy; try again")
 	}
 	return errorf(http.StatusInternalServerError, "internal", "internal error")
 }
@@ -220,6 +226,7 @@ func (a *API) writeError(w http.ResponseWriter, r *http.Request, execID string, 
 		level = slog.LevelError
 	}
 	a.Log.Log(r.Context(), level, "request failed", "executionId", execID, "path", r.URL.Path, "status", ae.status, "code", ae.Code, "error", err.Error())
+	answered(r, ae.status, ae.Code)
 	writeJSON(w, ae.status, map[string]any{"error": ae})
 }
 
@@ -340,6 +347,8 @@ func (a *API) serve(w http.ResponseWriter, r *http.Request, req any, handle func
 		return
 	}
 	r = withTrace(r, a.Project)
+	r, span := startSpan(r)
+	defer span.End()
 	execID, _ := lock.NewExecutionID()
 	if a.initErr != nil {
 		a.writeError(w, r, execID, fmt.Errorf("%w: %v", errNotReady, a.initErr))
@@ -355,6 +364,7 @@ func (a *API) serve(w http.ResponseWriter, r *http.Request, req any, handle func
 		a.writeError(w, r, execID, err)
 		return
 	}
+	answered(r, code, "ok")
 	writeJSON(w, code, body)
 }
 

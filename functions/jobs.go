@@ -11,6 +11,7 @@ import (
 	"github.com/cloudevents/sdk-go/v2/event"
 	"github.com/firelock/firelock/internal/jobs"
 	"github.com/firelock/firelock/lock"
+	oteltrace "go.opentelemetry.io/otel/trace"
 )
 
 func init() {
@@ -35,6 +36,8 @@ type pubsubData struct {
 // or is done, or the message can never succeed) and an error to have
 // Pub/Sub deliver the event again (it failed, or still runs elsewhere).
 func (a *API) RunScheduledJob(ctx context.Context, e event.Event) error {
+	ctx, span := tracer.Start(ctx, "RunScheduledJob", oteltrace.WithSpanKind(oteltrace.SpanKindConsumer))
+	defer span.End()
 	execID, _ := lock.NewExecutionID()
 	if a.initErr != nil {
 		a.Log.Error("not configured", "executionId", execID, "error", a.initErr.Error())

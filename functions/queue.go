@@ -7,7 +7,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/firelock/firelock/booking"
 	"github.com/firelock/firelock/sale"
 )
 
@@ -44,8 +43,11 @@ func (a *API) JoinQueue(w http.ResponseWriter, r *http.Request) {
 	})
 }
 
-// saleError maps the errors of CONTRACT §7 (sales, and the Gate's answers
-// to holds and bookings during a sale); nil for any other error.
+const saleClosedMessage = "the sale is closed: it takes no new joins, holds or bookings (live holds may still be confirmed)"
+
+// saleError maps the errors of package sale (CONTRACT §7, §8); nil for any
+// other error. The Gate's answers to holds and bookings are booking
+// errors, mapped by booking.Code (toAPIError).
 func saleError(err error) *apiError {
 	switch {
 	case errors.Is(err, sale.ErrNoSale):
@@ -57,14 +59,8 @@ func saleError(err error) *apiError {
 		return errorf(http.StatusConflict, "sold_out", "sold out: no seat is free and no hold is live")
 	case errors.Is(err, sale.ErrJoinTimedOut):
 		return errorf(http.StatusServiceUnavailable, "unavailable", "the queue is busy; try again")
-	case errors.Is(err, booking.ErrSaleNotOpen):
-		return errorf(http.StatusConflict, "sale_not_open", "%s", strings.TrimPrefix(err.Error(), "booking: "))
-	case errors.Is(err, booking.ErrNotAdmitted):
-		return errorf(http.StatusForbidden, "not_admitted", "%s", strings.TrimPrefix(err.Error(), "booking: "))
-	case errors.Is(err, booking.ErrSeatLimit):
-		return errorf(http.StatusConflict, "seat_limit", "%s", strings.TrimPrefix(err.Error(), "booking: "))
-	case errors.Is(err, booking.ErrSaleClosed), errors.Is(err, sale.ErrClosed):
-		return errorf(http.StatusConflict, "sale_closed", "the sale is closed: it takes no new joins, holds or bookings (live holds may still be confirmed)")
+	case errors.Is(err, sale.ErrClosed): // booking's refusals (sale_not_open, ...) are booking.Code's
+		return errorf(http.StatusConflict, "sale_closed", saleClosedMessage)
 	case errors.Is(err, sale.ErrInvalidSale):
 		return errorf(http.StatusBadRequest, "invalid_sale", "%s", strings.TrimPrefix(strings.TrimPrefix(err.Error(), "sale: invalid sale: "), "sale: "))
 	case errors.Is(err, sale.ErrStarted):

@@ -168,10 +168,12 @@ type written struct {
 var unretried = gax.WithRetry(nil)
 
 // commit sends writes in one atomic Commit RPC.
-func (l *Locker) commit(ctx context.Context, writes []*pb.Write, opts ...gax.CallOption) ([]written, error) {
+func (l *Locker) commit(ctx context.Context, writes []*pb.Write, opts ...gax.CallOption) (_ []written, err error) {
 	if len(writes) == 0 {
 		return nil, nil
 	}
+	ctx, end := traceCommit(ctx, len(writes))
+	defer end(&err)
 	db, _, ok := strings.Cut(writes[0].GetUpdate().GetName()+writes[0].GetDelete(), "/documents/")
 	if !ok {
 		return nil, fmt.Errorf("lock: unexpected document name %q", writes[0].GetUpdate().GetName())
@@ -179,7 +181,7 @@ func (l *Locker) commit(ctx context.Context, writes []*pb.Write, opts ...gax.Cal
 	// The first commit of a client proves it first (two RPCs and, maybe, a
 	// dial): bounded apart from the commit itself.
 	vctx, vcancel := context.WithTimeout(ctx, max(l.rpcTimeout(), 10*time.Second))
-	err := l.verifyCommitClient(vctx)
+	err = l.verifyCommitClient(vctx)
 	vcancel()
 	if err != nil {
 		return nil, l.unanswered(ctx, vctx, err)

@@ -110,6 +110,9 @@ func (l *Lease) end(err error) {
 	default:
 		l.doneErr = err
 		close(l.done)
+		if err != nil {
+			l.locker.metrics.leaseLost()
+		}
 	}
 }
 

@@ -56,6 +56,7 @@ type Locker struct {
 	raw       *vkit.Client // grants, renewals and releases: see commit.go
 	rawOpts   []option.ClientOption
 	shared    bool // SharedWithClients: no fences (see fence.go)
+	metrics   *lockMetrics
 }
 
 // Option configures a Locker.
@@ -146,6 +147,9 @@ func New(client *firestore.Client, path string, opts ...Option) (*Locker, error)
 		if err := o(l); err != nil {
 			return nil, err
 		}
+	}
+	if l.metrics == nil {
+		l.metrics = newLockMetrics(nil)
 	}
 	raw, err := commitClient(context.Background(), l.rawOpts)
 	if err != nil {
@@ -259,7 +263,15 @@ func (l *Locker) TryAcquire(ctx context.Context, key string, opts ...AcquireOpti
 // key, nothing is written and the *HeldError lists every such key. Keys are
 // validated first (ErrInvalidKey; at most MaxKeys, no duplicates). The
 // leases come back in the order of keys.
-func (l *Locker) TryAcquireAll(ctx context.Context, keys []string, opts ...AcquireOption) (_ Leases, err error) {
+func (l *Locker) TryAcquireAll(ctx context.Context, keys []string, opts ...AcquireOption) (Leases, error) {
+	start := time.Now()
+	ls, err := l.tryAcquireAll(ctx, keys, opts...)
+	l.metrics.acquired(ctx, start, err)
+	return ls, err
+}
+
+// tryAcquireAll is TryAcquireAll unmeasured: AcquireAll measures its whole wait.
+func (l *Locker) tryAcquireAll(ctx context.Context, keys []string, opts ...AcquireOption) (_ Leases, err error) {
 	defer func() { err = withContext(ctx, err) }()
 	if err := validateKeys(keys); err != nil {
 		return nil, err
@@ -565,9 +577,11 @@ func (l *Locker) Acquire(ctx context.Context, key string, opts ...AcquireOption)
 // AcquireAll is TryAcquireAll that waits like Acquire. A try that got no
 // answer in time (ErrUnanswered: settled, nothing granted) is tried again.
 func (l *Locker) AcquireAll(ctx context.Context, keys []string, opts ...AcquireOption) (Leases, error) {
+	start := time.Now()
 	for attempt := 0; ; attempt++ {
-		ls, err := l.TryAcquireAll(ctx, keys, opts...)
+		ls, err := l.tryAcquireAll(ctx, keys, opts...)
 		if !errors.Is(err, ErrHeld) && !(errors.Is(err, ErrUnanswered) && ctx.Err() == nil) {
+			l.metrics.acquired(ctx, start, err)
 			return ls, err
 		}
 		wait := l.backoff.next(attempt)
@@ -581,6 +595,7 @@ func (l *Locker) AcquireAll(ctx context.Context, keys []string, opts ...AcquireO
 		select {
 		case <-ctx.Done():
 			t.Stop()
+			l.metrics.acquired(ctx, start, err) // the last try's: held, as a rule
 			return nil, fmt.Errorf("lock: waiting for %v: %w (last: %v)", keys, context.Cause(ctx), err)
 		case <-t.C:
 		}

@@ -118,15 +118,16 @@ type Admitter struct {
 	// lapsedReleaseFails: releasing a lapsed lease never gets through, as
 	// on a store too loaded to commit it in time.
 	lapsedReleaseFails bool
+	metrics            *admitMetrics
 }
 
 // Admitter returns an admitter with an owner ID of its own.
 func (s *Service) Admitter() (*Admitter, error) {
-	l, err := lock.New(s.client, Locks, lock.WithLeaseDuration(s.o.lease))
+	l, err := lock.New(s.client, Locks, lock.WithLeaseDuration(s.o.lease), lock.WithMeterProvider(s.o.meter.mp))
 	if err != nil {
 		return nil, err
 	}
-	return &Admitter{s: s, locker: l, changed: make(chan string, 16)}, nil
+	return &Admitter{s: s, locker: l, changed: make(chan string, 16), metrics: newAdmitMetrics(s.o.meter.mp)}, nil
 }
 
 // saleRun is what one run knows of a sale it admits.
@@ -377,6 +378,7 @@ func (a *Admitter) giveUp(r *saleRun) bool {
 
 // drop stops renewing the sale's lease and, if release, gives it up.
 func (a *Admitter) drop(r *saleRun, release bool) {
+	a.metrics.forget(r.id)
 	if r.lease == nil {
 		return
 	}
@@ -838,10 +840,12 @@ func (a *Admitter) admit(r *saleRun, m mode, c counts, heads []*firestore.Docume
 	if err != nil {
 		return err
 	}
+	a.metrics.admitted(ctx, r.id, st.Admitted-r.st.Admitted)
 	r.st = st
 	if pub != nil {
 		r.last = pub
 	}
+	a.metrics.published(r.id, r.last)
 	return nil
 }
 

@@ -174,6 +174,7 @@ type options struct {
 	idleTick   time.Duration
 	minute     time.Duration // a saleStats minute (tests shorten it)
 	log        *slog.Logger
+	meter      meterOption // WithMeterProvider
 }
 
 // Option configures a Service.

@@ -6,6 +6,9 @@
 // Every scenario runs a firelock variant and its baseline back to back; the
 // ratio column is firelock/baseline (for throughput: higher is better; for
 // latencies the ratio is also firelock/baseline, so lower is better).
+// -only metrics runs the booking with and without a meter provider,
+// alternating, and reports their throughput ratio (CONTRACT §9: metrics
+// cost at most 3% of it).
 package main
 
 import (
@@ -79,7 +82,7 @@ func main() {
 	flag.DurationVar(&cfg.duration, "duration", 3*time.Second, "how long each throughput variant runs")
 	flag.IntVar(&cfg.concurrency, "concurrency", 32, "workers in the contended scenarios")
 	flag.IntVar(&cfg.rounds, "rounds", 20, "rounds of the race scenarios (the baseline runs at most 5)")
-	flag.StringVar(&only, "only", "", "run only scenarios of this group (lock, counter, booking, optimistic)")
+	flag.StringVar(&only, "only", "", "run only scenarios of this group (lock, counter, booking, optimistic, metrics)")
 	flag.StringVar(&jsonPath, "json", "bench-results.json", "where to write the JSON results")
 	flag.Parse()
 	if err := run(cfg, only, jsonPath); err != nil {

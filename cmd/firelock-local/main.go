@@ -1,7 +1,8 @@
 // Command firelock-local runs the whole bundle on loopback: the Firestore
 // emulator with firestore.rules, the Pub/Sub and Auth emulators (each only
 // if its *_EMULATOR_HOST variable does not already name a running one), every
-// function on one Functions Framework server, the topic scheduled-jobs with
+// function on one Functions Framework server (with their metrics at
+// /metrics, in the Prometheus text format), the topic scheduled-jobs with
 // a push subscription to RunScheduledJob, a demo screening, a demo sale (a
 // screening whose waiting room opens two minutes after the start), a demo
 // user, and a stand-in for Cloud Scheduler that publishes job messages on an
@@ -406,6 +407,7 @@ firelock is running on loopback (project %s)
   Pub/Sub emulator    %s  (%s; topic %s, push to RunScheduledJob)
   Auth emulator       %s  (%s)
   functions           %s
+  metrics             %s%s   (Prometheus text format, CONTRACT §9)
   scheduler stand-in  %s on %q (%s)
 
 Demo user demo@example.com, password demo-password (uid %s), an operator of sales; its ID token (valid 1h):
@@ -439,6 +441,7 @@ Press Ctrl-C to stop everything.
 		emu.Host(emulators.PubSub), started(emulators.PubSub), localrun.Topic,
 		emu.Host(emulators.Auth), started(emulators.Auth),
 		functionURLs(base),
+		base, localrun.MetricsPath,
 		strings.Join(jobNames, ", "), sched.schedule, sched.zone,
 		uid, token, envName, DemoSale)
 }

@@ -192,6 +192,7 @@ type Runner struct {
 	// delivery with the delivery's execution ID as owner.
 	locker  *lock.Locker
 	lockErr error
+	metrics *jobMetrics
 }
 
 // Option configures a Runner.
@@ -222,7 +223,10 @@ func New(client *firestore.Client, jobs map[string]Func, opts ...Option) *Runner
 	if r.wait == 0 {
 		r.wait = r.lease + 10*time.Second
 	}
-	r.locker, r.lockErr = lock.New(client, Collection, append([]lock.Option{lock.WithLeaseDuration(r.lease)}, r.lockOpts...)...)
+	if r.metrics == nil {
+		r.metrics = newJobMetrics(nil)
+	}
+	r.locker, r.lockErr = lock.New(client, Collection, append([]lock.Option{lock.WithLeaseDuration(r.lease), lock.WithMeterProvider(r.metrics.mp)}, r.lockOpts...)...)
 	return r
 }
 
@@ -440,7 +444,8 @@ func (r *Run) failedIn(tx *firestore.Transaction, doc *firestore.DocumentSnapsho
 // again: the run failed or could not be marked done (its lease is freed
 // where that is safe, else it ends by itself), or it is in progress
 // elsewhere (ErrInProgress).
-func (r *Runner) Deliver(ctx context.Context, executionID string, ev Event) (Outcome, error) {
+func (r *Runner) Deliver(ctx context.Context, executionID string, ev Event) (o Outcome, err error) {
+	defer func() { r.delivered(ctx, ev, o, err) }()
 	run, err := r.runOf(ev, executionID)
 	if err != nil {
 		return "", err

@@ -29,12 +29,14 @@ var (
 
 // functionsServer starts the one Functions Framework server of this test
 // binary (the framework registers on the default mux and cannot be stopped)
-// for one project, which the functions read from GOOGLE_CLOUD_PROJECT once.
-// Tests keep apart by their own run IDs (topics' push paths, event sources).
+// for one project, which the functions read from GOOGLE_CLOUD_PROJECT once:
+// the Auth emulator's, as in firelock-local, so that its ID tokens are
+// valid there. Tests keep apart by their own run IDs (topics' push paths,
+// event sources) and documents.
 func functionsServer(t *testing.T) (project string, port int) {
 	t.Helper()
 	serverOnce.Do(func() {
-		serverProject = emulators.ProjectID(t)
+		serverProject = emulators.AuthProject
 		os.Setenv("GOOGLE_CLOUD_PROJECT", serverProject)
 		p, err := emulators.FreePort()
 		if err != nil {

@@ -56,10 +56,15 @@ func Wire(ctx context.Context, ps *pubsub.Client, project, baseURL, runID string
 
 // Serve runs the Functions Framework's server for every registered function
 // (BookSeats, CancelBooking and RunScheduledJob at /Name) on host:port, plus
-// RunScheduledJob under /RunScheduledJob/ for push paths that name a topic.
-// It blocks like http.ListenAndServe: the framework exposes no handler or
-// shutdown, so the server lives as long as the process.
+// RunScheduledJob under /RunScheduledJob/ for push paths that name a topic,
+// and the process's metrics at MetricsPath (it sets the global meter
+// provider: call it once per process). It blocks like http.ListenAndServe:
+// the framework exposes no handler or shutdown, so the server lives as long
+// as the process.
 func Serve(host, port string) error {
+	if err := servePrometheus(); err != nil {
+		return err
+	}
 	if err := funcframework.RegisterCloudEventFunctionContext(context.Background(), "/RunScheduledJob/", functions.HandleScheduledJob); err != nil {
 		return err
 	}

@@ -1,0 +1,7 @@
+package functions
+
+// For the tests of package functions_test.
+var (
+	ExportMetrics = exportMetrics
+	ExportGap     = exportGap
+)

@@ -1,0 +1,76 @@
+package jobs_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/firelock/firelock/internal/emulators"
+	"github.com/firelock/firelock/internal/jobs"
+	"github.com/firelock/firelock/internal/telemetry"
+	"github.com/firelock/firelock/internal/telemetry/telemetrytest"
+)
+
+// Every delivery counts once under its job and its outcome. A job the
+// table does not know counts as "unknown", never under the name the
+// message made up.
+func TestDeliveriesCountUnderJobAndOutcome(t *testing.T) {
+	c := emulators.NewFirestore(t)
+	m := telemetrytest.New(t)
+	release := make(chan struct{})
+	r := jobs.New(c, map[string]jobs.Func{
+		"work":   func(context.Context, *jobs.Run) error { return nil },
+		"broken": func(context.Context, *jobs.Run) error { return errors.New("broken on purpose") },
+		"slow": func(ctx context.Context, _ *jobs.Run) error {
+			<-release
+			return nil
+		},
+	}, jobs.WithMeterProvider(m.Provider), jobs.WithWait(200*time.Millisecond))
+	ctx := context.Background()
+
+	if o, err := r.Deliver(ctx, execID(t), event("m1", "work")); o != jobs.Ran || err != nil {
+		t.Fatalf("first delivery: %s %v", o, err)
+	}
+	if o, _ := r.Deliver(ctx, execID(t), event("m1", "work")); o != jobs.AlreadyDone {
+		t.Fatalf("duplicate: %s", o)
+	}
+	if o, err := r.Deliver(ctx, execID(t), event("m2", "broken")); o != jobs.Failed || err == nil {
+		t.Fatalf("broken job: %s %v", o, err)
+	}
+	if _, err := r.Deliver(ctx, execID(t), event("m3", "made-up-by-a-caller")); !errors.Is(err, jobs.ErrBadPayload) {
+		t.Fatalf("unknown job: %v", err)
+	}
+	slow := make(chan error, 1)
+	go func() { _, err := r.Deliver(ctx, execID(t), event("m4", "slow")); slow <- err }()
+	for runDoc(t, c, event("m4", "slow")) == nil {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if o, err := r.Deliver(ctx, execID(t), event("m4", "slow")); o != jobs.InProgress || !errors.Is(err, jobs.ErrInProgress) {
+		t.Fatalf("delivery during a run: %s %v", o, err)
+	}
+	close(release)
+	if err := <-slow; err != nil {
+		t.Fatal(err)
+	}
+
+	want := map[[2]string]float64{
+		{"work", "ran"}: 1, {"work", "already_done"}: 1, {"broken", "failed"}: 1, {"unknown", "bad_payload"}: 1,
+		{"slow", "in_progress"}: 1, {"slow", "ran"}: 1,
+	}
+	points, _ := m.Points(t, telemetry.JobsRuns)
+	if len(points) != len(want) {
+		t.Errorf("%d series, want %d: %s", len(points), len(want), m.Dump(t, telemetry.JobsRuns))
+	}
+	for _, p := range points {
+		job, _ := p.Attrs.Value(telemetry.Job)
+		outcome, _ := p.Attrs.Value(telemetry.Outcome)
+		if k := [2]string{job.AsString(), outcome.AsString()}; p.Value != want[k] || p.Attrs.Len() != 2 {
+			t.Errorf("%v: want %v of %v, and firelock.job and firelock.outcome only", p, want[k], k)
+		}
+	}
+	// The runner's lock records into the same provider.
+	if n := m.Value(t, telemetry.LockAcquireDuration); n < 5 {
+		t.Errorf("%v acquisitions recorded for 5 deliveries that reached the lock", n)
+	}
+}
