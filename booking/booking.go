@@ -42,15 +42,16 @@ import (
 
 // Collections (CONTRACT §3) and limits.
 const (
-	Screenings     = "screenings"
-	Bookings       = "bookings"
-	MaxSeats       = 10       // per booking
-	MaxRequestID   = 128      // bytes
-	CounterShards  = 10       // a new screening's tickets-sold shards: about 10 bookings/s sustained
-	StatusBooked   = "booked" // a seat document's status
-	StatusHeld     = "held"   // a seat's or a hold's status
-	StatusOK       = "confirmed"
-	StatusCanceled = "cancelled"
+	Screenings      = "screenings"
+	SeatsCollection = "seats" // screenings/{id}/seats: the public per-seat map
+	Bookings        = "bookings"
+	MaxSeats        = 10       // per booking
+	MaxRequestID    = 128      // bytes
+	CounterShards   = 10       // a new screening's tickets-sold shards: about 10 bookings/s sustained
+	StatusBooked    = "booked" // a seat document's status
+	StatusHeld      = "held"   // a seat's or a hold's status
+	StatusOK        = "confirmed"
+	StatusCanceled  = "cancelled"
 )
 
 // Errors to branch on; the HTTP layer maps them to status codes.
@@ -245,7 +246,7 @@ func holdID(uid, requestID string) string      { return docID("hold", uid, reque
 func confirmationID(uid, holdID string) string { return docID("confirm", uid, holdID) }
 
 func (s *Service) seatDoc(screeningID, seat string) *firestore.DocumentRef {
-	return s.client.Collection(Screenings).Doc(screeningID).Collection("seats").Doc(seat)
+	return s.client.Collection(Screenings).Doc(screeningID).Collection(SeatsCollection).Doc(seat)
 }
 
 // Book books all requested seats or none. It returns the booking and

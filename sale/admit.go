@@ -118,7 +118,10 @@ type Admitter struct {
 	// lapsedReleaseFails: releasing a lapsed lease never gets through, as
 	// on a store too loaded to commit it in time.
 	lapsedReleaseFails bool
-	metrics            *admitMetrics
+	// seatMapUnguarded: the seat map is written without the lease's guard
+	// (a planted bug: a stale admitter overwrites it).
+	seatMapUnguarded bool
+	metrics   *admitMetrics
 }
 
 // Admitter returns an admitter with an owner ID of its own.
@@ -194,7 +197,7 @@ func (a *Admitter) Run(ctx context.Context, until time.Time) error {
 				continue
 			}
 			if r.lease == nil {
-				held, err := a.take(ctx, r)
+				held, err := a.take(ctx, r, !until.IsZero())
 				if err != nil {
 					errs = append(errs, err)
 					continue
@@ -207,6 +210,9 @@ func (a *Admitter) Run(ctx context.Context, until time.Time) error {
 			var cancel context.CancelFunc
 			r.sctx, cancel = context.WithTimeout(r.ctx, a.stepTimeout())
 			w, done, err := a.step(r)
+			if err == nil && !done && until.IsZero() {
+				err = a.publishSeatMapOnce(r.sctx, r.id, r.lease)
+			}
 			cancel()
 			switch {
 			case errors.Is(err, errCrash):
@@ -311,7 +317,7 @@ func (a *Admitter) stepTimeout() time.Duration { return max(a.s.o.lease, 5*time.
 // take tries the sale's admitter lease once; false: another admitter
 // holds it. It is bounded like a step: the lease's own RPCs end after
 // about a lease, and an unanswered grant is settled before it returns.
-func (a *Admitter) take(runCtx context.Context, r *saleRun) (bool, error) {
+func (a *Admitter) take(runCtx context.Context, r *saleRun, long bool) (bool, error) {
 	ctx, cancel := context.WithTimeout(runCtx, a.stepTimeout())
 	defer cancel()
 	key := "admit-" + r.id
@@ -343,14 +349,21 @@ func (a *Admitter) take(runCtx context.Context, r *saleRun) (bool, error) {
 	r.lease, r.st, r.rank, r.last = lease, st, rs, nil
 	kctx, stopKeepAlive := lease.KeepAlive(runCtx)
 	wctx, stopWatch := context.WithCancel(kctx)
-	watched := make(chan struct{})
+	var watched sync.WaitGroup
+	watched.Add(2)
 	go func() {
-		defer close(watched)
+		defer watched.Done()
 		a.watch(wctx, r.id)
+	}()
+	go func() {
+		defer watched.Done()
+		if long { // a one-pass run publishes the seat map in its step
+			a.publishSeatMap(wctx, r.id, lease)
+		}
 	}()
 	r.ctx, r.stop = kctx, func() {
 		stopWatch()
-		<-watched
+		watched.Wait()
 		stopKeepAlive()
 	}
 	return true, nil

@@ -154,22 +154,31 @@ export function runAdmitter(): { stop: () => Promise<void> } {
 /**
  * The listeners a page opens on a screening's seat map, read off the
  * Firestore WebChannel as the SDK sends them: the target id of each
- * `addTarget` of a query on `screenings/{id}/seats`. Attach before the page
+ * `addTarget` of `seatMaps/{id}` (a sale's one-document map) or of a query
+ * on `screenings/{id}/seats` (the per-seat map: also in perSeat). Attach before the page
  * loads. (Closing is not seen here: when a pass ends the rules may end the
  * listener from the server's side, and the page then sends nothing.)
  */
-export function watchSeatListeners(page: Page, screeningId: string): { opened: number[] } {
-  const seen = { opened: [] as number[] };
+export function watchSeatListeners(page: Page, screeningId: string): { opened: number[]; perSeat: number[] } {
+  const seen = { opened: [] as number[], perSeat: [] as number[] };
   const parent = `/documents/screenings/${screeningId}`;
+  const seatMap = `/documents/seatMaps/${screeningId}`;
   page.on("request", (req) => {
     if (!req.url().includes("/google.firestore.v1.Firestore/Listen/channel")) return;
     const body = req.postData();
     if (!body) return;
     for (const [key, value] of new URLSearchParams(body)) {
       if (!/^req\d+___data__$/.test(key)) continue;
-      const msg = JSON.parse(value) as { addTarget?: { targetId?: number; query?: { parent?: string; structuredQuery?: { from?: { collectionId?: string }[] } } } };
-      const q = msg.addTarget?.query;
-      if (q?.parent?.endsWith(parent) && q.structuredQuery?.from?.[0]?.collectionId === "seats") seen.opened.push(msg.addTarget?.targetId ?? -1);
+      const msg = JSON.parse(value) as {
+        addTarget?: { targetId?: number; documents?: { documents?: string[] }; query?: { parent?: string; structuredQuery?: { from?: { collectionId?: string }[] } } };
+      };
+      const target = msg.addTarget;
+      const q = target?.query;
+      if (q?.parent?.endsWith(parent) && q.structuredQuery?.from?.[0]?.collectionId === "seats") {
+        seen.opened.push(target?.targetId ?? -1);
+        seen.perSeat.push(target?.targetId ?? -1);
+      }
+      if (target?.documents?.documents?.some((d) => d.endsWith(seatMap))) seen.opened.push(target.targetId ?? -1);
     }
   });
   return seen;

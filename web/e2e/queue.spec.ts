@@ -152,6 +152,8 @@ test("three users wait, are admitted in fair order (the early joiner first), hol
     // Each admitted page opened it once, and not again once its pass had
     // ended; the end of the listener (the page's, or the rules') is no error.
     for (const [i, l] of listeners.slice(0, 3).entries()) expect(l.opened, `user ${String(i)} was admitted once`).toHaveLength(1);
+    // During a sale the map is one document (CONTRACT §7a): nobody opened the per-seat listener.
+    for (const [i, l] of listeners.entries()) expect(l.perSeat, `user ${String(i)} opened the per-seat map during the sale`).toEqual([]);
     for (const p of [a, b]) await expect(status(p), "no error once the pass ended, seconds ago").toHaveAttribute("data-code", "ok");
 
     // What Firestore holds: one booking of two seats each, in admission

@@ -3,9 +3,9 @@
 import { describe, expect, it } from "vitest";
 import { Timestamp } from "firebase/firestore";
 import { functionsURLFor, hostPort, optionsFromEnv } from "../src/app/config";
-import { countdown, errorMessage, seatGrid, seatList, seatState } from "../src/app/seats";
+import { countdown, errorMessage, seatGrid, seatList, seatState, seatStateFromMap } from "../src/app/seats";
 
-const none = { bookings: new Set<string>(), holds: new Set<string>() };
+const none = { bookings: new Set<string>(), holds: new Set<string>(), bookedSeats: new Set<string>(), heldSeats: new Set<string>() };
 const now = Date.parse("2026-11-23T10:00:00Z");
 const at = (ms: number) => Timestamp.fromMillis(ms);
 
@@ -28,6 +28,26 @@ describe("seatState", () => {
 
   it("a booked seat stays booked even if it was selected", () => {
     expect(seatState({ status: "booked", bookingId: "b1" }, true, none, now)).toBe("booked");
+  });
+});
+
+describe("seatStateFromMap (a sale's one-document map, CONTRACT §7a)", () => {
+  // "b.h" for A1 A2 A3: the character is the seat's index in seatGrid's order.
+  const map = "b.h";
+  const ch = (seat: string) => map[seatGrid({ rows: ["A"], seatsPerRow: 3 }).flat().indexOf(seat)];
+  it("reads b, h and . as booked, held and free", () => {
+    expect(seatStateFromMap(ch("A1"), "A1", false, none)).toBe("booked");
+    expect(seatStateFromMap(ch("A2"), "A2", false, none)).toBe("free");
+    expect(seatStateFromMap(ch("A2"), "A2", true, none)).toBe("selected");
+    expect(seatStateFromMap(ch("A3"), "A3", false, none)).toBe("held");
+  });
+  it("shows the user's own seats as theirs, from their documents, even before the map has them", () => {
+    expect(seatStateFromMap(ch("A1"), "A1", false, { ...none, bookedSeats: new Set(["A1"]) })).toBe("mine-booked");
+    expect(seatStateFromMap(ch("A2"), "A2", false, { ...none, heldSeats: new Set(["A2"]) })).toBe("mine-held");
+    expect(seatStateFromMap(ch("A3"), "A3", true, { ...none, heldSeats: new Set(["A3"]) })).toBe("mine-held");
+  });
+  it("a seat the map does not have yet is free", () => {
+    expect(seatStateFromMap(undefined, "A4", false, none)).toBe("free");
   });
 });
 

@@ -12,7 +12,7 @@
  * open only while the pass is live: waiting users never open it.
  */
 import type { User } from "firebase/auth";
-import { type Timestamp, type Unsubscribe, collection, doc, onSnapshot, query, where } from "firebase/firestore";
+import { type FirestoreError, type Timestamp, type Unsubscribe, collection, doc, onSnapshot, query, where } from "firebase/firestore";
 import { Api, ApiError, type Booking, type Hold } from "./api";
 import { buildHall } from "./hall";
 import { services } from "./config";
@@ -30,7 +30,7 @@ import {
   waitMs,
   waitWords,
 } from "./queue";
-import { type ErrorContext, type Mine, type Screening, type SeatDoc, type SeatState, countdown, errorMessage, seatGrid, seatList, seatOrder, seatState } from "./seats";
+import { type ErrorContext, type Mine, type Screening, type SeatDoc, type SeatMapDoc, type SeatState, countdown, errorMessage, seatGrid, seatList, seatOrder, seatState, seatStateFromMap } from "./seats";
 import { $, $as, Status, h, mountAccount, runAction } from "./ui";
 
 const STATE_WORDS: Record<SeatState, string> = {
@@ -71,7 +71,11 @@ async function main(): Promise<void> {
   let user: User | null = null;
   let busy = false;
   const clock = new ServerClock();
-  const seatDocs = new Map<string, SeatDoc>();
+  const seatDocs = new Map<string, SeatDoc>(); // the per-seat map, without a sale
+  // During a sale, the map is one document (CONTRACT §7a): its characters
+  // in layout order, and each seat's index in it.
+  let saleMap: string | undefined;
+  const seatIndex = new Map<string, number>();
   const seatButtons = new Map<string, HTMLButtonElement>();
   const selected = new Set<string>();
   // The user's bookings and holds: from the queries, and from the functions'
@@ -122,9 +126,19 @@ async function main(): Promise<void> {
   };
 
   /** Which bookings and holds are this user's, for seatState. */
-  const mine = (): Mine => ({ bookings: new Set(myBookings().keys()), holds: new Set(myHolds().keys()) });
+  const mine = (at: number = now()): Mine => {
+    const bs = myBookings();
+    const hs = [...myHolds().values()].filter((h) => h.heldUntilMs > at);
+    return {
+      bookings: new Set(bs.keys()),
+      holds: new Set(hs.map((h) => h.holdId)),
+      bookedSeats: new Set([...bs.values()].flatMap((b) => b.seats)),
+      heldSeats: new Set(hs.flatMap((h) => h.seats)),
+    };
+  };
 
   function stateOf(seat: string, m: Mine = mine(), at: number = now()): SeatState {
+    if (saleMap !== undefined) return seatStateFromMap(saleMap[seatIndex.get(seat) ?? -1], seat, selected.has(seat), m);
     return seatState(seatDocs.get(seat), selected.has(seat), m, at);
   }
 
@@ -138,6 +152,8 @@ async function main(): Promise<void> {
    */
   function buildMap(s: Screening): void {
     seatButtons.clear();
+    seatIndex.clear();
+    seatGrid(s).flat().forEach((seat, i) => seatIndex.set(seat, i));
     const made = buildHall(s, (seat, number) => {
       const b = h("button", { type: "button", class: "seat", "data-seat": seat, tabindex: "-1" }, String(number));
       b.addEventListener("click", () => toggle(seat));
@@ -202,8 +218,8 @@ async function main(): Promise<void> {
   function paint(): void {
     syncListeners();
     let free = 0;
-    const m = mine();
     const at = now();
+    const m = mine(at);
     for (const [seat, b] of seatButtons) {
       let state = stateOf(seat, m, at);
       if (selected.has(seat) && state !== "selected") {
@@ -324,15 +340,33 @@ async function main(): Promise<void> {
    */
   function syncListeners(): void {
     if (mapShown() && !stopSeats) {
-      const listener: Unsubscribe = onSnapshot(
-        collection(db, "screenings", screeningId, "seats"),
-        (snap) => {
-          for (const change of snap.docChanges()) {
-            if (change.type === "removed") seatDocs.delete(change.doc.id);
-            else seatDocs.set(change.doc.id, change.doc.data() as SeatDoc);
-          }
-          paint();
-        },
+      // During a sale, one document (CONTRACT §7a): opening the map costs a
+      // read, and a minute of it about 60, however many seats change.
+      const onSnap = screening?.sale
+        ? (next: (err: FirestoreError) => void): Unsubscribe =>
+            onSnapshot(
+              doc(db, "seatMaps", screeningId),
+              (snap) => {
+                const d = snap.data() as SeatMapDoc | undefined;
+                saleMap = d?.seats ?? "";
+                if (d) clock.sawAtLeast(d.updatedAt.toMillis());
+                paint();
+              },
+              next,
+            )
+        : (next: (err: FirestoreError) => void): Unsubscribe =>
+            onSnapshot(
+              collection(db, "screenings", screeningId, "seats"),
+              (snap) => {
+                for (const change of snap.docChanges()) {
+                  if (change.type === "removed") seatDocs.delete(change.doc.id);
+                  else seatDocs.set(change.doc.id, change.doc.data() as SeatDoc);
+                }
+                paint();
+              },
+              next,
+            );
+      const listener: Unsubscribe = onSnap(
         // Left "open" (stopSeats stays set) so a refusal is not retried every second.
         (err) => {
           const stopped = () => status.error("unavailable", `The seat map stopped updating (${err.code}). Reload the page.`);
@@ -354,6 +388,7 @@ async function main(): Promise<void> {
       stopSeats();
       stopSeats = undefined;
       seatDocs.clear();
+      saleMap = undefined;
       selected.clear();
     }
 

@@ -31,6 +31,29 @@ export function seatGrid(s: Pick<Screening, "rows" | "seatsPerRow">): string[][]
 export interface Mine {
   bookings: ReadonlySet<string>;
   holds: ReadonlySet<string>;
+  /** The seats of the user's bookings and live holds, for a sale's one-document map. */
+  bookedSeats: ReadonlySet<string>;
+  heldSeats: ReadonlySet<string>;
+}
+
+/**
+ * A sale's seat map in one document, `seatMaps/{screeningId}` (CONTRACT §7a):
+ * one character a seat, in layout order (`seatGrid`'s rows, flattened):
+ * `.` free, `h` held, `b` booked. It names no hold or booking: the user's
+ * own come from their documents.
+ */
+export interface SeatMapDoc {
+  seats: string;
+  updatedAt: Timestamp;
+}
+
+/** The state of a seat from its character in a sale's seat map (`ch`, undefined: not in it yet). */
+export function seatStateFromMap(ch: string | undefined, seat: string, selected: boolean, mine: Mine): SeatState {
+  if (mine.bookedSeats.has(seat)) return "mine-booked";
+  if (mine.heldSeats.has(seat)) return "mine-held";
+  if (ch === "b") return "booked";
+  if (ch === "h") return "held";
+  return selected ? "selected" : "free";
 }
 
 /**

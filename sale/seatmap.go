@@ -1,0 +1,295 @@
+package sale
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"cloud.google.com/go/firestore"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/firelock/firelock/booking"
+	"github.com/firelock/firelock/lock"
+)
+
+// SeatMaps holds each sale's seat map in one document (CONTRACT §7a):
+// seatMaps/{screeningId} {seats, updatedAt}, one character a seat in
+// layout order: '.' free, 'h' held, 'b' booked.
+const SeatMaps = "seatMaps"
+
+// Seat map characters.
+const (
+	SeatFree   = '.'
+	SeatHeld   = 'h'
+	SeatBooked = 'b'
+)
+
+// SeatMap is a seatMaps document.
+type SeatMap struct {
+	Seats     string    `firestore:"seats"`
+	UpdatedAt time.Time `firestore:"updatedAt"`
+}
+
+// seatMapEvery is the least time between two writes of a seat map: a
+// document takes about one write a second, sustained.
+const seatMapEvery = time.Second
+
+// Layout lists a screening's seat IDs in seat-map order: rows in order,
+// then seat numbers ascending.
+func Layout(sc booking.Screening) []string {
+	out := make([]string, 0, len(sc.Rows)*max(sc.SeatsPerRow, 0))
+	for _, row := range sc.Rows {
+		for n := 1; n <= sc.SeatsPerRow; n++ {
+			out = append(out, row+strconv.Itoa(n))
+		}
+	}
+	return out
+}
+
+// seatMapPublisher keeps one sale's seatMaps document, for the admitter
+// that holds the sale's lease. It learns every change from one listener on
+// the sale's seats (one read a changed seat, and one a seat when it
+// starts: a run's first snapshot), not from the shoppers: the map costs the
+// store one write a second at most, whatever the audience, and each
+// watching shopper one read a write.
+type seatMapPublisher struct {
+	a     *Admitter
+	id    string
+	lease *lock.Lease
+	order []string
+	index map[string]int
+	seats map[string]seatSeen // the seats with a document
+	// Firestore's clock, estimated from the last snapshot: a hold past its
+	// heldUntil shows free (CONTRACT §3), judged as the server judges it.
+	readTime time.Time
+	readAt   time.Time
+	shown    string // as last written (or found) in seatMaps
+	shownAt  time.Time
+}
+
+type seatSeen struct {
+	status    string
+	heldUntil time.Time
+}
+
+// publishSeatMap keeps the sale's seat map until ctx ends (the lease is
+// lost, or the run lets the sale go). Failures are logged and tried again;
+// a stale admitter's write fails on the lease's fence.
+func (a *Admitter) publishSeatMap(ctx context.Context, id string, lease *lock.Lease) {
+	p := &seatMapPublisher{a: a, id: id, lease: lease, seats: map[string]seatSeen{}}
+	if err := p.run(ctx); err != nil && ctx.Err() == nil {
+		a.s.o.log.Warn("sale: seat map: stopped; the next run publishes it", "screeningId", id, "error", err.Error())
+	}
+}
+
+// publishSeatMapOnce brings the seat map up to date once, for a run of one
+// pass: it reads every seat document (a listener would not outlive the
+// pass). The stored map's updatedAt keeps the writes a second apart.
+func (a *Admitter) publishSeatMapOnce(ctx context.Context, id string, lease *lock.Lease) error {
+	p := &seatMapPublisher{a: a, id: id, lease: lease, seats: map[string]seatSeen{}}
+	if err := p.load(ctx); err != nil {
+		return fmt.Errorf("seat map: %w", err)
+	}
+	snaps, err := p.seatsRef().Documents(ctx).GetAll()
+	if err != nil {
+		return fmt.Errorf("seat map: %w", err)
+	}
+	for _, s := range snaps {
+		p.see(s)
+	}
+	if len(snaps) > 0 {
+		p.readTime, p.readAt = snaps[0].ReadTime, time.Now()
+	} else {
+		p.readTime, p.readAt = time.Now(), time.Now()
+	}
+	if _, err := p.publish(ctx); err != nil {
+		return fmt.Errorf("seat map: %w", err)
+	}
+	return nil
+}
+
+func (p *seatMapPublisher) seatsRef() *firestore.CollectionRef {
+	return p.a.s.client.Collection(booking.Screenings).Doc(p.id).Collection(booking.SeatsCollection)
+}
+
+// load reads the screening's layout and the map as stored.
+func (p *seatMapPublisher) load(ctx context.Context) error {
+	screening := p.a.s.client.Collection(booking.Screenings).Doc(p.id)
+	snaps, err := p.a.s.client.GetAll(ctx, []*firestore.DocumentRef{screening, p.a.s.client.Collection(SeatMaps).Doc(p.id)})
+	if err != nil {
+		return err
+	}
+	var sc booking.Screening
+	if err := snaps[0].DataTo(&sc); err != nil {
+		return fmt.Errorf("screening %q: %w", p.id, err)
+	}
+	p.order = Layout(sc)
+	p.index = make(map[string]int, len(p.order))
+	for i, s := range p.order {
+		p.index[s] = i
+	}
+	if snaps[1].Exists() {
+		var m SeatMap
+		if snaps[1].DataTo(&m) == nil {
+			p.shown, p.shownAt = m.Seats, m.UpdatedAt
+		}
+	}
+	return nil
+}
+
+func (p *seatMapPublisher) run(ctx context.Context) error {
+	if err := p.load(ctx); err != nil {
+		return err
+	}
+
+	type delivery struct {
+		snap *firestore.QuerySnapshot
+		err  error
+	}
+	deliveries := make(chan delivery, 1)
+	lctx, stop := context.WithCancel(ctx)
+	defer stop()
+	go func() {
+		it := p.seatsRef().Snapshots(lctx)
+		defer it.Stop()
+		for {
+			snap, err := it.Next()
+			select {
+			case deliveries <- delivery{snap, err}:
+			case <-lctx.Done():
+				return
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+
+	ready := false
+	failures := 0
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case d := <-deliveries:
+			if d.err != nil {
+				if status.Code(d.err) == codes.Canceled || ctx.Err() != nil {
+					return nil
+				}
+				return fmt.Errorf("listening to the seats: %w", d.err)
+			}
+			p.take(d.snap)
+			ready = true
+		case <-timer.C:
+		}
+		if !ready {
+			continue
+		}
+		wait, err := p.publish(ctx)
+		if err != nil && ctx.Err() == nil {
+			// Tried again in a second; a lease that has gone ends ctx.
+			if failures++; failures == 1 || failures%60 == 0 {
+				p.a.s.o.log.Warn("sale: seat map: publish", "screeningId", p.id, "failures", failures, "error", err.Error())
+			}
+			wait = seatMapEvery
+		} else if err == nil {
+			failures = 0
+		}
+		if !timer.Stop() {
+			select {
+			case <-timer.C:
+			default:
+			}
+		}
+		timer.Reset(wait)
+	}
+}
+
+// take applies a snapshot's changes.
+func (p *seatMapPublisher) take(snap *firestore.QuerySnapshot) {
+	for _, c := range snap.Changes {
+		if c.Kind == firestore.DocumentRemoved {
+			delete(p.seats, c.Doc.Ref.ID)
+			continue
+		}
+		p.see(c.Doc)
+	}
+	p.readTime, p.readAt = snap.ReadTime, time.Now()
+}
+
+// see takes in a seat document.
+func (p *seatMapPublisher) see(doc *firestore.DocumentSnapshot) {
+	d := doc.Data()
+	s := seatSeen{}
+	s.status, _ = d["status"].(string)
+	s.heldUntil, _ = d["heldUntil"].(time.Time)
+	p.seats[doc.Ref.ID] = s
+}
+
+// now estimates Firestore's clock: the last snapshot's read time, plus the
+// time since it came.
+func (p *seatMapPublisher) now() time.Time { return p.readTime.Add(time.Since(p.readAt)) }
+
+// render is the map at now, and when it next changes by itself (the
+// earliest end of a hold; zero: never).
+func (p *seatMapPublisher) render(now time.Time) (string, time.Time) {
+	b := []byte(strings.Repeat(string(SeatFree), len(p.order)))
+	var next time.Time
+	for id, s := range p.seats {
+		i, ok := p.index[id]
+		if !ok {
+			continue // not a seat of the layout: nothing to show
+		}
+		switch {
+		case s.status == booking.StatusBooked:
+			b[i] = SeatBooked
+		case s.status == booking.StatusHeld && now.Before(s.heldUntil):
+			b[i] = SeatHeld
+			if next.IsZero() || s.heldUntil.Before(next) {
+				next = s.heldUntil
+			}
+		}
+	}
+	return string(b), next
+}
+
+// publish writes the map if it changed, at most once a seatMapEvery, and
+// says when to look again.
+func (p *seatMapPublisher) publish(ctx context.Context) (time.Duration, error) {
+	now := p.now()
+	seats, next := p.render(now)
+	wait := time.Hour
+	if !next.IsZero() {
+		wait = next.Sub(now) + 10*time.Millisecond
+	}
+	if seats == p.shown {
+		return wait, nil
+	}
+	if since := time.Since(p.shownAt); !p.shownAt.IsZero() && since < seatMapEvery && since > -seatMapEvery {
+		return seatMapEvery - since, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, p.a.stepTimeout())
+	defer cancel()
+	ref := p.a.s.client.Collection(SeatMaps).Doc(p.id)
+	err := p.a.s.client.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
+		if p.a.seatMapUnguarded {
+			return tx.Set(ref, map[string]any{"seats": seats, "updatedAt": firestore.ServerTimestamp})
+		}
+		if err := p.lease.Guard(tx); err != nil {
+			return err
+		}
+		return tx.Set(ref, map[string]any{"seats": seats, "updatedAt": firestore.ServerTimestamp})
+	}, firestore.MaxAttempts(1))
+	if err != nil {
+		return 0, err
+	}
+	// The local clock spaces the writes: the commit time is not returned
+	// by a transaction.
+	p.shown, p.shownAt = seats, time.Now()
+	return wait, nil
+}

@@ -1,0 +1,227 @@
+package sale
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"cloud.google.com/go/firestore"
+
+	"github.com/firelock/firelock/booking"
+	"github.com/firelock/firelock/lock"
+)
+
+// seatMapVersions records every version of seatMaps/{id} a listener sees.
+type seatMapVersions struct {
+	mu sync.Mutex
+	v  []SeatMap
+}
+
+func (e *env) watchSeatMap(ctx context.Context) *seatMapVersions {
+	e.t.Helper()
+	out := &seatMapVersions{}
+	it := e.fs.Collection(SeatMaps).Doc(e.id).Snapshots(ctx)
+	go func() {
+		defer it.Stop()
+		for {
+			snap, err := it.Next()
+			if err != nil {
+				return
+			}
+			var m SeatMap
+			if snap.Exists() && snap.DataTo(&m) == nil {
+				out.mu.Lock()
+				out.v = append(out.v, m)
+				out.mu.Unlock()
+			}
+		}
+	}()
+	return out
+}
+
+func (s *seatMapVersions) all() []SeatMap {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]SeatMap(nil), s.v...)
+}
+
+// waitFor waits (up to within) for a version showing want, and returns it.
+func (s *seatMapVersions) waitFor(t *testing.T, want string, within time.Duration) SeatMap {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		v := s.all()
+		for _, m := range v {
+			if m.Seats == want {
+				return m
+			}
+		}
+		if time.Now().After(deadline) {
+			last := "none"
+			if len(v) > 0 {
+				last = v[len(v)-1].Seats
+			}
+			t.Fatalf("the seat map never showed %q within %v; last %q", want, within, last)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// setSeat writes a seat document as booking does, and returns its commit
+// time; status "" deletes it.
+func (e *env) setSeat(seat, status string, heldUntil time.Time) time.Time {
+	e.t.Helper()
+	ref := e.fs.Collection(booking.Screenings).Doc(e.id).Collection(booking.SeatsCollection).Doc(seat)
+	var (
+		res *firestore.WriteResult
+		err error
+	)
+	switch status {
+	case "":
+		if _, err := ref.Delete(context.Background()); err != nil {
+			e.t.Fatal(err)
+		}
+		return e.serverNow() // a deletion's result has no time
+	case booking.StatusBooked:
+		res, err = ref.Set(context.Background(), map[string]any{"status": status, "bookingId": "b-" + seat, "bookedAt": firestore.ServerTimestamp})
+	default:
+		res, err = ref.Set(context.Background(), map[string]any{"status": status, "holdId": "h-" + seat, "heldUntil": heldUntil})
+	}
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return res.UpdateTime
+}
+
+// The sale's seat map is one document, one character a seat in layout
+// order, that follows the seats within about a second of each change
+// (CONTRACT §7a): bookings, holds, a hold's end by Firestore's clock (its
+// document still there), and a freed seat. Writes are a second apart at
+// least, however fast the seats change.
+func TestTheSeatMapFollowsTheSeats(t *testing.T) {
+	e := newEnv(t, 2, 3, saleOpening(time.Now().Add(time.Hour), 60, 10, 60))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	maps := e.watchSeatMap(ctx)
+	done := make(chan error, 1)
+	go func() { done <- e.run(e.admitter(), 12*time.Second) }()
+	maps.waitFor(t, "......", 5*time.Second)
+
+	var lags []time.Duration
+	changed := func(want string, at time.Time) {
+		t.Helper()
+		m := maps.waitFor(t, want, 5*time.Second)
+		lags = append(lags, m.UpdatedAt.Sub(at))
+	}
+	changed("b.....", e.setSeat("A1", booking.StatusBooked, time.Time{}))
+	now := e.serverNow()
+	e.setSeat("B2", booking.StatusHeld, now.Add(2*time.Second))
+	changed("b.h.h.", e.setSeat("A3", booking.StatusHeld, now.Add(time.Hour)))
+	// The hold on B2 ends with its document still there; A3's goes on.
+	m := maps.waitFor(t, "b.h...", 5*time.Second)
+	if m.UpdatedAt.Before(now.Add(2 * time.Second)) {
+		t.Errorf("B2 showed free at %v, before its hold's end %v", m.UpdatedAt, now.Add(2*time.Second))
+	}
+	changed("..h...", e.setSeat("A1", "", time.Time{}))
+	// A burst of changes: the map is written a second apart at least.
+	for _, seat := range []string{"A1", "A2", "B1", "B2", "B3"} {
+		e.setSeat(seat, booking.StatusBooked, time.Time{})
+	}
+	maps.waitFor(t, "bbhbbb", 5*time.Second)
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	v := maps.all()
+	for i := 1; i < len(v); i++ {
+		// The writes are spaced by the admitter's clock and stamped by
+		// Firestore's; allow a little between the two.
+		if gap := v[i].UpdatedAt.Sub(v[i-1].UpdatedAt); gap < seatMapEvery-100*time.Millisecond {
+			t.Errorf("seat map versions %d and %d were written %v apart, want a second at least", i-1, i, gap)
+		}
+	}
+	t.Logf("%d versions; lag from a seat's commit to the map's: %v", len(v), lags)
+}
+
+// A publisher whose lease is gone writes nothing: its commits are fenced
+// by the sale's lease, so a stale admitter never overwrites the map of the
+// one that took the sale over.
+func TestAStalePublisherWritesNoSeatMap(t *testing.T) {
+	if wrote := stalePublisherWrites(t, false); wrote != "" {
+		t.Fatalf("a publisher whose lease was released by force wrote %q", wrote)
+	}
+	// Negative control: unguarded, the stale publisher's write lands.
+	if wrote := stalePublisherWrites(t, true); wrote != ".b." {
+		t.Fatalf("the planted unguarded publisher wrote %q, want .b.: the test cannot see a stale write", wrote)
+	}
+}
+
+// stalePublisherWrites runs a publisher, releases its lease by force,
+// books a seat, and returns what the publisher wrote after ("": nothing).
+func stalePublisherWrites(t *testing.T, unguarded bool) string {
+	e := newEnv(t, 1, 3, saleOpening(time.Now().Add(time.Hour), 60, 10, 60))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	maps := e.watchSeatMap(ctx)
+	a := e.admitter()
+	a.seatMapUnguarded = unguarded
+	lease, err := a.locker.TryAcquire(ctx, "admit-"+e.id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// No keep-alive: this publisher never learns that its lease has gone,
+	// as a stale one would not before its next renewal.
+	go a.publishSeatMap(ctx, e.id, lease)
+	maps.waitFor(t, "...", 5*time.Second)
+
+	info, err := lock.Inspect(ctx, e.fs, Locks+"/admit-"+e.id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := lock.ForceRelease(ctx, e.fs, info, "test", "a stale admitter"); err != nil {
+		t.Fatal(err)
+	}
+	e.setSeat("A2", booking.StatusBooked, time.Time{})
+	time.Sleep(3 * time.Second)
+	for _, m := range maps.all() {
+		if m.Seats != "..." {
+			return m.Seats
+		}
+	}
+	return ""
+}
+
+// A run of one pass (a manual trigger; the web tests' admitter) publishes
+// the seat map too, from a read of the seats, a second apart at least.
+func TestAOnePassRunPublishesTheSeatMap(t *testing.T) {
+	e := newEnv(t, 1, 3, saleOpening(time.Now().Add(time.Hour), 60, 10, 60))
+	pass := func() SeatMap {
+		t.Helper()
+		if err := e.admitter().Run(context.Background(), time.Time{}); err != nil {
+			t.Fatal(err)
+		}
+		snap, err := e.fs.Collection(SeatMaps).Doc(e.id).Get(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		var m SeatMap
+		if err := snap.DataTo(&m); err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	e.setSeat("A1", booking.StatusBooked, time.Time{})
+	first := pass()
+	if first.Seats != "b.." {
+		t.Fatalf("after one pass the map is %q, want b..", first.Seats)
+	}
+	e.setSeat("A3", booking.StatusHeld, e.serverNow().Add(time.Hour))
+	if m := pass(); m.Seats != "b.." && m.UpdatedAt.Sub(first.UpdatedAt) < seatMapEvery-100*time.Millisecond {
+		t.Fatalf("a pass rewrote the map %v after the last write", m.UpdatedAt.Sub(first.UpdatedAt))
+	}
+	time.Sleep(seatMapEvery)
+	if m := pass(); m.Seats != "b.h" {
+		t.Fatalf("a pass a second later left the map at %q, want b.h", m.Seats)
+	}
+}
