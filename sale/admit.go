@@ -121,7 +121,7 @@ type Admitter struct {
 	// seatMapUnguarded: the seat map is written without the lease's guard
 	// (a planted bug: a stale admitter overwrites it).
 	seatMapUnguarded bool
-	metrics   *admitMetrics
+	metrics          *admitMetrics
 }
 
 // Admitter returns an admitter with an owner ID of its own.
