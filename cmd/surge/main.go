@@ -86,6 +86,10 @@ type goals struct {
 	FirstAdmission time.Duration `json:"firstAdmission"` // from opensAt
 	Refill         time.Duration `json:"refill"`         // from a pass ending to the next admission
 	SoldOut        bool          `json:"soldOut"`        // the hall must sell out
+	// ConfirmBurstP99: ConfirmHold's p99 in the burst; ReadsPerSeat: reads
+	// (server and listeners) per seat sold (issue #31).
+	ConfirmBurstP99 time.Duration `json:"confirmBurstP99"`
+	ReadsPerSeat    float64       `json:"readsPerSeat"`
 }
 
 func defaults() config {
@@ -98,7 +102,7 @@ func defaults() config {
 		Limit:             4 * time.Minute,
 		SignupConcurrency: 16, Conns: 16, Progress: 3 * time.Second,
 		Goals: goals{HotWritesPer10s: 10, LateInversions: 0.01, SpearmanSigmas: 4,
-			FirstAdmission: 3 * time.Second, Refill: 3 * time.Second, SoldOut: true},
+			FirstAdmission: 2 * time.Second, Refill: 3 * time.Second, SoldOut: true, ConfirmBurstP99: 2 * time.Second, ReadsPerSeat: 1000},
 	}
 }
 

@@ -49,6 +49,14 @@ type Report struct {
 	HottestByKind          []hotDoc    `json:"hottestByKind"`
 	Collections            []collWrite `json:"collections"`
 
+	// Robustness (issue #31): leases their holders lost (the admitter's
+	// sale lease, the jobs' run leases: firelock.lock.lease.lost), and
+	// confirmations refused as expired though sent with 2 s or more of
+	// their hold left; ConfirmHold's p99 in the burst.
+	LeaseLosses       int     `json:"leaseLosses"`
+	ConfirmExpired    int     `json:"confirmExpired"`
+	ConfirmBurstP99ms float64 `json:"confirmBurstP99Ms"`
+
 	// Cost.
 	ReadsPerSeatSold  float64       `json:"readsPerSeatSold"`
 	WritesPerSeatSold float64       `json:"writesPerSeatSold"`
@@ -188,6 +196,12 @@ func report(cfg config, st *salereport.Sale, s *sim, us []*user, be *backend, ad
 			BurstP50ms: ms(salereport.Quantile(burst, 0.5)), BurstP99ms: ms(salereport.Quantile(burst, 0.99)),
 			P50ms: ms(salereport.Quantile(all, 0.5)), P99ms: ms(salereport.Quantile(all, 0.99)),
 			RPCsPerCall: per(n.Calls()), ReadsPer: per(n.Reads), WritesPer: per(n.Writes), Reads: n.Reads, Writes: n.Writes})
+	}
+	r.ConfirmExpired = int(s.confirmExpired.Load())
+	for _, f := range r.Functions {
+		if f.Name == "ConfirmHold" {
+			r.ConfirmBurstP99ms = f.BurstP99ms
+		}
 	}
 	an := adm.in.stats.Snapshot()
 	// The leases' writes (the tap's) are the admitter's: its lease on the
@@ -345,6 +359,20 @@ func (r *Report) judge(g goals) {
 	if len(r.Problems) > 0 {
 		add("correctness", "%d users met errors (see problems), e.g. %s", len(r.Problems), r.Problems[0])
 	}
+	// Robustness: the system's own slowness cost a buyer their seats, or
+	// a holder its lease.
+	if r.ConfirmExpired > 0 {
+		add("robustness", "%d confirmations answered hold_expired though sent with %s or more of the hold left", r.ConfirmExpired, confirmEntitled)
+	}
+	if r.LeaseLosses != 0 {
+		add("robustness", "%d leases lost by their holders", r.LeaseLosses)
+	}
+	if g.ConfirmBurstP99 > 0 && r.ConfirmBurstP99ms > ms(g.ConfirmBurstP99) {
+		add("goal", "ConfirmHold's burst p99 %.0f ms (goal %s)", r.ConfirmBurstP99ms, g.ConfirmBurstP99)
+	}
+	if g.ReadsPerSeat > 0 && r.ReadsPerSeatSold > g.ReadsPerSeat {
+		add("goal", "%.0f reads per seat sold (goal %.0f)", r.ReadsPerSeatSold, g.ReadsPerSeat)
+	}
 }
 
 // print writes the report as text.
@@ -383,6 +411,8 @@ func (r *Report) print(w io.Writer) {
 	p("  opensAt to the first admission  %.2f s;  a full house's ended pass to the next admission  p50 %.2f s, max %.2f s over %d",
 		r.FirstAdmission, r.RefillP50, r.RefillMax, r.Refills)
 	p("  %d admitted in all", r.Admitted)
+	p("\nrobustness  leases lost %d  %s;  confirmations expired though sent with %s left %d  %s;  ConfirmHold burst p99 %.0f ms",
+		r.LeaseLosses, ok(r.LeaseLosses == 0), confirmEntitled, r.ConfirmExpired, ok(r.ConfirmExpired == 0), r.ConfirmBurstP99ms)
 	p("\nload  (burst: %.0f-%.0f s after opensAt)   sold out %.1f s after opensAt", r.BurstFrom, r.BurstTo, r.SellOutSeconds)
 	p("  %-14s %7s %7s %10s %10s %9s %9s %8s %8s %8s", "function", "calls", "burst", "burst p50", "burst p99", "p50 ms", "p99 ms", "RPCs", "reads", "writes")
 	for _, f := range r.Functions {

@@ -13,8 +13,12 @@ import (
 	"github.com/firelock/firelock/functions"
 	"github.com/firelock/firelock/internal/emulators"
 	"github.com/firelock/firelock/internal/salereport"
+	"github.com/firelock/firelock/internal/telemetry"
 	"github.com/firelock/firelock/sale"
 	gonanoid "github.com/matoous/go-nanoid/v2"
+	"go.opentelemetry.io/otel"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 )
 
 // surgeScreening is the screening on sale.
@@ -42,6 +46,11 @@ func run(ctx context.Context, cfg config) (*Report, error) {
 	}
 	defer admin.Close()
 	log := functions.NewLogger(&lockedWriter{w: cfg.logw})
+	// The run's metrics (CONTRACT §9), read at the end: the leases lost.
+	metrics := sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(metrics))
+	defer mp.Shutdown(context.Background())
+	otel.SetMeterProvider(mp) // before the functions make their instruments
 	progress := func(format string, args ...any) { fmt.Fprintf(cfg.out, format+"\n", args...) }
 
 	// Every Firestore client of the run dials the emulator itself. The lock
@@ -217,6 +226,7 @@ wait:
 	}
 	progress("surge: state read after %.1f s", time.Since(end).Seconds())
 	rep := report(cfg, st, s, us, be, adm, pool, tap, hot, opensAt, end)
+	rep.LeaseLosses = int(counted(ctx, metrics, telemetry.LockLeaseLost))
 	rep.Ended = ended
 	rep.Project = project
 	rep.Seed = seed
@@ -249,4 +259,24 @@ func orNone(s string) string {
 		return "not published yet"
 	}
 	return s
+}
+
+// counted sums the counter name over every attribute set, as the reader
+// collects it now.
+func counted(ctx context.Context, r *sdkmetric.ManualReader, name string) int64 {
+	var rm metricdata.ResourceMetrics
+	if err := r.Collect(ctx, &rm); err != nil {
+		return -1
+	}
+	var n int64
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			if sum, ok := m.Data.(metricdata.Sum[int64]); ok && m.Name == name {
+				for _, dp := range sum.DataPoints {
+					n += dp.Value
+				}
+			}
+		}
+	}
+	return n
 }

@@ -57,7 +57,9 @@ func failuresOf(r *Report, kinds ...string) []failure {
 // TestShortSurge runs the short surge end to end (real functions over
 // HTTP, users of the Auth emulator under the rules, admitQueue through
 // RunScheduledJob) and fails on any correctness, fairness or metering
-// violation the audit finds in what Firestore holds. Goals that are times
+// violation the audit finds in what Firestore holds, and on a lost lease or
+// a confirmation refused as expired though sent in time (robustness, issue
+// #31). Goals that are times
 // on a loaded machine (first admission, refill, hot documents) are logged;
 // `make surge` judges them. Then the audit is fed planted violations of
 // the same run and must go red on each.
@@ -100,8 +102,15 @@ func TestShortSurge(t *testing.T) {
 		}
 	}
 
-	// Negative controls: the same run's state with one violation planted,
-	// audited again.
+	// Negative controls: the same run's counts of lost leases and late
+	// refusals, planted, judged again; then its state with one violation
+	// planted, audited again.
+	planted := *rep
+	planted.Failures, planted.LeaseLosses, planted.ConfirmExpired = nil, 1, 2
+	planted.judge(cfg.Goals)
+	if got := failuresOf(&planted, "robustness"); len(got) != 2 {
+		t.Errorf("a lost lease and 2 confirmations refused in time, planted: judged %+v, want two robustness failures", got)
+	}
 	for _, plant := range []struct {
 		name, want string
 		plant      func(st *salereport.Sale, told *clientRecords)

@@ -167,6 +167,9 @@ type sim struct {
 
 	joined, waiting, inShop, holds, seatsBooked, retries atomic.Int64
 	seatMapCut                                           atomic.Int64 // seat-map listeners the rules ended after the pass
+	// confirmExpired: ConfirmHold answered 410 hold_expired though it was
+	// sent with at least confirmEntitled of the hold left (issue #31).
+	confirmExpired atomic.Int64
 
 	mu       sync.Mutex
 	records  clientRecords
@@ -402,8 +405,10 @@ func (s *sim) listenDoc(ctx context.Context, u *user, ref *firestore.DocumentRef
 	}
 }
 
-// seatMap is an admitted user's view of the seat map, kept by a listener
-// on screenings/{id}/seats (rules: only with a live pass).
+// seatMap is an admitted user's view of the seat map, kept as the app
+// keeps it during a sale: by a listener on the one document
+// seatMaps/{id} (CONTRACT §7a; rules: only with a live pass), one read a
+// version. It names no hold's end: the publisher writes a lapsed hold free.
 type seatMap struct {
 	mu      sync.Mutex
 	seats   map[string]salereport.Seat
@@ -413,7 +418,7 @@ type seatMap struct {
 }
 
 func (s *sim) listenSeats(ctx context.Context, u *user, m *seatMap) {
-	it := u.fs.Collection(booking.Screenings).Doc(s.screening).Collection("seats").Snapshots(ctx)
+	it := u.fs.Collection(sale.SeatMaps).Doc(s.screening).Snapshots(ctx)
 	defer it.Stop()
 	first := true
 	for {
@@ -437,18 +442,27 @@ func (s *sim) listenSeats(ctx context.Context, u *user, m *seatMap) {
 			}
 			return
 		}
-		u.countReads(len(snap.Changes))
-		m.mu.Lock()
-		for _, c := range snap.Changes {
-			if c.Kind == firestore.DocumentRemoved {
-				delete(m.seats, c.Doc.Ref.ID)
-				continue
+		if snap.Exists() {
+			u.countReads(1)
+		}
+		var doc sale.SeatMap
+		if snap.Exists() {
+			if err := snap.DataTo(&doc); err != nil {
+				s.fail("user %d: seat map: %v", u.i, err)
 			}
-			d := c.Doc.Data()
-			var sd salereport.Seat
-			sd.Status, _ = d["status"].(string)
-			sd.HeldUntil, _ = d["heldUntil"].(time.Time)
-			m.seats[c.Doc.Ref.ID] = sd
+		}
+		m.mu.Lock()
+		clear(m.seats)
+		for i, ch := range []byte(doc.Seats) {
+			if i >= len(s.hall) {
+				break
+			}
+			switch ch {
+			case sale.SeatBooked:
+				m.seats[s.hall[i]] = salereport.Seat{Status: booking.StatusBooked}
+			case sale.SeatHeld:
+				m.seats[s.hall[i]] = salereport.Seat{Status: booking.StatusHeld, HeldUntil: farFuture}
+			}
 		}
 		m.mu.Unlock()
 		if first {
@@ -461,6 +475,14 @@ func (s *sim) listenSeats(ctx context.Context, u *user, m *seatMap) {
 		}
 	}
 }
+
+// farFuture stands for a held seat's end, which the one-document map does
+// not carry: it shows the seat free once the hold has ended.
+var farFuture = time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// confirmEntitled: a ConfirmHold sent with this much of its hold left must
+// be confirmed (issue #31).
+const confirmEntitled = 2 * time.Second
 
 // free lists the seats the map shows free at now, leaving out those
 // refused recently, and says when the next held seat's hold ends. A hold
@@ -573,11 +595,15 @@ func (s *sim) shop(ctx context.Context, u *user, passUntil time.Time) string {
 			return "holding at the end"
 		}
 		u.confirming.Store(true)
+		left := time.Until(hold.HeldUntil) // the emulator's clock is this machine's
 		a, err := s.call("ConfirmHold", u.acct.token, map[string]any{"holdId": hold.ID})
 		switch {
 		case err != nil:
 			s.fail("user %d: ConfirmHold: %v", u.i, err)
 			return "confirm failed"
+		case a.status == http.StatusGone && left >= confirmEntitled:
+			s.confirmExpired.Add(1) // lost to the system's own slowness
+			return "confirm " + a.code()
 		case a.status != http.StatusCreated && a.status != http.StatusOK:
 			return "confirm " + a.code()
 		}
