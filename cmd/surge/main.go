@@ -138,6 +138,8 @@ func main() {
 	flag.DurationVar(&cfg.Goals.FirstAdmission, "goal-first-admission", cfg.Goals.FirstAdmission, "goal: first admission within this of opensAt")
 	flag.DurationVar(&cfg.Goals.Refill, "goal-refill", cfg.Goals.Refill, "goal: an ended pass refilled within this")
 	flag.BoolVar(&cfg.Goals.SoldOut, "goal-sold-out", cfg.Goals.SoldOut, "goal: the hall sells out")
+	flag.DurationVar(&cfg.Goals.ConfirmBurstP99, "goal-confirm-p99", cfg.Goals.ConfirmBurstP99, "goal: ConfirmHold's p99 in the burst within this")
+	flag.Float64Var(&cfg.Goals.ReadsPerSeat, "goal-reads-per-seat", cfg.Goals.ReadsPerSeat, "goal: reads (server and listeners) per seat sold")
 	flag.StringVar(&jsonPath, "json", "surge-results.json", "where to write the JSON report ('-': stdout, '': nowhere)")
 	flag.StringVar(&logPath, "log", "surge-functions.log", "where the functions and the admitter log")
 	flag.Parse()
