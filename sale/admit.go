@@ -78,13 +78,18 @@ type admission struct {
 
 // Tuning of the admitter; not part of the contract.
 const (
-	rankPage     = 500             // early joiners ranked per tick: ahead of any admission rate
-	maxBatch     = 500             // admissions per transaction
-	expireBatch  = 500             // expirations per transaction
-	earlyMarks   = MaxMarks / 2    // marks laid over the early joiners
-	markEvery    = 5 * time.Second // a mark at the tail of the line this often
-	publishEvery = time.Second     // sales/{id} at most this often
-	heartbeat    = 30 * time.Second
+	rankPage = 500 // early joiners ranked per tick: ahead of any admission rate
+	// firstRankPage: the opening's page is smaller, so that the first
+	// admissions commit soon after opensAt (issue #31: within 2 s). A sale
+	// that may admit more at once admits the rest a tick later, from the
+	// next page.
+	firstRankPage = 100
+	maxBatch      = 500             // admissions per transaction
+	expireBatch   = 500             // expirations per transaction
+	earlyMarks    = MaxMarks / 2    // marks laid over the early joiners
+	markEvery     = 5 * time.Second // a mark at the tail of the line this often
+	publishEvery  = time.Second     // sales/{id} at most this often
+	heartbeat     = 30 * time.Second
 	// fanOutReads bounds what the listeners of sales/{id} pay: each update
 	// is one read per listener, so with more than this many people in the
 	// line, its numbers are published less often than once a second (a

@@ -62,7 +62,11 @@ func (a *Admitter) rankPage(r *saleRun) error {
 		if err := r.lease.Guard(tx); err != nil {
 			return err
 		}
-		docs, err := tx.Documents(draws.OrderBy("draw", firestore.Asc).Limit(rankPage)).GetAll()
+		page := rankPage
+		if rs.Ranked == 0 && !rs.Done {
+			page = firstRankPage
+		}
+		docs, err := tx.Documents(draws.OrderBy("draw", firestore.Asc).Limit(page)).GetAll()
 		if err != nil {
 			return err
 		}
@@ -106,7 +110,7 @@ func (a *Admitter) rankPage(r *saleRun) error {
 				return err
 			}
 		}
-		rs.Done = rs.Done || len(docs) < rankPage
+		rs.Done = rs.Done || len(docs) < page
 		return tx.Set(a.rankingRef(r.id), rs)
 	})
 	if err != nil {
