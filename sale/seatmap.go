@@ -68,6 +68,9 @@ type seatMapPublisher struct {
 	readAt   time.Time
 	shown    string // as last written (or found) in seatMaps
 	shownAt  time.Time
+	// What it cost, logged when it stops: the listener's snapshots and
+	// the seat changes they carried (a read each), and the map's writes.
+	snapshots, changes, writes int
 }
 
 type seatSeen struct {
@@ -80,9 +83,12 @@ type seatSeen struct {
 // a stale admitter's write fails on the lease's fence.
 func (a *Admitter) publishSeatMap(ctx context.Context, id string, lease *lock.Lease) {
 	p := &seatMapPublisher{a: a, id: id, lease: lease, seats: map[string]seatSeen{}}
-	if err := p.run(ctx); err != nil && ctx.Err() == nil {
+	err := p.run(ctx)
+	if err != nil && ctx.Err() == nil {
 		a.s.o.log.Warn("sale: seat map: stopped; the next run publishes it", "screeningId", id, "error", err.Error())
 	}
+	a.s.o.log.Info("sale: seat map: stopped publishing", "screeningId", id,
+		"snapshots", p.snapshots, "seatChanges", p.changes, "writes", p.writes)
 }
 
 // publishSeatMapOnce brings the seat map up to date once, for a run of one
@@ -212,6 +218,8 @@ func (p *seatMapPublisher) run(ctx context.Context) error {
 
 // take applies a snapshot's changes.
 func (p *seatMapPublisher) take(snap *firestore.QuerySnapshot) {
+	p.snapshots++
+	p.changes += len(snap.Changes)
 	for _, c := range snap.Changes {
 		if c.Kind == firestore.DocumentRemoved {
 			delete(p.seats, c.Doc.Ref.ID)
@@ -291,5 +299,6 @@ func (p *seatMapPublisher) publish(ctx context.Context) (time.Duration, error) {
 	// The local clock spaces the writes: the commit time is not returned
 	// by a transaction.
 	p.shown, p.shownAt = seats, time.Now()
+	p.writes++
 	return wait, nil
 }

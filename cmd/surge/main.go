@@ -127,7 +127,7 @@ func main() {
 	flag.Float64Var(&cfg.Walk, "walk", cfg.Walk, "share of holders who walk away (the hold lapses); the rest release")
 	flag.DurationVar(&cfg.ThinkMin, "think-min", cfg.ThinkMin, "shortest think time after a hold")
 	flag.DurationVar(&cfg.ThinkMax, "think-max", cfg.ThinkMax, "longest think time after a hold")
-	flag.DurationVar(&cfg.Limit, "limit", cfg.Limit, "stop this long after opensAt if the sale has not sold out")
+	flag.DurationVar(&cfg.Limit, "limit", cfg.Limit, "stop this long after opensAt if the sale has not sold out (default: 4m for each 200 seats)")
 	flag.Uint64Var(&cfg.Seed, "seed", cfg.Seed, "seed of the users' random choices (0: from the clock)")
 	flag.IntVar(&cfg.SignupConcurrency, "signup-concurrency", cfg.SignupConcurrency, "sign-ups in flight at once")
 	flag.IntVar(&cfg.Conns, "conns", cfg.Conns, "gRPC connections the users' listeners share")
@@ -143,6 +143,13 @@ func main() {
 	flag.StringVar(&jsonPath, "json", "surge-results.json", "where to write the JSON report ('-': stdout, '': nowhere)")
 	flag.StringVar(&logPath, "log", "surge-functions.log", "where the functions and the admitter log")
 	flag.Parse()
+	limitSet := false
+	flag.Visit(func(f *flag.Flag) { limitSet = limitSet || f.Name == "limit" })
+	if !limitSet && cfg.Seats > 200 {
+		// Selling a bigger hall at the same rate takes longer: the
+		// default leaves each 200 seats the defaults' 4 minutes.
+		cfg.Limit = time.Duration((cfg.Seats+199)/200) * 4 * time.Minute
+	}
 
 	if err := cfg.check(); err != nil {
 		fmt.Fprintln(os.Stderr, "surge:", err)
