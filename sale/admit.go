@@ -158,13 +158,6 @@ type saleRun struct {
 	bad     string     // the misconfiguration last logged
 	last    *Public    // as last published by this run
 	due     time.Time  // when to step it next (local clock: scheduling only)
-	// txs keeps the seat map's publisher and the steps apart: both guard
-	// their transactions with the sale's lease, so both read its fence in
-	// them, and on a busy store two transactions of one admitter locking
-	// one document abort each other (on the emulator: "call already
-	// cancelled"; in a surge at ten times the crowd, 3 of the map's writes
-	// got through of hundreds tried).
-	txs *sync.Mutex
 }
 
 // Run admits until the local clock reaches until (the next tick of the
@@ -196,7 +189,7 @@ func (a *Admitter) Run(ctx context.Context, until time.Time) error {
 			}
 			for _, id := range ids {
 				if runs[id] == nil && !finished[id] {
-					runs[id] = &saleRun{id: id, txs: &sync.Mutex{}}
+					runs[id] = &saleRun{id: id}
 				}
 			}
 			discovered = time.Now()
@@ -221,12 +214,10 @@ func (a *Admitter) Run(ctx context.Context, until time.Time) error {
 			}
 			var cancel context.CancelFunc
 			r.sctx, cancel = context.WithTimeout(r.ctx, a.stepTimeout())
-			r.txs.Lock() // the seat map's publisher waits: see saleRun.txs
 			w, done, err := a.step(r)
 			if err == nil && !done && until.IsZero() {
 				err = a.publishSeatMapOnce(r.sctx, r.id, r.lease)
 			}
-			r.txs.Unlock()
 			cancel()
 			switch {
 			case errors.Is(err, errCrash):
@@ -372,7 +363,7 @@ func (a *Admitter) take(runCtx context.Context, r *saleRun, long bool) (bool, er
 	go func() {
 		defer watched.Done()
 		if long { // a one-pass run publishes the seat map in its step
-			a.publishSeatMap(wctx, r.id, lease, r.txs)
+			a.publishSeatMap(wctx, r.id, lease)
 		}
 	}()
 	r.ctx, r.stop = kctx, func() {

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"cloud.google.com/go/firestore"
@@ -69,9 +68,6 @@ type seatMapPublisher struct {
 	readAt   time.Time
 	shown    string // as last written (or found) in seatMaps
 	shownAt  time.Time
-	// txs, when set, is held while the map's transaction runs: the sale's
-	// steps take it too (saleRun.txs).
-	txs *sync.Mutex
 	// What it cost, logged when it stops: the listener's snapshots and
 	// the seat changes they carried (a read each), and the map's writes.
 	snapshots, changes, writes int
@@ -85,8 +81,8 @@ type seatSeen struct {
 // publishSeatMap keeps the sale's seat map until ctx ends (the lease is
 // lost, or the run lets the sale go). Failures are logged and tried again;
 // a stale admitter's write fails on the lease's fence.
-func (a *Admitter) publishSeatMap(ctx context.Context, id string, lease *lock.Lease, txs *sync.Mutex) {
-	p := &seatMapPublisher{a: a, id: id, lease: lease, seats: map[string]seatSeen{}, txs: txs}
+func (a *Admitter) publishSeatMap(ctx context.Context, id string, lease *lock.Lease) {
+	p := &seatMapPublisher{a: a, id: id, lease: lease, seats: map[string]seatSeen{}}
 	err := p.run(ctx)
 	if err != nil && ctx.Err() == nil {
 		a.s.o.log.Warn("sale: seat map: stopped; the next run publishes it", "screeningId", id, "error", err.Error())
@@ -284,10 +280,6 @@ func (p *seatMapPublisher) publish(ctx context.Context) (time.Duration, error) {
 	}
 	if since := time.Since(p.shownAt); !p.shownAt.IsZero() && since < seatMapEvery && since > -seatMapEvery {
 		return seatMapEvery - since, nil
-	}
-	if p.txs != nil {
-		p.txs.Lock()
-		defer p.txs.Unlock()
 	}
 	ctx, cancel := context.WithTimeout(ctx, p.a.stepTimeout())
 	defer cancel()
