@@ -37,6 +37,9 @@ type SeatMap struct {
 // document takes about one write a second, sustained.
 const seatMapEvery = time.Second
 
+// seatMapRetry is how soon a write that failed is tried again.
+const seatMapRetry = 200 * time.Millisecond
+
 // Layout lists a screening's seat IDs in seat-map order: rows in order,
 // then seat numbers ascending.
 func Layout(sc booking.Screening) []string {
@@ -198,11 +201,13 @@ func (p *seatMapPublisher) run(ctx context.Context) error {
 		}
 		wait, err := p.publish(ctx)
 		if err != nil && ctx.Err() == nil {
-			// Tried again in a second; a lease that has gone ends ctx.
+			// A lease that has gone ends ctx.
 			if failures++; failures == 1 || failures%60 == 0 {
 				p.a.s.o.log.Warn("sale: seat map: publish", "screeningId", p.id, "failures", failures, "error", err.Error())
 			}
-			wait = seatMapEvery
+			// Soon: on a busy store a commit may be cancelled now and
+			// then, and a shopper's map should not lag a second more.
+			wait = seatMapRetry
 		} else if err == nil {
 			failures = 0
 		}

@@ -125,6 +125,9 @@ type cost struct {
 	AdmitterWrites  int     `json:"admitterWrites"`
 	AdmitterRPCs    int     `json:"admitterRPCs"`
 	AdmitterSeconds float64 `json:"admitterSeconds"`
+	// AdmitterReadsBy splits AdmitterReads by the method that carried them.
+	AdmitterReadsBy map[string]int `json:"admitterReadsBy"`
+	AdmitterRPCsBy  map[string]int `json:"admitterRPCsBy"`
 }
 
 // listenerReads compares what a waiting user's listeners read (sales/{id}
@@ -209,6 +212,7 @@ func report(cfg config, st *salereport.Sale, s *sim, us []*user, be *backend, ad
 	leases := int(tap.writes.Load())
 	c.AdmitterRuns, c.AdmitterReads, c.AdmitterWrites, c.AdmitterRPCs = int(adm.deliveries.Load()), an.Reads, an.Writes+leases, an.Calls()
 	c.AdmitterSeconds = salereport.Seconds(end.Sub(opensAt.Add(-cfg.EarlySpan)))
+	c.AdmitterReadsBy, c.AdmitterRPCsBy = an.ReadsBy, an.RPCs
 	c.ServerReads += an.Reads
 	c.ServerWrites += an.Writes + leases
 	c.ServerRPCs += an.Calls()
@@ -430,6 +434,7 @@ func (r *Report) print(w io.Writer) {
 	p("  server %d reads, %d writes, %d RPCs; listeners %d reads; %d function calls (%d admitQueue runs)",
 		r.Cost.ServerReads, r.Cost.ServerWrites, r.Cost.ServerRPCs, r.Cost.ListenerReads, r.Cost.FunctionCalls, r.Cost.AdmitterRuns)
 	p("  admitter: %d reads, %d writes, %d RPCs over %.0f s", r.Cost.AdmitterReads, r.Cost.AdmitterWrites, r.Cost.AdmitterRPCs, r.Cost.AdmitterSeconds)
+	p("    reads by method: %s;  RPCs: %s", countsLine(r.Cost.AdmitterReadsBy), countsLine(r.Cost.AdmitterRPCsBy))
 	l := r.Listeners
 	p("  listener reads of a waiting user  %.1f over %.0f s (%.2f a minute); of an admitted one  %.1f over %.0f s (%.2f a minute)",
 		l.WaitingReadsPerUser, l.WaitingSecondsPerUser, l.WaitingReadsPerMinute, l.AdmittedReadsPerUser, l.AdmittedSecondsPerUser, l.AdmittedReadsPerMinute)

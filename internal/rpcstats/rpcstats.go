@@ -39,6 +39,9 @@ type Counts struct {
 	RPCs   map[string]int // by method name (Commit, BatchGetDocuments, RunQuery, Listen, ...)
 	Reads  int            // documents read (a missing document in a batched get counts too)
 	Writes int            // writes of Commits that succeeded
+	// ReadsBy splits Reads by the streaming method that carried them
+	// (BatchGetDocuments, RunQuery, Listen, RunAggregationQuery).
+	ReadsBy map[string]int
 }
 
 // Calls is the total number of RPCs.
@@ -52,10 +55,15 @@ func (c Counts) Calls() int {
 
 // Sub returns c − prev.
 func (c Counts) Sub(prev Counts) Counts {
-	out := Counts{RPCs: map[string]int{}, Reads: c.Reads - prev.Reads, Writes: c.Writes - prev.Writes}
+	out := Counts{RPCs: map[string]int{}, Reads: c.Reads - prev.Reads, Writes: c.Writes - prev.Writes, ReadsBy: map[string]int{}}
 	for k, v := range c.RPCs {
 		if d := v - prev.RPCs[k]; d != 0 {
 			out.RPCs[k] = d
+		}
+	}
+	for k, v := range c.ReadsBy {
+		if d := v - prev.ReadsBy[k]; d != 0 {
+			out.ReadsBy[k] = d
 		}
 	}
 	return out
@@ -84,6 +92,10 @@ func (s *Stats) Snapshot() Counts {
 	for k, v := range s.c.RPCs {
 		out.RPCs[k] = v
 	}
+	out.ReadsBy = make(map[string]int, len(s.c.ReadsBy))
+	for k, v := range s.c.ReadsBy {
+		out.ReadsBy[k] = v
+	}
 	return out
 }
 
@@ -97,6 +109,17 @@ func (s *Stats) add(method string, reads, writes int) {
 	}
 	s.c.Reads += reads
 	s.c.Writes += writes
+	s.mu.Unlock()
+}
+
+// addReads counts reads carried by a streaming answer of kind.
+func (s *Stats) addReads(kind string, reads int) {
+	s.mu.Lock()
+	if s.c.ReadsBy == nil {
+		s.c.ReadsBy = map[string]int{}
+	}
+	s.c.ReadsBy[kind] += reads
+	s.c.Reads += reads
 	s.mu.Unlock()
 }
 
@@ -153,27 +176,27 @@ func (c *countingStream) RecvMsg(m any) error {
 	if err != nil {
 		return err
 	}
-	reads := 0
+	reads, kind := 0, ""
 	switch r := m.(type) {
 	case *pb.BatchGetDocumentsResponse:
 		if r.GetFound() != nil || r.GetMissing() != "" {
-			reads = 1
+			reads, kind = 1, "BatchGetDocuments"
 		}
 	case *pb.RunQueryResponse:
 		if r.GetDocument() != nil {
-			reads = 1
+			reads, kind = 1, "RunQuery"
 		}
 	case *pb.ListenResponse:
 		if r.GetDocumentChange() != nil {
-			reads = 1
+			reads, kind = 1, "Listen"
 		}
 	case *pb.RunAggregationQueryResponse:
 		if r.GetResult() != nil {
-			reads = 1 // billed per 1,000 index entries scanned, at least one
+			reads, kind = 1, "RunAggregationQuery" // billed per 1,000 index entries scanned, at least one
 		}
 	}
 	if reads > 0 {
-		c.s.add("", reads, 0)
+		c.s.addReads(kind, reads)
 	}
 	return nil
 }

@@ -59,8 +59,8 @@ func TestCountsAppliedWritesAndDocumentsRead(t *testing.T) {
 		t.Fatal(err)
 	}
 	got = s.Snapshot().Sub(before)
-	if got.RPCs["BatchGetDocuments"] != 1 || got.Reads != 2 || got.Writes != 0 {
-		t.Fatalf("a batched get of one document found and one missing: %v; want 1 RPC, 2 reads", got)
+	if got.RPCs["BatchGetDocuments"] != 1 || got.Reads != 2 || got.Writes != 0 || got.ReadsBy["BatchGetDocuments"] != 2 || len(got.ReadsBy) != 1 {
+		t.Fatalf("a batched get of one document found and one missing: %v, reads by method %v; want 1 RPC, 2 reads by BatchGetDocuments", got, got.ReadsBy)
 	}
 
 	before = s.Snapshot()
