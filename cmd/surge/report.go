@@ -115,10 +115,15 @@ type collWrite struct {
 }
 
 type cost struct {
-	ServerReads     int     `json:"serverReads"`  // the functions' and the admitter's
-	ServerWrites    int     `json:"serverWrites"` // every write of every Commit sent (failed commits too)
-	ServerRPCs      int     `json:"serverRPCs"`
-	ListenerReads   int     `json:"listenerReads"` // documents the users' listeners received, on the wire
+	ServerReads   int `json:"serverReads"`  // the functions' and the admitter's
+	ServerWrites  int `json:"serverWrites"` // every write of every Commit sent (failed commits too)
+	ServerRPCs    int `json:"serverRPCs"`
+	ListenerReads int `json:"listenerReads"` // documents added or changed under the users' listeners (as Firestore bills them)
+	// Resent: documents the emulator sent listeners again unchanged (it
+	// resends a query's whole result set on every change); not billed by
+	// Firestore, not in the reads.
+	ListenerResent  int     `json:"listenerResent"`
+	ServerResent    int     `json:"serverResent"`
 	FunctionCalls   int     `json:"functionCalls"` // HTTP calls, plus admitQueue runs
 	AdmitterRuns    int     `json:"admitterRuns"`  // deliveries of admitQueue to RunScheduledJob
 	AdmitterReads   int     `json:"admitterReads"`
@@ -181,6 +186,7 @@ func report(cfg config, st *salereport.Sale, s *sim, us []*user, be *backend, ad
 		c.ServerReads += n.Reads
 		c.ServerWrites += n.Writes
 		c.ServerRPCs += n.Calls()
+		c.ServerResent += n.Resent
 		c.FunctionCalls += len(calls)
 		if len(calls) == 0 {
 			continue
@@ -217,7 +223,9 @@ func report(cfg config, st *salereport.Sale, s *sim, us []*user, be *backend, ad
 	c.ServerWrites += an.Writes + leases
 	c.ServerRPCs += an.Calls()
 	c.FunctionCalls += int(adm.deliveries.Load())
-	c.ListenerReads = pool.stats.Snapshot().Reads
+	ln := pool.stats.Snapshot()
+	c.ListenerReads, c.ListenerResent = ln.Reads, ln.Resent
+	c.ServerResent += an.Resent
 	r.Cost = c
 	if sold := float64(r.SeatsSold); sold > 0 {
 		round := func(v float64) float64 { return math.Round(v*100) / 100 }
@@ -433,6 +441,8 @@ func (r *Report) print(w io.Writer) {
 	p("\ncost  per seat sold: %.1f reads, %.1f writes, %.2f function calls", r.ReadsPerSeatSold, r.WritesPerSeatSold, r.CallsPerSeatSold)
 	p("  server %d reads, %d writes, %d RPCs; listeners %d reads; %d function calls (%d admitQueue runs)",
 		r.Cost.ServerReads, r.Cost.ServerWrites, r.Cost.ServerRPCs, r.Cost.ListenerReads, r.Cost.FunctionCalls, r.Cost.AdmitterRuns)
+	p("  not counted: %d documents the emulator resent unchanged to the users' listeners, %d to the server's (Firestore sends and bills changes only)",
+		r.Cost.ListenerResent, r.Cost.ServerResent)
 	p("  admitter: %d reads, %d writes, %d RPCs over %.0f s", r.Cost.AdmitterReads, r.Cost.AdmitterWrites, r.Cost.AdmitterRPCs, r.Cost.AdmitterSeconds)
 	p("    reads by method: %s;  RPCs: %s", countsLine(r.Cost.AdmitterReadsBy), countsLine(r.Cost.AdmitterRPCsBy))
 	l := r.Listeners

@@ -2,6 +2,7 @@ package rpcstats_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"sync"
 	"testing"
@@ -73,4 +74,59 @@ func TestCountsAppliedWritesAndDocumentsRead(t *testing.T) {
 	if got := s.Snapshot().Sub(before); got.RPCs["Commit"] != 1 || got.Writes != 2 {
 		t.Fatalf("a batch of a set and a delete: %v; want 1 Commit, 2 writes", got)
 	}
+}
+
+// A query listener is counted as Firestore bills it: a read per document
+// added or changed, not per document sent. The emulator sends the whole
+// result set again on every change (200 documents for one changed of
+// 200); those are Resent, not Reads.
+func TestAListenerCountsChangedDocumentsOnly(t *testing.T) {
+	ctx := context.Background()
+	project := emulators.ProjectID(t)
+	admin, err := firestore.NewClient(ctx, project)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close()
+	col := admin.Collection("listened")
+	for i := range 50 {
+		if _, err := col.Doc(fmt.Sprint(i)).Set(ctx, map[string]any{"v": 0}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s := &rpcstats.Stats{}
+	c, err := rpcstats.NewClient(ctx, project, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	lctx, stop := context.WithCancel(ctx)
+	defer stop()
+	it := c.Collection("listened").Snapshots(lctx)
+	defer it.Stop()
+	next := func() *firestore.QuerySnapshot {
+		t.Helper()
+		snap, err := it.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return snap
+	}
+	if snap := next(); len(snap.Changes) != 50 {
+		t.Fatalf("the first snapshot has %d changes, want 50", len(snap.Changes))
+	}
+	before := s.Snapshot()
+	for i := range 5 {
+		if _, err := col.Doc(fmt.Sprint(i)).Set(ctx, map[string]any{"v": 1}); err != nil {
+			t.Fatal(err)
+		}
+		for changed := 0; changed == 0; {
+			changed = len(next().Changes)
+		}
+	}
+	got := s.Snapshot().Sub(before)
+	if got.ReadsBy["Listen"] != 5 || got.Reads != 5 {
+		t.Fatalf("5 documents changed under a listener: %d reads (%v), %d resent; want 5 reads", got.Reads, got.ReadsBy, got.Resent)
+	}
+	t.Logf("5 changes: 5 reads, %d documents resent unchanged", got.Resent)
 }
