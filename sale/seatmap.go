@@ -8,8 +8,6 @@ import (
 	"time"
 
 	"cloud.google.com/go/firestore"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 
 	"github.com/firelock/firelock/booking"
 	"github.com/firelock/firelock/lock"
@@ -37,8 +35,14 @@ type SeatMap struct {
 // document takes about one write a second, sustained.
 const seatMapEvery = time.Second
 
-// seatMapRetry is how soon a write that failed is tried again.
+// seatMapRetry is how soon a write that failed, or a listener that
+// failed, is tried again.
 const seatMapRetry = 200 * time.Millisecond
+
+// seatMapRefresh is how often the publisher reads every seat afresh: at
+// most one read a seat each time (2,000 for the largest hall, 12,000 a
+// minute), so that no change a listener missed lasts longer.
+const seatMapRefresh = 10 * time.Second
 
 // Layout lists a screening's seat IDs in seat-map order: rows in order,
 // then seat numbers ascending.
@@ -74,6 +78,7 @@ type seatMapPublisher struct {
 	// What it cost, logged when it stops: the listener's snapshots and
 	// the seat changes they carried (a read each), and the map's writes.
 	snapshots, changes, writes int
+	refreshes                  int // fresh reads that found the listener wrong
 }
 
 type seatSeen struct {
@@ -91,7 +96,7 @@ func (a *Admitter) publishSeatMap(ctx context.Context, id string, lease *lock.Le
 		a.s.o.log.Warn("sale: seat map: stopped; the next run publishes it", "screeningId", id, "error", err.Error())
 	}
 	a.s.o.log.Info("sale: seat map: stopped publishing", "screeningId", id,
-		"snapshots", p.snapshots, "seatChanges", p.changes, "writes", p.writes)
+		"snapshots", p.snapshots, "seatChanges", p.changes, "writes", p.writes, "refreshesThatFoundMisses", p.refreshes)
 }
 
 // publishSeatMapOnce brings the seat map up to date once, for a run of one
@@ -154,30 +159,46 @@ func (p *seatMapPublisher) run(ctx context.Context) error {
 		return err
 	}
 
+	// The listener, started again when it fails (a listener's stream can
+	// end with an error the SDK does not retry, e.g. Canceled on a busy
+	// emulator) and every seatMapRefresh: a full read, as anti-entropy
+	// against a change a resumed stream never delivered. Each listener's
+	// first snapshot replaces what the publisher knew.
 	type delivery struct {
+		gen  int
 		snap *firestore.QuerySnapshot
 		err  error
 	}
 	deliveries := make(chan delivery, 1)
-	lctx, stop := context.WithCancel(ctx)
-	defer stop()
-	go func() {
-		it := p.seatsRef().Snapshots(lctx)
-		defer it.Stop()
-		for {
-			snap, err := it.Next()
-			select {
-			case deliveries <- delivery{snap, err}:
-			case <-lctx.Done():
-				return
+	gen := 0
+	var stopListener context.CancelFunc = func() {}
+	listen := func() {
+		stopListener()
+		gen++
+		lctx, stop := context.WithCancel(ctx)
+		stopListener = stop
+		go func(gen int) {
+			it := p.seatsRef().Snapshots(lctx)
+			defer it.Stop()
+			for {
+				snap, err := it.Next()
+				select {
+				case deliveries <- delivery{gen, snap, err}:
+				case <-lctx.Done():
+					return
+				}
+				if err != nil {
+					return
+				}
 			}
-			if err != nil {
-				return
-			}
-		}
-	}()
+		}(gen)
+	}
+	listen()
+	defer func() { stopListener() }()
+	refresh := time.NewTicker(seatMapRefresh)
+	defer refresh.Stop()
 
-	ready := false
+	ready, fresh := false, false
 	failures := 0
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
@@ -185,14 +206,29 @@ func (p *seatMapPublisher) run(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			return nil
+		case <-refresh.C:
+			listen()
+			fresh = true
+			continue
 		case d := <-deliveries:
-			if d.err != nil {
-				if status.Code(d.err) == codes.Canceled || ctx.Err() != nil {
-					return nil
-				}
-				return fmt.Errorf("listening to the seats: %w", d.err)
+			switch {
+			case d.gen != gen:
+				continue // an old listener's
+			case d.err != nil && ctx.Err() != nil:
+				return nil
+			case d.err != nil:
+				p.a.s.o.log.Warn("sale: seat map: the seats' listener failed; listening again", "screeningId", p.id, "error", d.err.Error())
+				time.Sleep(seatMapRetry)
+				listen()
+				fresh = true
+				continue
 			}
-			p.take(d.snap)
+			if fresh {
+				p.replace(d.snap)
+				fresh = false
+			} else {
+				p.take(d.snap)
+			}
 			ready = true
 		case <-timer.C:
 		}
@@ -218,6 +254,29 @@ func (p *seatMapPublisher) run(ctx context.Context) error {
 			}
 		}
 		timer.Reset(wait)
+	}
+}
+
+// replace takes a new listener's first snapshot (every seat document) in
+// place of what the publisher knew, and logs the seats it had wrong.
+func (p *seatMapPublisher) replace(snap *firestore.QuerySnapshot) {
+	old := p.seats
+	p.seats = map[string]seatSeen{}
+	p.take(snap)
+	missed := 0
+	for id, s := range p.seats {
+		if old[id] != s {
+			missed++
+		}
+	}
+	for id := range old {
+		if _, ok := p.seats[id]; !ok {
+			missed++
+		}
+	}
+	if missed > 0 {
+		p.refreshes++
+		p.a.s.o.log.Warn("sale: seat map: a fresh read found seats the listener had missed", "screeningId", p.id, "seats", missed)
 	}
 }
 
