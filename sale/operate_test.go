@@ -2,11 +2,20 @@ package sale
 
 import (
 	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
 	"slices"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"cloud.google.com/go/firestore"
 	"github.com/firelock/firelock/booking"
+	"github.com/firelock/firelock/internal/emulators"
+	"github.com/firelock/firelock/internal/faultproxy"
+	"google.golang.org/grpc/status"
 )
 
 // withMinute shortens the saleStats minute for tests.
@@ -268,4 +277,120 @@ func TestSaleStatsMinutesAddUp(t *testing.T) {
 	if sum.Holds != int64(held) || sum.Bookings != int64(booked) {
 		t.Errorf("minutes add up to %d holds and %d bookings, want %d and %d", sum.Holds, sum.Bookings, held, booked)
 	}
+}
+
+// Operators acting at once, half of them through a proxy that drops, delays
+// and resets their answers: every action either commits with its log entry
+// or leaves nothing, and the log replays to the sale as stored. (Most of
+// them time out: a transaction whose client vanished holds its read locks
+// on the screening until the store expires it, and the others wait.) The log
+// has exactly one entry per change that committed (an action answered
+// Changed, or one whose answer was lost but whose entry is there), and
+// the last pause or resume and the last rate logged are what the
+// screening holds.
+func TestConcurrentOperatorsLeaveTheLogAndTheSaleInStep(t *testing.T) {
+	t.Parallel() // its own project; it mostly waits
+	e := newEnv(t, 2, 5, saleOpening(time.Now().Add(time.Hour), 60, 10, 60))
+	p := faultproxy.Start(t, os.Getenv("FIRESTORE_EMULATOR_HOST"))
+	via, _ := emulators.NewFirestoreVia(t, p.Addr, projectOf(e.fs))
+	faulty := New(via, testOptions(e.log)...)
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	var answeredChanged, errs atomic.Int64
+	var mu sync.Mutex
+	kinds := map[string]int{}
+	for w := range 6 {
+		svc := e.svc
+		if w%2 == 1 {
+			svc = faulty
+		}
+		wg.Go(func() {
+			rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), uint64(w)))
+			for i := 0; i < 8; i++ {
+				op := Operation{ScreeningID: e.id, By: olive}
+				switch rng.IntN(3) {
+				case 0:
+					op.Action = ActionPause
+				case 1:
+					op.Action = ActionResume
+				case 2:
+					op.Action, op.Sale = ActionConfigure, map[string]any{"admitPerMinute": float64(1 + rng.IntN(500))}
+				}
+				ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+				out, err := svc.Operate(ctx, op, nil)
+				cancel()
+				switch {
+				case err != nil:
+					errs.Add(1)
+					mu.Lock()
+					kinds[fmt.Sprintf("%s via the proxy %v: %s", op.Action, w%2 == 1, status.Code(err))]++
+					mu.Unlock()
+				case out.Changed:
+					answeredChanged.Add(1)
+				}
+			}
+		})
+	}
+	wg.Go(func() {
+		rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 77))
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			switch rng.IntN(3) {
+			case 0:
+				p.DropAnswers(100 * time.Millisecond)
+			case 1:
+				p.Delay(time.Duration(100+rng.IntN(400)) * time.Millisecond)
+			case 2:
+				p.Reset()
+			}
+			time.Sleep(time.Duration(100+rng.IntN(400)) * time.Millisecond)
+			p.Heal()
+			time.Sleep(time.Duration(rng.IntN(300)) * time.Millisecond)
+		}
+	})
+	go func() { time.Sleep(8 * time.Second); close(stop) }()
+	wg.Wait()
+	p.Heal()
+
+	ctx := context.Background()
+	entries, err := e.fs.Collection(Log).Doc(e.id).Collection("entries").OrderBy("at", firestore.Asc).Documents(ctx).GetAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Answered Changed must be logged; a lost answer may be logged too.
+	if n := int64(len(entries)); n < answeredChanged.Load() || n > answeredChanged.Load()+errs.Load() {
+		t.Fatalf("%d log entries for %d actions answered as changes and %d errors", n, answeredChanged.Load(), errs.Load())
+	}
+	paused, rate := false, int64(60)
+	for i, en := range entries {
+		after, _ := en.Data()["after"].(map[string]any)
+		before, _ := en.Data()["before"].(map[string]any)
+		if i > 0 {
+			// Each entry's before is the previous entry's after: no change
+			// slipped in unlogged.
+			prev, _ := entries[i-1].Data()["after"].(map[string]any)
+			if fmt.Sprint(prev) != fmt.Sprint(before) {
+				t.Fatalf("log entry %d's before %v is not entry %d's after %v", i, before, i-1, prev)
+			}
+		}
+		paused = after["paused"] == true
+		if r, ok := after["admitPerMinute"].(int64); ok {
+			rate = r
+		}
+	}
+	snap, err := e.fs.Collection(booking.Screenings).Doc(e.id).Get(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := controlOf(snap).Paused; got != paused {
+		t.Errorf("the screening is paused=%v; the log replays to paused=%v", got, paused)
+	}
+	if got, _ := snap.Data()["sale"].(map[string]any)["admitPerMinute"].(int64); got != rate {
+		t.Errorf("the screening's admitPerMinute is %d; the log replays to %d", got, rate)
+	}
+	t.Logf("%d entries, %d answered as changes, %d errors (%v), %d faults", len(entries), answeredChanged.Load(), errs.Load(), kinds, p.Faults())
 }
