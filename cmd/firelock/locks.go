@@ -110,8 +110,8 @@ var lockVerbs = map[string]verb{
 		flags: func(c *cmd) func([]string) error {
 			force := c.fs.Bool("force", false, "yes, end somebody else's lease")
 			reason := c.fs.String("reason", "", "why, for the lock log (required)")
-			token := c.fs.Int64("token", 0, "the fencing token that `locks show` displayed")
-			owner := c.fs.String("owner", "", "the owner that `locks show` displayed (for a lease without a token)")
+			token := c.fs.Int64("token", 0, "the fencing token that locks show displayed")
+			owner := c.fs.String("owner", "", "the owner that locks show displayed (for a lease without a token)")
 			return func(pos []string) error {
 				c.force, c.reason, c.token, c.owner = *force, *reason, *token, *owner
 				switch {

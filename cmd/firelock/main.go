@@ -111,14 +111,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if v.flags != nil {
 		setup = v.flags(c)
 	}
-	c.fs.Usage = func() {
-		fmt.Fprintf(c.fs.Output(), "usage: %s %s\n\n%s\n\nflags:\n", c.name, v.args, v.help)
-		c.fs.PrintDefaults()
-	}
+	// The flag package prints the usage itself on -h and on a bad flag;
+	// it is printed here instead, once: on stdout for -h.
+	c.fs.Usage = func() {}
 	pos, err := c.parse(args[2:])
 	if errors.Is(err, flag.ErrHelp) {
+		fmt.Fprintf(stdout, "usage: %s %s\n\n%s\n\nflags:\n", c.name, v.args, v.help)
 		c.fs.SetOutput(stdout)
-		c.fs.Usage()
+		c.fs.PrintDefaults()
 		return exitOK
 	}
 	if err == nil && (len(pos) < v.min || len(pos) > v.max) {

@@ -73,8 +73,8 @@ func TestUsageAndBadInput(t *testing.T) {
 		{"locks", "list", "-h"}, {"locks", "show", "-h"}, {"locks", "release", "-h"},
 		{"operators", "grant", "-h"}, {"operators", "revoke", "-h"}, {"-h"}, {"sale", "-h"},
 	} {
-		if code, out, _ := c.run(args...); code != exitOK || !strings.Contains(out, "usage:") {
-			t.Errorf("firelock %s: exit %d, %q", strings.Join(args, " "), code, out)
+		if code, out, errOut := c.run(args...); code != exitOK || strings.Count(out, "usage:") != 1 || errOut != "" {
+			t.Errorf("firelock %s: exit %d, stdout %q, stderr %q; want the usage once, on stdout", strings.Join(args, " "), code, out, errOut)
 		}
 	}
 	for _, c2 := range []struct {
@@ -130,6 +130,9 @@ func TestSaleVerbs(t *testing.T) {
 	}
 	if out := c.must("sale", "pause", "s1", "--reason", "payments down"); !strings.Contains(out, "paused the sale of s1: it is paused") {
 		t.Fatalf("pause: %q", out)
+	}
+	if out := c.must("sale", "status", "s1"); !strings.Contains(out, "paused by an operator") {
+		t.Fatalf("status after a pause does not say so: %q", out)
 	}
 	if out := c.must("sale", "pause", "s1"); !strings.Contains(out, "nothing to change") {
 		t.Fatalf("pause again: %q", out)

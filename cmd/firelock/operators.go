@@ -14,14 +14,14 @@ var operatorVerbs = map[string]verb{
 }
 
 func operatorVerb(grant bool) verb {
-	what, help := "revoked", "Takes the custom claim operator back from the Firebase Auth user with EMAIL."
+	name, what, help := "revoke", "revoked", "Takes the custom claim operator back from the Firebase Auth user with EMAIL."
 	if grant {
-		what, help = "granted", "Makes the Firebase Auth user with EMAIL an operator of sales: the custom claim operator: true\n"+
+		name, what, help = "grant", "granted", "Makes the Firebase Auth user with EMAIL an operator of sales: the custom claim operator: true\n"+
 			"(other custom claims stay). It takes effect with the user's next ID token (sign in again)."
 	}
 	return verb{
 		args: "EMAIL",
-		help: help + "\n\nexample: firelock operators grant olive@example.com",
+		help: help + "\n\nexample: firelock operators " + name + " olive@example.com",
 		min:  1, max: 1,
 		flags: func(c *cmd) func([]string) error {
 			return func(pos []string) error {

@@ -115,6 +115,14 @@ var saleVerbs = map[string]verb{
 			w := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', 0)
 			fmt.Fprintf(w, "screening\t%s (%s)\n", st.ScreeningID, st.Title)
 			fmt.Fprintf(w, "state\t%s\n", orDash(st.State))
+			control := "-"
+			switch {
+			case st.Control["closed"] == true:
+				control = "closed by an operator"
+			case st.Control["paused"] == true:
+				control = "paused by an operator"
+			}
+			fmt.Fprintf(w, "operators\t%s\n", control)
 			keys := []string{"opensAt", "admitPerMinute", "maxActive", "passSeconds", "maxSeatsPerUser"}
 			for _, k := range keys {
 				if v, ok := st.Sale[k]; ok {

@@ -245,9 +245,10 @@ async function main(): Promise<void> {
         (err) => status.error("unavailable", `The sale's numbers could not be read (${err.code}).`),
       ),
       onSnapshot(
-        query(collection(db, "saleStats", screeningId, "minutes"), orderBy("at"), limit(1440)),
+        // The last day's minutes: newest first from the store, oldest first on the charts.
+        query(collection(db, "saleStats", screeningId, "minutes"), orderBy("at", "desc"), limit(1440)),
         (snap) => {
-          const ms = snap.docs.map((d) => d.data() as MinuteDoc);
+          const ms = snap.docs.map((d) => d.data() as MinuteDoc).reverse();
           const series = (f: (m: MinuteDoc) => number) => ms.map((m) => ({ at: m.at.toMillis(), value: f(m) }));
           const plot = (name: string) => $(`[data-chart="${name}"] .plot`);
           drawChart(plot("waiting"), series((m) => m.waiting), false, "People waiting, by minute");
