@@ -24,7 +24,7 @@ import (
 	firebase "firebase.google.com/go/v4"
 	"github.com/GoogleCloudPlatform/functions-framework-go/functions"
 	"github.com/firelock/firelock/booking"
-	"github.com/firelock/firelock/internal/jobs"
+	"github.com/firelock/firelock/jobs"
 	"github.com/firelock/firelock/lock"
 	"github.com/firelock/firelock/sale"
 )

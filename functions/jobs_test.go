@@ -12,7 +12,7 @@ import (
 	"github.com/cloudevents/sdk-go/v2/event"
 	"github.com/firelock/firelock/functions"
 	"github.com/firelock/firelock/internal/emulators"
-	"github.com/firelock/firelock/internal/jobs"
+	"github.com/firelock/firelock/jobs"
 	"github.com/firelock/firelock/lock"
 )
 

@@ -3,7 +3,7 @@ package sale
 import (
 	"context"
 
-	"github.com/firelock/firelock/internal/jobs"
+	"github.com/firelock/firelock/jobs"
 )
 
 // Job is the body of the scheduled job admitQueue (AdmitJob): it admits

@@ -42,9 +42,8 @@ import (
 	"github.com/firelock/firelock/booking"
 	"github.com/firelock/firelock/functions"
 	"github.com/firelock/firelock/internal/emulators"
-	"github.com/firelock/firelock/internal/jobs"
-	"github.com/firelock/firelock/internal/localrun"
 	"github.com/firelock/firelock/internal/operators"
+	"github.com/firelock/firelock/jobs"
 	"github.com/firelock/firelock/lock"
 )
 
@@ -164,7 +163,7 @@ func run(cfg config) (int, error) {
 	defer emu.Stop()
 
 	serveErr := make(chan error, 1)
-	go func() { serveErr <- localrun.Serve("127.0.0.1", fmt.Sprint(port)) }()
+	go func() { serveErr <- Serve("127.0.0.1", fmt.Sprint(port)) }()
 	base := fmt.Sprintf("http://127.0.0.1:%d", port)
 	select {
 	case err := <-serveErr:
@@ -199,10 +198,10 @@ func run(cfg config) (int, error) {
 		return 0, err
 	}
 	runID = strings.ToLower(strings.NewReplacer("_", "", "-", "").Replace(runID))[:10]
-	if err := localrun.Wire(ctx, ps, project, base, runID); err != nil {
+	if err := Wire(ctx, ps, project, base, runID); err != nil {
 		return 0, err
 	}
-	pub := ps.Publisher(localrun.Topic)
+	pub := ps.Publisher(Topic)
 	defer pub.Stop()
 
 	if cfg.envFile != "" {
@@ -438,10 +437,10 @@ Join the demo sale's waiting room (admitQueue admits at the opening):
 Press Ctrl-C to stop everything.
 `, project, webLine, saleLine, consoleLine,
 		emu.Host(emulators.Firestore), started(emulators.Firestore),
-		emu.Host(emulators.PubSub), started(emulators.PubSub), localrun.Topic,
+		emu.Host(emulators.PubSub), started(emulators.PubSub), Topic,
 		emu.Host(emulators.Auth), started(emulators.Auth),
 		functionURLs(base),
-		base, localrun.MetricsPath,
+		base, MetricsPath,
 		strings.Join(jobNames, ", "), sched.schedule, sched.zone,
 		uid, token, envName, DemoSale)
 }

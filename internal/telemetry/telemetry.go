@@ -6,7 +6,7 @@
 // exporter: an application that sets no provider records into the global
 // one, a no-op until it sets one, and pays next to nothing. The SDK and the
 // exporters are wired where firelock runs: functions (Cloud Monitoring,
-// deployed) and internal/localrun (Prometheus at /metrics, locally).
+// deployed) and cmd/firelock-local (Prometheus at /metrics, locally).
 package telemetry
 
 import (

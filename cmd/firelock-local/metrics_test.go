@@ -1,4 +1,4 @@
-package localrun_test
+package main
 
 import (
 	"bytes"
@@ -12,7 +12,6 @@ import (
 
 	"github.com/firelock/firelock/booking"
 	"github.com/firelock/firelock/internal/emulators"
-	"github.com/firelock/firelock/internal/localrun"
 )
 
 // The local functions server serves the metrics of CONTRACT §9 at /metrics
@@ -55,14 +54,14 @@ func TestMetricsShowABookingAndA409(t *testing.T) {
 		t.Fatalf("booking a booked seat answered %d, want 409", code)
 	}
 
-	resp, err := http.Get(base + localrun.MetricsPath)
+	resp, err := http.Get(base + MetricsPath)
 	if err != nil {
 		t.Fatal(err)
 	}
 	b, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusOK || !bytes.HasPrefix([]byte(resp.Header.Get("Content-Type")), []byte("text/plain")) {
-		t.Fatalf("%s: %d %s", localrun.MetricsPath, resp.StatusCode, resp.Header.Get("Content-Type"))
+		t.Fatalf("%s: %d %s", MetricsPath, resp.StatusCode, resp.Header.Get("Content-Type"))
 	}
 	for _, want := range []string{
 		`(?m)^firelock_booking_requests_total\{[^}]*firelock_code="ok",firelock_operation="book"[^}]*\} [1-9]`,
@@ -72,7 +71,7 @@ func TestMetricsShowABookingAndA409(t *testing.T) {
 		`(?m)^# TYPE firelock_booking_requests_total counter$`,
 	} {
 		if !regexp.MustCompile(want).Match(b) {
-			t.Errorf("no line matching %s in %s:\n%s", want, localrun.MetricsPath, b)
+			t.Errorf("no line matching %s in %s:\n%s", want, MetricsPath, b)
 		}
 	}
 }

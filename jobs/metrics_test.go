@@ -7,9 +7,9 @@ import (
 	"time"
 
 	"github.com/firelock/firelock/internal/emulators"
-	"github.com/firelock/firelock/internal/jobs"
 	"github.com/firelock/firelock/internal/telemetry"
 	"github.com/firelock/firelock/internal/telemetry/telemetrytest"
+	"github.com/firelock/firelock/jobs"
 )
 
 // Every delivery counts once under its job and its outcome. A job the

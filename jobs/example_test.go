@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"cloud.google.com/go/firestore"
-	"github.com/firelock/firelock/internal/jobs"
+	"github.com/firelock/firelock/jobs"
 	"github.com/firelock/firelock/lock"
 )
 

@@ -10,7 +10,7 @@ import (
 	"cloud.google.com/go/firestore"
 	"github.com/firelock/firelock/internal/emulators"
 	"github.com/firelock/firelock/internal/faultproxy"
-	"github.com/firelock/firelock/internal/jobs"
+	"github.com/firelock/firelock/jobs"
 	"github.com/firelock/firelock/lock"
 )
 

@@ -14,7 +14,7 @@ import (
 	"cloud.google.com/go/firestore"
 	"github.com/firelock/firelock/counter"
 	"github.com/firelock/firelock/internal/emulators"
-	"github.com/firelock/firelock/internal/jobs"
+	"github.com/firelock/firelock/jobs"
 	"github.com/firelock/firelock/lock"
 	"google.golang.org/api/option"
 	"google.golang.org/grpc"

@@ -1,4 +1,4 @@
-package localrun
+package main
 
 import (
 	"context"
@@ -29,7 +29,7 @@ func servePrometheus() error {
 	reg := prometheus.NewRegistry()
 	exp, err := otelprom.New(otelprom.WithRegisterer(reg))
 	if err != nil {
-		return fmt.Errorf("localrun: prometheus exporter: %w", err)
+		return fmt.Errorf("firelock-local: prometheus exporter: %w", err)
 	}
 	res, err := resource.Merge(resource.Default(), resource.NewSchemaless(semconv.ServiceName("firelock-local")))
 	if err != nil {

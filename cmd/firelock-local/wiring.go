@@ -1,7 +1,8 @@
-// Package localrun wires firelock's functions together on one machine: one
-// Functions Framework server for every function, the Pub/Sub topic with a
-// push subscription to RunScheduledJob, and a stand-in for Cloud Scheduler.
-package localrun
+package main
+
+// The local wiring of firelock's functions: one Functions Framework server
+// for every function, the Pub/Sub topic with a push subscription to
+// RunScheduledJob (the stand-in for Cloud Scheduler is in main.go).
 
 import (
 	"context"
@@ -40,7 +41,7 @@ func EventSource(project, runID string) string {
 func Wire(ctx context.Context, ps *pubsub.Client, project, baseURL, runID string) error {
 	topic := fmt.Sprintf("projects/%s/topics/%s", project, Topic)
 	if _, err := ps.TopicAdminClient.CreateTopic(ctx, &pubsubpb.Topic{Name: topic}); err != nil && status.Code(err) != codes.AlreadyExists {
-		return fmt.Errorf("localrun: create topic %s: %w", topic, err)
+		return fmt.Errorf("firelock-local: create topic %s: %w", topic, err)
 	}
 	sub := &pubsubpb.Subscription{
 		Name:               fmt.Sprintf("projects/%s/subscriptions/%s-push-%s", project, Topic, strings.ToLower(runID)),
@@ -49,7 +50,7 @@ func Wire(ctx context.Context, ps *pubsub.Client, project, baseURL, runID string
 		AckDeadlineSeconds: 60,
 	}
 	if _, err := ps.SubscriptionAdminClient.CreateSubscription(ctx, sub); err != nil && status.Code(err) != codes.AlreadyExists {
-		return fmt.Errorf("localrun: create push subscription: %w", err)
+		return fmt.Errorf("firelock-local: create push subscription: %w", err)
 	}
 	return nil
 }

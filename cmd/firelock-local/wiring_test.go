@@ -1,4 +1,4 @@
-package localrun_test
+package main
 
 import (
 	"context"
@@ -12,8 +12,7 @@ import (
 	"cloud.google.com/go/pubsub/v2"
 	"github.com/firelock/firelock/counter"
 	"github.com/firelock/firelock/internal/emulators"
-	"github.com/firelock/firelock/internal/jobs"
-	"github.com/firelock/firelock/internal/localrun"
+	"github.com/firelock/firelock/jobs"
 	gonanoid "github.com/matoous/go-nanoid/v2"
 )
 
@@ -43,7 +42,7 @@ func functionsServer(t *testing.T) (project string, port int) {
 			t.Fatal(err)
 		}
 		serverPort = p
-		go localrun.Serve("127.0.0.1", fmt.Sprint(p)) // lives until the test binary exits
+		go Serve("127.0.0.1", fmt.Sprint(p)) // lives until the test binary exits
 	})
 	emulators.WaitListening(t, serverPort)
 	return serverProject, serverPort
@@ -69,10 +68,10 @@ func TestPublishedJobRunsOnceThroughPubSub(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ps.Close()
-	if err := localrun.Wire(ctx, ps, project, fmt.Sprintf("http://127.0.0.1:%d", port), runID); err != nil {
+	if err := Wire(ctx, ps, project, fmt.Sprintf("http://127.0.0.1:%d", port), runID); err != nil {
 		t.Fatal(err)
 	}
-	pub := ps.Publisher(localrun.Topic)
+	pub := ps.Publisher(Topic)
 	defer pub.Stop()
 	publish := func(data string) string {
 		id, err := pub.Publish(ctx, &pubsub.Message{Data: []byte(data)}).Get(ctx)
@@ -84,7 +83,7 @@ func TestPublishedJobRunsOnceThroughPubSub(t *testing.T) {
 	bad := publish(`{"job": "dropEverything"}`) // acknowledged, never run
 	id := publish(`{"job": "rollupCounters"}`)
 
-	key := jobs.EventKey(localrun.EventSource(project, runID), id)
+	key := jobs.EventKey(EventSource(project, runID), id)
 	run := fs.Collection(jobs.Collection).Doc(key)
 	deadline := time.Now().Add(30 * time.Second)
 	for {
@@ -96,7 +95,7 @@ func TestPublishedJobRunsOnceThroughPubSub(t *testing.T) {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("no done job run at jobRuns/%s after 30s (the key is derived from source %s and id %s)", key, localrun.EventSource(project, runID), id)
+			t.Fatalf("no done job run at jobRuns/%s after 30s (the key is derived from source %s and id %s)", key, EventSource(project, runID), id)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
@@ -118,7 +117,7 @@ func TestPublishedJobRunsOnceThroughPubSub(t *testing.T) {
 	if ran != 1 {
 		t.Fatalf("%d deliveries ran the job, want exactly 1", ran)
 	}
-	if _, err := fs.Collection(jobs.Collection).Doc(jobs.EventKey(localrun.EventSource(project, runID), bad)).Get(ctx); err == nil {
+	if _, err := fs.Collection(jobs.Collection).Doc(jobs.EventKey(EventSource(project, runID), bad)).Get(ctx); err == nil {
 		t.Fatal("a bad payload wrote a job run")
 	}
 }
@@ -136,10 +135,10 @@ func TestTwoPublishesOfOneTickRunOnceThroughPubSub(t *testing.T) {
 	}
 	defer ps.Close()
 	runID := strings.ToLower(gonanoid.MustGenerate("abcdefghijklmnopqrstuvwxyz0123456789", 8))
-	if err := localrun.Wire(ctx, ps, project, fmt.Sprintf("http://127.0.0.1:%d", port), runID); err != nil {
+	if err := Wire(ctx, ps, project, fmt.Sprintf("http://127.0.0.1:%d", port), runID); err != nil {
 		t.Fatal(err)
 	}
-	pub := ps.Publisher(localrun.Topic)
+	pub := ps.Publisher(Topic)
 	defer pub.Stop()
 	// A yearly schedule: both publishes fall in this year's slot.
 	const schedule = "0 0 1 1 *"

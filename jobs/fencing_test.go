@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/firelock/firelock/internal/emulators"
-	"github.com/firelock/firelock/internal/jobs"
+	"github.com/firelock/firelock/jobs"
 	"github.com/firelock/firelock/lock"
 )
 
