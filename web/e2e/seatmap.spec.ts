@@ -41,12 +41,27 @@ test("a race on one seat from two browsers: one winner, and the loser is told wh
   await Promise.all([seat(a, "D7").click(), seat(b, "D7").click()]);
   await Promise.all([expect(seat(a, "D7")).toHaveAttribute("data-state", "selected"), expect(seat(b, "D7")).toHaveAttribute("data-state", "selected")]);
 
-  // Both press Book at the same moment. (Playwright's click waits for the
-  // button to be still and uncovered; a CI run saw one page's wait outlast
-  // the other's booking, which greys the seat out before the race starts.
-  // The click event itself is the press.)
-  await Promise.all([action(a, "book"), action(b, "book")].map((button) => button.evaluate((el: HTMLElement) => el.click())));
-  await Promise.all([expect(status(a)).toHaveAttribute("data-code", /.+/), expect(status(b)).toHaveAttribute("data-code", /.+/)]);
+  // Both press Book, and both requests reach the functions together: each
+  // page's BookSeats is held at the network until the other's is sent too.
+  // (Pressing at the same moment is not enough: on a loaded machine one
+  // page's booking landed, greyed the seat out on the other page and
+  // disabled its button before that page's press, so no race happened, and
+  // the test read the status line's earlier "ok".)
+  let sent = 0;
+  let bothSent: () => void = () => undefined;
+  const together = new Promise<void>((resolve) => (bothSent = resolve));
+  for (const page of [a, b]) {
+    await page.route("**/BookSeats", async (route) => {
+      if (++sent === 2) bothSent();
+      await together;
+      await route.continue();
+    });
+  }
+  await Promise.all([action(a, "book").click(), action(b, "book").click()]);
+  await together;
+  // Both requests are out, so both status lines are pending (no code): the
+  // code that appears now is each one's answer.
+  for (const page of [a, b]) await expect(status(page)).toHaveAttribute("data-code", /.+/);
 
   const codes = [await status(a).getAttribute("data-code"), await status(b).getAttribute("data-code")];
   expect(codes.filter((c) => c === "ok"), `codes ${codes.join(", ")}`).toHaveLength(1);
