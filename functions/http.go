@@ -137,7 +137,7 @@ func NewAPIWithLogger(ctx context.Context, fs *firestore.Client, authProject str
 	if err != nil {
 		return nil, err
 	}
-	table := jobs.Standard(fs)
+	table := jobs.Standard(fs, nil)
 	table[sale.AdmitJob] = admitter.Job() // jobs cannot import sale (sale uses jobs)
 	return &API{Bookings: booking.New(fs, booking.WithGate(sales)), Sales: sales, Jobs: jobs.New(fs, table), Auth: ac, Log: log,
 		CORS: CORSFromEnv(), Project: authProject}, nil
