@@ -78,6 +78,9 @@ func newStripe(c Config) *stripe.Client {
 // caller may retry; anything else is Stripe refusing the request.
 func stripeError(op string, err error) error {
 	var se *stripe.Error
+	if errors.As(err, &se) && (se.HTTPStatusCode == http.StatusUnauthorized || se.HTTPStatusCode == http.StatusForbidden) {
+		return fmt.Errorf("%w: Stripe refused the secret key (%s): %s: %v", ErrNotConfigured, EnvSecretKey, op, err)
+	}
 	if errors.As(err, &se) && se.HTTPStatusCode != 0 && se.HTTPStatusCode < 500 && se.HTTPStatusCode != http.StatusTooManyRequests {
 		return fmt.Errorf("payment: stripe %s: %w", op, err)
 	}
