@@ -136,12 +136,12 @@ func NewAPIWithLogger(ctx context.Context, fs *firestore.Client, authProject str
 	if err != nil {
 		return nil, fmt.Errorf("functions: firebase auth: %w", err)
 	}
-	sales := sale.New(fs, sale.WithLogger(log))
+	ledger := payment.NewLedger(fs)
+	sales := sale.New(fs, sale.WithLogger(log), sale.WithTakings(ledger))
 	admitter, err := sales.Admitter()
 	if err != nil {
 		return nil, err
 	}
-	ledger := payment.NewLedger(fs)
 	bookings := booking.New(fs, booking.WithGate(sales), booking.WithTill(ledger))
 	payments := payment.New(fs, bookings, ledger, payment.ConfigFromEnv(), payment.WithLogger(log))
 	table := jobs.Standard(fs, bookings)

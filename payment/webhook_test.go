@@ -355,3 +355,35 @@ func distinctKeys(calls []call, match func(call) bool) int {
 	}
 	return len(keys)
 }
+
+func TestTakingsCountWhatWasPaidAndRefunded(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	start := time.Now().Add(-time.Minute)
+	// Paid in time (12.50), paid late and booked (9.00), paid late and
+	// refunded because its seat was taken (9.00 in, 9.00 out).
+	inTime := e.hold("u1", 60*time.Second, "C1")
+	e.checkout("u1", inTime.ID)
+	lateFree := e.holdOf("quick", "u2", 5*time.Second, "D1")
+	e.checkout("u2", lateFree.ID)
+	lateGone := e.holdOf("quick", "u3", 5*time.Second, "D2")
+	e.checkout("u3", lateGone.ID)
+	time.Sleep(time.Until(lateGone.HeldUntil) + time.Second)
+	e.holdOf("quick", "u4", 60*time.Second, "D2")
+	for _, h := range []string{inTime.ID, lateFree.ID, lateGone.ID} {
+		e.mustDeliver(completed, "", e.session(h))
+	}
+	ledger := payment.NewLedger(e.fs)
+	for _, c := range []struct {
+		screening               string
+		revenue, refunds, late int64
+	}{{"s1", 1250, 0, 0}, {"quick", 1800, 900, 1}} {
+		rev, ref, late, err := ledger.Takings(ctx, c.screening, start, time.Now().Add(time.Minute))
+		if err != nil || rev != c.revenue || ref != c.refunds || late != c.late {
+			t.Errorf("%s: takings %d, %d, %d (%v); want %d, %d, %d", c.screening, rev, ref, late, err, c.revenue, c.refunds, c.late)
+		}
+	}
+	if rev, ref, late, err := ledger.Takings(ctx, "quick", start.Add(-time.Hour), start); err != nil || rev+ref+late != 0 {
+		t.Errorf("takings before anything was paid: %d, %d, %d (%v)", rev, ref, late, err)
+	}
+}
