@@ -26,6 +26,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/firelock/firelock/internal/emulators"
@@ -62,6 +63,9 @@ func StartMock(ctx context.Context) (*Mock, error) {
 	m := &Mock{done: make(chan struct{})}
 	// HTTPS is on unless HTTP is named; bind both to loopback, free ports.
 	m.cmd = exec.Command(strings.TrimSpace(string(path)), "-http-addr", "127.0.0.1:0", "-https-addr", "127.0.0.1:0")
+	// It dies with whoever started it, as the emulators do: a test binary
+	// that panics (a timeout) leaves no stripe-mock behind.
+	m.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	stdout, err := m.cmd.StdoutPipe()
 	if err != nil {
 		return nil, err
