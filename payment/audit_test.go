@@ -249,6 +249,7 @@ func auditSeed(t *testing.T) uint64 {
 }
 
 func TestTheMoneyAuditFindsSeatsAndMoneyInStep(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	seed := auditSeed(t)
 	t.Logf("seed %d (replay: FIRELOCK_SEED=%d go test -run '^TestTheMoneyAuditFindsSeatsAndMoneyInStep$' ./payment/)", seed, seed)
@@ -261,6 +262,7 @@ func TestTheMoneyAuditFindsSeatsAndMoneyInStep(t *testing.T) {
 
 // Negative controls: each planted handler must turn the audit red.
 func TestTheMoneyAuditCatchesPlantedHandlers(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		name  string
 		plant func(*payment.Service)
@@ -269,6 +271,7 @@ func TestTheMoneyAuditCatchesPlantedHandlers(t *testing.T) {
 		{"events applied in arrival order", payment.PlantArrivalOrder},
 	} {
 		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
 			e := newEnv(t)
 			c.plant(e.pay)
 			problems := audit(t, e, auditSeed(t), 24)

@@ -12,6 +12,7 @@ import (
 )
 
 func TestCheckoutMakesOneSessionAndTurnsTheHoldPaying(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	ctx := context.Background()
 	h := e.hold("u1", 60*time.Second, "A3", "B4")
@@ -55,6 +56,7 @@ func TestCheckoutMakesOneSessionAndTurnsTheHoldPaying(t *testing.T) {
 }
 
 func TestCheckoutRefusalsWriteNothing(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	ctx := context.Background()
 	mine := e.hold("u1", 60*time.Second, "C1")
@@ -95,6 +97,7 @@ func TestCheckoutRefusalsWriteNothing(t *testing.T) {
 }
 
 func TestPricedScreeningsAreBookedOnlyByPaying(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	ctx := context.Background()
 	if _, _, err := e.bookings.Book(ctx, "x", booking.Request{UID: "u1", ScreeningID: "s1", Seats: []string{"D1"}, RequestID: "b1"}); !errors.Is(err, booking.ErrPaymentRequired) {
@@ -118,6 +121,7 @@ func TestPricedScreeningsAreBookedOnlyByPaying(t *testing.T) {
 }
 
 func TestStripeOutOfReachAnswersUnavailableAndChangesNothing(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, withAPIURL("http://127.0.0.1:1")) // nothing listens on port 1
 	h := e.hold("u1", 60*time.Second, "E5")
 	_, _, err := e.pay.Checkout(context.Background(), payment.CheckoutRequest{UID: "u1", HoldID: h.ID, Origin: "http://localhost:5173"})

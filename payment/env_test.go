@@ -2,6 +2,7 @@ package payment_test
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"net/http"
 	"os"
@@ -23,6 +24,13 @@ import (
 var mock *stripelocal.Mock
 
 func TestMain(m *testing.M) {
+	// The tests mostly wait (for holds to lapse, leases to end, Stripe's
+	// retries), each on a project of its own: run them side by side, not
+	// GOMAXPROCS at a time (2 on a small machine), unless -parallel says.
+	flag.Parse()
+	if !parallelSet() {
+		flag.Set("test.parallel", "8")
+	}
 	os.Exit(func() int {
 		var err error
 		if mock, err = stripelocal.StartMock(context.Background()); err != nil {
@@ -257,4 +265,11 @@ func (e *env) payments() map[string]int64 {
 		}
 	}
 	return out
+}
+
+// parallelSet: -test.parallel was given on the command line.
+func parallelSet() bool {
+	set := false
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == "test.parallel" })
+	return set
 }

@@ -23,6 +23,7 @@ import (
 // Stripe makes one session of them all; an attempt that fails leaves the
 // hold as it was, and one that succeeds leaves it paying with one record.
 func TestCheckoutThroughAFaultyNetworkCarriesOneKeyAndLeavesNothingHalfDone(t *testing.T) {
+	t.Parallel()
 	proxy := faultproxy.Start(t, strings.TrimPrefix(mock.URL, "http://"))
 	e := newEnv(t, withAPIURL("http://"+proxy.Addr))
 	ctx := context.Background()
@@ -69,6 +70,7 @@ func TestCheckoutThroughAFaultyNetworkCarriesOneKeyAndLeavesNothingHalfDone(t *t
 // A refund whose answers are lost is made again with the same key until
 // it is recorded; the booking is cancelled at once either way.
 func TestARefundThroughAFaultyNetworkIsMadeOnce(t *testing.T) {
+	t.Parallel()
 	proxy := faultproxy.Start(t, strings.TrimPrefix(mock.URL, "http://"))
 	e := newEnv(t, withAPIURL("http://"+proxy.Addr))
 	ctx := context.Background()
@@ -104,6 +106,7 @@ func TestARefundThroughAFaultyNetworkIsMadeOnce(t *testing.T) {
 // unrenewed, and the next delivery of the event takes the event over and
 // finishes it: one refund, recorded, the event done.
 func TestAWebhookRunCutOffMidwayIsFinishedByTheNextDelivery(t *testing.T) {
+	t.Parallel()
 	project := emulators.ProjectID(t)
 	dark := faultproxy.Start(t, os.Getenv("FIRESTORE_EMULATOR_HOST"))
 	fsA, optsA := emulators.NewFirestoreVia(t, dark.Addr, project)

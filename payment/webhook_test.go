@@ -40,6 +40,7 @@ func (e *env) sold(screening string) int64 {
 }
 
 func TestACompletedPaymentConfirmsTheHoldOnce(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	h := e.hold("u1", 60*time.Second, "B1", "B2")
 	e.checkout("u1", h.ID)
@@ -91,6 +92,7 @@ func TestACompletedPaymentConfirmsTheHoldOnce(t *testing.T) {
 }
 
 func TestDuplicateDeliveriesAtOnceApplyTheEventOnce(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	h := e.hold("u1", 60*time.Second, "C7")
 	e.checkout("u1", h.ID)
@@ -130,6 +132,7 @@ func TestDuplicateDeliveriesAtOnceApplyTheEventOnce(t *testing.T) {
 }
 
 func TestWebhookRefusesWhatStripeDidNotSignAndWritesNothing(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	ctx := context.Background()
 	h := e.hold("u1", 60*time.Second, "D4")
@@ -190,6 +193,7 @@ func TestWebhookRefusesWhatStripeDidNotSignAndWritesNothing(t *testing.T) {
 }
 
 func TestAnExpiredSessionReleasesItsHold(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	h := e.hold("u1", 60*time.Second, "E1", "E2")
 	e.checkout("u1", h.ID)
@@ -215,6 +219,7 @@ func TestAnExpiredSessionReleasesItsHold(t *testing.T) {
 }
 
 func TestALatePaymentIsBookedWhileItsSeatsAreFree(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	h := e.holdOf("quick", "u1", 5*time.Second, "A1", "A2")
 	e.checkout("u1", h.ID)
@@ -237,6 +242,7 @@ func TestALatePaymentIsBookedWhileItsSeatsAreFree(t *testing.T) {
 }
 
 func TestALatePaymentForSeatsTakenSinceIsRefundedOnce(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	h := e.holdOf("quick", "u1", 5*time.Second, "B1", "B2")
 	e.checkout("u1", h.ID)
@@ -267,6 +273,7 @@ func TestALatePaymentForSeatsTakenSinceIsRefundedOnce(t *testing.T) {
 }
 
 func TestAPaymentForAHoldItsUserReleasedIsRefunded(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	h := e.hold("u1", 60*time.Second, "C3")
 	e.checkout("u1", h.ID)
@@ -291,6 +298,7 @@ func TestAPaymentForAHoldItsUserReleasedIsRefunded(t *testing.T) {
 }
 
 func TestCancellingAPaidBookingRefundsItOnce(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	ctx := context.Background()
 	h := e.hold("u1", 60*time.Second, "D8", "D9")
@@ -323,6 +331,7 @@ func TestCancellingAPaidBookingRefundsItOnce(t *testing.T) {
 }
 
 func TestTheSweepExpiresTheSessionOfAPayingHoldThatLapsed(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	h := e.holdOf("quick", "u1", 5*time.Second, "E9")
 	e.checkout("u1", h.ID)
@@ -357,6 +366,7 @@ func distinctKeys(calls []call, match func(call) bool) int {
 }
 
 func TestTakingsCountWhatWasPaidAndRefunded(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	ctx := context.Background()
 	start := time.Now().Add(-time.Minute)
