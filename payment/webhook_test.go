@@ -385,7 +385,7 @@ func TestTakingsCountWhatWasPaidAndRefunded(t *testing.T) {
 	}
 	ledger := payment.NewLedger(e.fs)
 	for _, c := range []struct {
-		screening               string
+		screening              string
 		revenue, refunds, late int64
 	}{{"s1", 1250, 0, 0}, {"quick", 1800, 900, 1}} {
 		rev, ref, late, err := ledger.Takings(ctx, c.screening, start, time.Now().Add(time.Minute))
