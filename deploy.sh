@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Deploys firelock to Google Cloud: the HTTP functions BookSeats,
-# CancelBooking, HoldSeats, ExtendHold, ConfirmHold, ReleaseHold, JoinQueue
-# and OperateSale
-# (CORS for --allowed-origins), the Pub/Sub-triggered RunScheduledJob (with
+# CancelBooking, HoldSeats, ExtendHold, ConfirmHold, ReleaseHold, JoinQueue,
+# OperateSale, CheckoutHold and StripeWebhook (CORS for --allowed-origins;
+# the Stripe secret key and webhook signing secret from Secret Manager), the Pub/Sub-triggered RunScheduledJob (with
 # retries), the Cloud Scheduler jobs that publish to scheduled-jobs,
 # firestore.rules and firestore.indexes.json, the TTL policy on the lease
 # documents' expireAt, and the web app (web/) on Firebase Hosting, built to
@@ -19,7 +19,10 @@ usage: ./deploy.sh --project PROJECT --region REGION [options]
   --region REGION       region of the functions and scheduler jobs, e.g. europe-west1 (or FIRELOCK_REGION)
   --runtime ID          Cloud Functions runtime (default go126; checked against `gcloud functions runtimes list`)
   --schedule CRON       when rollupCounters runs (default "0 * * * *": hourly)
-  --sweep-schedule CRON when sweepExpired runs (default "30 3 * * *": daily)
+  --sweep-schedule CRON when sweepExpired runs (default "* * * * *": every minute; each run
+                        ends lapsed holds, expires the Checkout Sessions of paying holds that
+                        ended (every 15 s until the next tick: CONTRACT §10 wants it within
+                        a minute), makes refunds a request could not, and sweeps ended leases)
   --admit-schedule CRON when admitQueue runs; each run admits until the next tick
                         (default "* * * * *": every minute; at most 5 minutes between
                         ticks in every hour, or sales would go unadmitted between runs)
@@ -27,6 +30,12 @@ usage: ./deploy.sh --project PROJECT --region REGION [options]
   --allowed-origins LIST  browser origins allowed to call the HTTP functions (CORS),
                         comma-separated, e.g. https://tickets.example.com (or FIRELOCK_ALLOWED_ORIGINS;
                         default none: browsers are refused, servers and apps still call)
+  --stripe-key-secret NAME      Secret Manager secret holding the Stripe secret key
+                        (default STRIPE_SECRET_KEY; the functions read it as STRIPE_SECRET_KEY)
+  --stripe-webhook-secret NAME  Secret Manager secret holding the webhook endpoint's signing
+                        secret (default STRIPE_WEBHOOK_SECRET)
+  --no-payments         deploy without Stripe: no CheckoutHold or StripeWebhook, no secrets
+                        (a priced screening then cannot be paid for: docs/payments.md)
   --no-hosting          leave the web app (Firebase Hosting) alone
   --no-metrics          the functions export no metrics to Cloud Monitoring
                         (FIRELOCK_METRICS=off; default cloud: see docs/metrics.md)
@@ -36,8 +45,9 @@ usage: ./deploy.sh --project PROJECT --region REGION [options]
   -h, --help            this text
 
 Needs gcloud (logged in, with the Cloud Functions, Cloud Build, Pub/Sub, Cloud Scheduler,
-Firestore, Cloud Monitoring and Cloud Trace APIs enabled; the functions' service account
-needs roles/monitoring.metricWriter and roles/cloudtrace.agent, which the default one has), the firebase CLI (on PATH, or tools/ after `make deps`), and
+Firestore, Cloud Monitoring, Cloud Trace and Secret Manager APIs enabled; the functions' service
+account needs roles/monitoring.metricWriter and roles/cloudtrace.agent, which the default one has,
+and roles/secretmanager.secretAccessor on the two Stripe secrets), the firebase CLI (on PATH, or tools/ after `make deps`), and
 npm to build the web app. The app is served at https://PROJECT.web.app and
 https://PROJECT.firebaseapp.com; both origins are added to --allowed-origins, and the app
 gets its Firebase config from Hosting (/__/firebase/init.json) at run time.
@@ -48,10 +58,16 @@ PROJECT="${FIRELOCK_PROJECT:-${GOOGLE_CLOUD_PROJECT:-}}"
 REGION="${FIRELOCK_REGION:-}"
 RUNTIME="${FIRELOCK_RUNTIME:-go126}"
 SCHEDULE="${FIRELOCK_SCHEDULE:-0 * * * *}"
-SWEEP_SCHEDULE="${FIRELOCK_SWEEP_SCHEDULE:-30 3 * * *}"
+SWEEP_SCHEDULE="${FIRELOCK_SWEEP_SCHEDULE:-* * * * *}"
 ADMIT_SCHEDULE="${FIRELOCK_ADMIT_SCHEDULE:-* * * * *}"
 TIME_ZONE="${FIRELOCK_TIME_ZONE:-Etc/UTC}"
 ALLOWED_ORIGINS="${FIRELOCK_ALLOWED_ORIGINS:-}"
+STRIPE_KEY_SECRET="${FIRELOCK_STRIPE_KEY_SECRET:-STRIPE_SECRET_KEY}"
+STRIPE_WEBHOOK_SECRET_NAME="${FIRELOCK_STRIPE_WEBHOOK_SECRET:-STRIPE_WEBHOOK_SECRET}"
+PAYMENTS=1
+# The API version of the webhook's events: the one stripe-go v85 pins
+# (deploy_test.go checks it against stripe.APIVersion).
+STRIPE_API_VERSION=2026-03-25.dahlia
 DRY_RUN=0
 HOSTING=1
 METRICS=cloud
@@ -60,13 +76,14 @@ TRACES=cloud
 need_value() { [ $# -ge 2 ] && [ -n "$2" ] || { echo "deploy.sh: $1 needs a value" >&2; usage >&2; exit 2; }; }
 while [ $# -gt 0 ]; do
   case "$1" in
-    --project|--region|--runtime|--schedule|--sweep-schedule|--admit-schedule|--time-zone|--allowed-origins)
+    --project|--region|--runtime|--schedule|--sweep-schedule|--admit-schedule|--time-zone|--allowed-origins|--stripe-key-secret|--stripe-webhook-secret)
       need_value "$@"
       case "$1" in
         --project) PROJECT=$2 ;; --region) REGION=$2 ;; --runtime) RUNTIME=$2 ;;
         --schedule) SCHEDULE=$2 ;; --sweep-schedule) SWEEP_SCHEDULE=$2 ;; --time-zone) TIME_ZONE=$2 ;;
         --admit-schedule) ADMIT_SCHEDULE=$2 ;;
         --allowed-origins) ALLOWED_ORIGINS=$2 ;;
+        --stripe-key-secret) STRIPE_KEY_SECRET=$2 ;; --stripe-webhook-secret) STRIPE_WEBHOOK_SECRET_NAME=$2 ;;
       esac
       shift 2 ;;
     --project=*) PROJECT=${1#*=}; shift ;;
@@ -77,6 +94,9 @@ while [ $# -gt 0 ]; do
     --admit-schedule=*) ADMIT_SCHEDULE=${1#*=}; shift ;;
     --time-zone=*) TIME_ZONE=${1#*=}; shift ;;
     --allowed-origins=*) ALLOWED_ORIGINS=${1#*=}; shift ;;
+    --stripe-key-secret=*) STRIPE_KEY_SECRET=${1#*=}; shift ;;
+    --stripe-webhook-secret=*) STRIPE_WEBHOOK_SECRET_NAME=${1#*=}; shift ;;
+    --no-payments) PAYMENTS=0; shift ;;
     --dry-run) DRY_RUN=1; shift ;;
     --no-hosting) HOSTING=0; shift ;;
     --no-metrics) METRICS=off; shift ;;
@@ -191,12 +211,34 @@ if ! grep -qx -- "$RUNTIME" <<<"$runtimes"; then
 fi
 
 common=(--gen2 "--runtime=$RUNTIME" "--region=$REGION" "--project=$PROJECT" --source=.)
+http_functions=(BookSeats CancelBooking HoldSeats ExtendHold ConfirmHold ReleaseHold JoinQueue OperateSale)
 
-# HTTP functions: they verify Firebase ID tokens themselves, so IAM lets every caller in.
-# The origins go in with gcloud's alternate delimiter (^;^), as they hold commas.
-for fn in BookSeats CancelBooking HoldSeats ExtendHold ConfirmHold ReleaseHold JoinQueue OperateSale; do
+# Payments (CONTRACT §10): every function may settle a payment at Stripe
+# (a release expires a session, a cancellation refunds, the sweep does what
+# they could not), so each gets both secrets from Secret Manager. They must
+# exist before the deploy: a function whose secret is missing fails to start.
+secrets=()
+if [ "$PAYMENTS" = 1 ]; then
+  for s in "$STRIPE_KEY_SECRET" "$STRIPE_WEBHOOK_SECRET_NAME"; do
+    if ! gcloud secrets describe "$s" --project="$PROJECT" >/dev/null 2>&1; then
+      echo "deploy.sh: the Secret Manager secret $s does not exist in $PROJECT. Create it first:" >&2
+      echo "           printf %s 'sk_live_...' | gcloud secrets create $STRIPE_KEY_SECRET --data-file=- --project=$PROJECT" >&2
+      echo "           printf %s 'whsec_...'   | gcloud secrets create $STRIPE_WEBHOOK_SECRET_NAME --data-file=- --project=$PROJECT" >&2
+      echo "           (the webhook secret comes from registering the endpoint: see the end of a deploy," >&2
+      echo "           and docs/payments.md), or deploy with --no-payments." >&2
+      exit 1
+    fi
+  done
+  secrets=("--set-secrets=STRIPE_SECRET_KEY=$STRIPE_KEY_SECRET:latest,STRIPE_WEBHOOK_SECRET=$STRIPE_WEBHOOK_SECRET_NAME:latest")
+  http_functions+=(CheckoutHold StripeWebhook)
+fi
+
+# HTTP functions: they verify Firebase ID tokens themselves (StripeWebhook:
+# Stripe's signature), so IAM lets every caller in. The origins go in with
+# gcloud's alternate delimiter (^;^), as they hold commas.
+for fn in "${http_functions[@]}"; do
   run gcloud functions deploy "$fn" "${common[@]}" "--entry-point=$fn" --trigger-http --allow-unauthenticated \
-    "--set-env-vars=^;^FIRELOCK_ALLOWED_ORIGINS=$ALLOWED_ORIGINS;FIRELOCK_METRICS=$METRICS;FIRELOCK_TRACES=$TRACES"
+    "--set-env-vars=^;^FIRELOCK_ALLOWED_ORIGINS=$ALLOWED_ORIGINS;FIRELOCK_METRICS=$METRICS;FIRELOCK_TRACES=$TRACES" "${secrets[@]}"
 done
 
 if ! gcloud pubsub topics describe scheduled-jobs --project="$PROJECT" >/dev/null 2>&1; then
@@ -208,7 +250,7 @@ fi
 # while its lease could still be held. --retry redelivers every event the
 # function does not ack.
 run gcloud functions deploy RunScheduledJob "${common[@]}" --entry-point=RunScheduledJob --trigger-topic=scheduled-jobs --retry --timeout=540s \
-  "--set-env-vars=FIRELOCK_METRICS=$METRICS,FIRELOCK_TRACES=$TRACES"
+  "--set-env-vars=FIRELOCK_METRICS=$METRICS,FIRELOCK_TRACES=$TRACES" "${secrets[@]}"
 
 # Pub/Sub retries with backoff (an event in progress elsewhere is not
 # hammered), and its ack deadline exceeds the timeout, so a delivery still
@@ -264,4 +306,15 @@ if [ "$DRY_RUN" = 1 ]; then
 else
   echo "deploy.sh: firelock deployed to $PROJECT ($REGION)" >&2
   [ "$HOSTING" = 0 ] || echo "deploy.sh: the seat map is at https://$PROJECT.web.app/?screening=<id>" >&2
+fi
+if [ "$PAYMENTS" = 1 ]; then
+  cat >&2 <<WEBHOOK
+deploy.sh: register Stripe's webhook endpoint (Dashboard > Developers > Webhooks, or the CLI:
+           stripe webhook_endpoints create --url=... --enabled-events=...), API version $STRIPE_API_VERSION:
+             URL     $FUNCTIONS_URL/StripeWebhook
+             events  checkout.session.completed checkout.session.async_payment_succeeded
+                     checkout.session.expired checkout.session.async_payment_failed
+           then put its signing secret in Secret Manager, and deploy again for the functions to read it:
+             printf %s 'whsec_...' | gcloud secrets versions add $STRIPE_WEBHOOK_SECRET_NAME --data-file=- --project=$PROJECT
+WEBHOOK
 fi

@@ -2,6 +2,9 @@ package firelock
 
 import (
 	"bytes"
+	"github.com/firelock/firelock/functions"
+	"github.com/firelock/firelock/payment"
+	stripe "github.com/stripe/stripe-go/v85"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -20,6 +23,7 @@ func fakeTools(t *testing.T) (pathEnv, logFile string) {
 echo "${VITE_FUNCTIONS_URL:+VITE_FUNCTIONS_URL=$VITE_FUNCTIONS_URL }$(basename "$0") $*" >> "` + logFile + `"
 case "$*" in
   *"runtimes list"*) printf 'go125\ngo126\n' ;;
+  *"secrets describe"*) [ -z "${FAKE_NO_SECRETS:-}" ]; exit $? ;;
   *describe*) exit 1 ;;
 esac
 exit 0
@@ -61,20 +65,17 @@ func TestDeployDryRunPrintsEveryCommand(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
-	want := []string{
-		`+ gcloud functions deploy BookSeats --gen2 --runtime=go126 --region=europe-west1 --project=demo-p --source=. --entry-point=BookSeats --trigger-http --allow-unauthenticated --set-env-vars=\^\;\^FIRELOCK_ALLOWED_ORIGINS=https://demo-p.web.app\,https://demo-p.firebaseapp.com\;FIRELOCK_METRICS=cloud\;FIRELOCK_TRACES=cloud`,
-		`+ gcloud functions deploy CancelBooking --gen2 --runtime=go126 --region=europe-west1 --project=demo-p --source=. --entry-point=CancelBooking --trigger-http --allow-unauthenticated --set-env-vars=\^\;\^FIRELOCK_ALLOWED_ORIGINS=https://demo-p.web.app\,https://demo-p.firebaseapp.com\;FIRELOCK_METRICS=cloud\;FIRELOCK_TRACES=cloud`,
-		`+ gcloud functions deploy HoldSeats --gen2 --runtime=go126 --region=europe-west1 --project=demo-p --source=. --entry-point=HoldSeats --trigger-http --allow-unauthenticated --set-env-vars=\^\;\^FIRELOCK_ALLOWED_ORIGINS=https://demo-p.web.app\,https://demo-p.firebaseapp.com\;FIRELOCK_METRICS=cloud\;FIRELOCK_TRACES=cloud`,
-		`+ gcloud functions deploy ExtendHold --gen2 --runtime=go126 --region=europe-west1 --project=demo-p --source=. --entry-point=ExtendHold --trigger-http --allow-unauthenticated --set-env-vars=\^\;\^FIRELOCK_ALLOWED_ORIGINS=https://demo-p.web.app\,https://demo-p.firebaseapp.com\;FIRELOCK_METRICS=cloud\;FIRELOCK_TRACES=cloud`,
-		`+ gcloud functions deploy ConfirmHold --gen2 --runtime=go126 --region=europe-west1 --project=demo-p --source=. --entry-point=ConfirmHold --trigger-http --allow-unauthenticated --set-env-vars=\^\;\^FIRELOCK_ALLOWED_ORIGINS=https://demo-p.web.app\,https://demo-p.firebaseapp.com\;FIRELOCK_METRICS=cloud\;FIRELOCK_TRACES=cloud`,
-		`+ gcloud functions deploy ReleaseHold --gen2 --runtime=go126 --region=europe-west1 --project=demo-p --source=. --entry-point=ReleaseHold --trigger-http --allow-unauthenticated --set-env-vars=\^\;\^FIRELOCK_ALLOWED_ORIGINS=https://demo-p.web.app\,https://demo-p.firebaseapp.com\;FIRELOCK_METRICS=cloud\;FIRELOCK_TRACES=cloud`,
-		`+ gcloud functions deploy JoinQueue --gen2 --runtime=go126 --region=europe-west1 --project=demo-p --source=. --entry-point=JoinQueue --trigger-http --allow-unauthenticated --set-env-vars=\^\;\^FIRELOCK_ALLOWED_ORIGINS=https://demo-p.web.app\,https://demo-p.firebaseapp.com\;FIRELOCK_METRICS=cloud\;FIRELOCK_TRACES=cloud`,
-		`+ gcloud functions deploy OperateSale --gen2 --runtime=go126 --region=europe-west1 --project=demo-p --source=. --entry-point=OperateSale --trigger-http --allow-unauthenticated --set-env-vars=\^\;\^FIRELOCK_ALLOWED_ORIGINS=https://demo-p.web.app\,https://demo-p.firebaseapp.com\;FIRELOCK_METRICS=cloud\;FIRELOCK_TRACES=cloud`,
+	const secrets = ` --set-secrets=STRIPE_SECRET_KEY=STRIPE_SECRET_KEY:latest\,STRIPE_WEBHOOK_SECRET=STRIPE_WEBHOOK_SECRET:latest`
+	var want []string
+	for _, fn := range functions.HTTPFunctions {
+		want = append(want, `+ gcloud functions deploy `+fn+` --gen2 --runtime=go126 --region=europe-west1 --project=demo-p --source=. --entry-point=`+fn+` --trigger-http --allow-unauthenticated --set-env-vars=\^\;\^FIRELOCK_ALLOWED_ORIGINS=https://demo-p.web.app\,https://demo-p.firebaseapp.com\;FIRELOCK_METRICS=cloud\;FIRELOCK_TRACES=cloud`+secrets)
+	}
+	want = append(want,
 		`+ gcloud pubsub topics create scheduled-jobs --project=demo-p`,
-		`+ gcloud functions deploy RunScheduledJob --gen2 --runtime=go126 --region=europe-west1 --project=demo-p --source=. --entry-point=RunScheduledJob --trigger-topic=scheduled-jobs --retry --timeout=540s --set-env-vars=FIRELOCK_METRICS=cloud\,FIRELOCK_TRACES=cloud`,
+		`+ gcloud functions deploy RunScheduledJob --gen2 --runtime=go126 --region=europe-west1 --project=demo-p --source=. --entry-point=RunScheduledJob --trigger-topic=scheduled-jobs --retry --timeout=540s --set-env-vars=FIRELOCK_METRICS=cloud\,FIRELOCK_TRACES=cloud`+secrets,
 		`+ gcloud pubsub subscriptions update SUBSCRIPTION-OF-RunScheduledJob --project=demo-p --ack-deadline=600 --min-retry-delay=10s --max-retry-delay=600s`,
 		`+ gcloud scheduler jobs create pubsub firelock-rollup-counters --location=europe-west1 --project=demo-p --schedule=0\ \*\ \*\ \*\ \* --time-zone=Etc/UTC --topic=scheduled-jobs --message-body=\{\"job\":\ \"rollupCounters\"\,\ \"schedule\":\ \"0\ \*\ \*\ \*\ \*\"\,\ \"timeZone\":\ \"Etc/UTC\"\}`,
-		`+ gcloud scheduler jobs create pubsub firelock-sweep-expired --location=europe-west1 --project=demo-p --schedule=30\ 3\ \*\ \*\ \* --time-zone=Etc/UTC --topic=scheduled-jobs --message-body=\{\"job\":\ \"sweepExpired\"\,\ \"schedule\":\ \"30\ 3\ \*\ \*\ \*\"\,\ \"timeZone\":\ \"Etc/UTC\"\}`,
+		`+ gcloud scheduler jobs create pubsub firelock-sweep-expired --location=europe-west1 --project=demo-p --schedule=\*\ \*\ \*\ \*\ \* --time-zone=Etc/UTC --topic=scheduled-jobs --message-body=\{\"job\":\ \"sweepExpired\"\,\ \"schedule\":\ \"\*\ \*\ \*\ \*\ \*\"\,\ \"timeZone\":\ \"Etc/UTC\"\}`,
 		`+ gcloud scheduler jobs create pubsub firelock-admit-queue --location=europe-west1 --project=demo-p --schedule=\*\ \*\ \*\ \*\ \* --time-zone=Etc/UTC --topic=scheduled-jobs --message-body=\{\"job\":\ \"admitQueue\"\,\ \"schedule\":\ \"\*\ \*\ \*\ \*\ \*\"\,\ \"timeZone\":\ \"Etc/UTC\"\}`,
 		`+ firebase deploy --only firestore:rules\,firestore:indexes --project demo-p --non-interactive`,
 		`+ npm --prefix web ci --no-audit --no-fund`,
@@ -83,7 +84,7 @@ func TestDeployDryRunPrintsEveryCommand(t *testing.T) {
 		`+ gcloud firestore fields ttls update expireAt --collection-group=locks --enable-ttl --project=demo-p --async`,
 		`+ gcloud firestore fields ttls update expireAt --collection-group=seatLocks --enable-ttl --project=demo-p --async`,
 		`+ gcloud firestore fields ttls update expireAt --collection-group=mutex_critical_data --enable-ttl --project=demo-p --async`,
-	}
+	)
 	got := strings.Split(strings.TrimSpace(out), "\n")
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Fatalf("dry run printed:\n%s\nwant:\n%s", out, strings.Join(want, "\n"))
@@ -141,7 +142,7 @@ func TestDeployWithoutHostingLeavesTheWebAppAndItsOriginsOut(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
-	if !strings.Contains(out, `--set-env-vars=\^\;\^FIRELOCK_ALLOWED_ORIGINS=\;FIRELOCK_METRICS=cloud\;FIRELOCK_TRACES=cloud`+"\n") {
+	if !strings.Contains(out, `--set-env-vars=\^\;\^FIRELOCK_ALLOWED_ORIGINS=\;FIRELOCK_METRICS=cloud\;FIRELOCK_TRACES=cloud --set-secrets`) {
 		t.Errorf("origins were not left empty:\n%s", out)
 	}
 	for _, unwanted := range []string{"npm", "deploy --only hosting", "web.app"} {
@@ -159,8 +160,8 @@ func TestDeployWithoutMetricsOrTracesTurnsTheirExportOff(t *testing.T) {
 		if code != 0 {
 			t.Fatalf("%s: exit %d: %s", c.flag, code, errOut)
 		}
-		if n := strings.Count(out, c.env+"=off"); n != 9 || strings.Contains(out, c.env+"=cloud") {
-			t.Errorf("%s: %d functions deployed with %s=off, want all 9 and none with cloud:\n%s", c.flag, n, c.env, out)
+		if n := strings.Count(out, c.env+"=off"); n != len(functions.HTTPFunctions)+1 || strings.Contains(out, c.env+"=cloud") {
+			t.Errorf("%s: %d functions deployed with %s=off, want all %d and none with cloud:\n%s", c.flag, n, c.env, len(functions.HTTPFunctions)+1, out)
 		}
 	}
 }
@@ -212,5 +213,47 @@ func TestDeployAcceptsAdmitSchedulesWithoutGaps(t *testing.T) {
 		if _, errOut, code := runDeploy(t, pathEnv, "--project=p", "--region=r", "--admit-schedule", s, "--time-zone", "Europe/London", "--dry-run"); code != 0 {
 			t.Errorf("admit schedule %q: exit %d: %s", s, code, errOut)
 		}
+	}
+}
+
+// Payments (CONTRACT §10): the Stripe secrets must exist in Secret Manager
+// before anything is deployed; --no-payments deploys without them and
+// without the two payment functions; a deploy says where Stripe's webhook
+// goes, which events it takes, and the API version stripe-go pins.
+func TestDeployTakesStripesSecretsFromSecretManager(t *testing.T) {
+	pathEnv, logFile := fakeTools(t)
+	out, errOut, code := runDeploy(t, pathEnv, "--dry-run", "--project=demo-p", "--region=us-central1", "--stripe-key-secret=stripe-live-key")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	log := calls(t, logFile)
+	for _, want := range []string{"gcloud secrets describe stripe-live-key --project=demo-p", "gcloud secrets describe STRIPE_WEBHOOK_SECRET --project=demo-p"} {
+		if !strings.Contains(log, want) {
+			t.Errorf("no call %q in:\n%s", want, log)
+		}
+	}
+	for _, want := range []string{
+		"--entry-point=CheckoutHold --trigger-http --allow-unauthenticated",
+		"--entry-point=StripeWebhook --trigger-http --allow-unauthenticated",
+		`--set-secrets=STRIPE_SECRET_KEY=stripe-live-key:latest\,STRIPE_WEBHOOK_SECRET=STRIPE_WEBHOOK_SECRET:latest`,
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("would not run %q:\n%s", want, out)
+		}
+	}
+	for _, want := range append([]string{"https://us-central1-demo-p.cloudfunctions.net/StripeWebhook", stripe.APIVersion}, payment.EventTypes...) {
+		if !strings.Contains(errOut, want) {
+			t.Errorf("the deploy does not print %q:\n%s", want, errOut)
+		}
+	}
+
+	t.Setenv("FAKE_NO_SECRETS", "1")
+	out, errOut, code = runDeploy(t, pathEnv, "--dry-run", "--project=demo-p", "--region=us-central1")
+	if code != 1 || !strings.Contains(errOut, "secret STRIPE_SECRET_KEY does not exist") || strings.Contains(out, "functions deploy") {
+		t.Fatalf("without the secrets: exit %d, printed %q, %s", code, out, errOut)
+	}
+	out, errOut, code = runDeploy(t, pathEnv, "--dry-run", "--project=demo-p", "--region=us-central1", "--no-payments")
+	if code != 0 || strings.Contains(out, "CheckoutHold") || strings.Contains(out, "StripeWebhook") || strings.Contains(out, "set-secrets") || strings.Contains(errOut, "webhook") {
+		t.Fatalf("--no-payments: exit %d:\n%s\n%s", code, out, errOut)
 	}
 }

@@ -563,6 +563,47 @@ func rulesMatrix() []rulesCase {
 			must(t, err)
 			return e.alice.get("counters/c1/shards/0")
 		}},
+		{"read own payment", true, func(t *testing.T, e rulesEnv) error {
+			p := uniq("payments/h")
+			_, err := e.admin.Doc(p).Set(context.Background(), map[string]any{"uid": "alice", "status": "open", "amount": 1250})
+			must(t, err)
+			return e.alice.get(p)
+		}},
+		{"read another user's payment", false, func(t *testing.T, e rulesEnv) error {
+			p := uniq("payments/h")
+			_, err := e.admin.Doc(p).Set(context.Background(), map[string]any{"uid": "alice", "status": "open", "amount": 1250})
+			must(t, err)
+			return e.bob.get(p)
+		}},
+		{"read a payment signed out", false, func(t *testing.T, e rulesEnv) error {
+			p := uniq("payments/h")
+			_, err := e.admin.Doc(p).Set(context.Background(), map[string]any{"uid": "alice", "status": "open"})
+			must(t, err)
+			return e.nobody.get(p)
+		}},
+		{"query own payments by uid", true, func(t *testing.T, e rulesEnv) error {
+			return e.alice.query("payments", "alice")
+		}},
+		{"query everybody's payments", false, func(t *testing.T, e rulesEnv) error {
+			return e.bob.query("payments", "")
+		}},
+		{"operator reads a payment", true, func(t *testing.T, e rulesEnv) error {
+			p := uniq("payments/h")
+			_, err := e.admin.Doc(p).Set(context.Background(), map[string]any{"uid": "alice", "status": "paid"})
+			must(t, err)
+			return e.olive.get(p)
+		}},
+		{"a false operator claim reads a payment", false, func(t *testing.T, e rulesEnv) error {
+			p := uniq("payments/h")
+			_, err := e.admin.Doc(p).Set(context.Background(), map[string]any{"uid": "alice", "status": "paid"})
+			must(t, err)
+			return e.sly.get(p)
+		}},
+		{"read a Stripe event's lease", false, func(t *testing.T, e rulesEnv) error {
+			_, err := e.admin.Doc("stripeEvents/evt_1").Set(context.Background(), map[string]any{"state": "done", "holdId": "h"})
+			must(t, err)
+			return e.olive.get("stripeEvents/evt_1")
+		}},
 		{"read a job run", false, func(t *testing.T, e rulesEnv) error {
 			return e.alice.get("jobRuns/x")
 		}},
@@ -587,7 +628,7 @@ func serverOnlyCases() []rulesCase {
 	paths := []string{
 		"screenings/s1", "screenings/s1/seats/A1", "bookings/b1", "holds/h1", "counters/c1",
 		"counters/c1/shards/0", "jobRuns/e1", "jobRuns/e1/deliveries/x1", "locks/k1",
-		"seatLocks/s1_A1", "somethingElse/x",
+		"seatLocks/s1_A1", "payments/h1", "stripeEvents/evt_1", "stripeEvents/evt_1/deliveries/x1", "somethingElse/x",
 	}
 	var cs []rulesCase
 	for _, p := range paths {

@@ -72,6 +72,10 @@ var (
 	// ErrScreeningStarted: the screening has begun (by Firestore's clock);
 	// it takes no booking or hold.
 	ErrScreeningStarted = errors.New("booking: screening started")
+	// ErrPaymentRequired: the screening is priced (CONTRACT §10): seats
+	// are booked by paying for a hold (402 payment_required), never by
+	// BookSeats or ConfirmHold.
+	ErrPaymentRequired = errors.New("booking: payment required")
 )
 
 // SeatsError names the seats that stopped a booking.
@@ -93,6 +97,18 @@ type Booking struct {
 	RequestID   string    `firestore:"requestId" json:"-"`
 	CreatedAt   time.Time `firestore:"createdAt,serverTimestamp" json:"-"`
 	HoldID      string    `firestore:"holdId,omitempty" json:"-"`
+	// Payment is what paid for a booking of a priced screening.
+	Payment *BookingPayment `firestore:"payment,omitempty" json:"payment,omitempty"`
+	// RefundID is the refund of a paid booking that was cancelled.
+	RefundID string `firestore:"refundId,omitempty" json:"refundId,omitempty"`
+}
+
+// BookingPayment is the payment of a booking (CONTRACT §10).
+type BookingPayment struct {
+	SessionID       string `firestore:"sessionId" json:"sessionId"`
+	PaymentIntentID string `firestore:"paymentIntentId" json:"paymentIntentId"`
+	Amount          int64  `firestore:"amount" json:"amount"`
+	Currency        string `firestore:"currency" json:"currency"`
 }
 
 // Request asks for seats of one screening for one user.
@@ -108,6 +124,7 @@ type Request struct {
 type Service struct {
 	client     *firestore.Client
 	gate       Gate
+	till       Till
 	clock      serverClock
 	screenings screenings
 	taken      takenSeats
@@ -486,9 +503,28 @@ func (s *Service) Cancel(ctx context.Context, uid, bookingID string) (_ Booking,
 			refs[i] = s.seatDoc(b.ScreeningID, seat)
 		}
 		pass := s.passRef(b.ScreeningID, uid)
-		snaps, err := tx.GetAll(append(refs, pass...))
+		var payment []*firestore.DocumentRef
+		if b.Payment != nil && s.till != nil {
+			payment = []*firestore.DocumentRef{s.till.Payment(b.HoldID)}
+		}
+		snaps, err := tx.GetAll(append(append(refs, pass...), payment...))
 		if err != nil {
 			return err
+		}
+		if len(payment) > 0 {
+			// A paid booking's refund falls due in the commit that frees
+			// its seats; the till makes it (Refund) once this commits.
+			p := snaps[len(snaps)-1]
+			snaps = snaps[:len(snaps)-1]
+			ups, err := s.till.BookingCancelled(p, b, snap.ReadTime)
+			if err != nil {
+				return err
+			}
+			if len(ups) > 0 && p.Exists() {
+				if err := tx.Update(p.Ref, ups); err != nil {
+					return err
+				}
+			}
 		}
 		for i, seat := range snaps[:len(refs)] {
 			if seat.Exists() && seat.Data()["bookingId"] == bookingID {

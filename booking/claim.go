@@ -171,7 +171,7 @@ func (s *Service) fastTime(c *claim) (time.Time, bool) {
 	if !ok || got.err != nil || got.sc.checkSeats(c.seats) != nil {
 		return time.Time{}, false
 	}
-	if s.gate != nil && s.gate.Gated(got.snap) {
+	if (s.gate != nil && s.gate.Gated(got.snap)) || (c.kind == ClaimBooking && got.sc.Priced) {
 		return time.Time{}, false
 	}
 	lo, hi, ok := s.clock.bounds()
@@ -273,6 +273,9 @@ func (s *Service) takeRead(ctx context.Context, c *claim, refs []*firestore.Docu
 		}
 		if got.sc.started(now) {
 			return nil, ErrScreeningStarted
+		}
+		if c.kind == ClaimBooking && got.sc.Priced {
+			return nil, ErrPaymentRequired // hold, then pay (CONTRACT §10)
 		}
 		seats := snaps[2+len(pass):]
 		decide := func() error {

@@ -14,7 +14,7 @@ import (
 var Codes = []string{
 	"ok", "invalid_argument", "permission_denied", "screening_not_found", "booking_not_found", "hold_not_found",
 	"seat_taken", "seat_held", "seat_busy", "screening_started", "hold_expired",
-	"sale_not_open", "not_admitted", "seat_limit", "sale_closed", "unavailable", "internal",
+	"sale_not_open", "not_admitted", "seat_limit", "sale_closed", "payment_required", "hold_confirmed", "unavailable", "internal",
 }
 
 // Code is the CONTRACT §3 (or §7, for a gate's refusal) code of the error a
@@ -56,6 +56,10 @@ func Code(err error) string {
 		return "seat_limit"
 	case errors.Is(err, ErrSaleClosed):
 		return "sale_closed"
+	case errors.Is(err, ErrPaymentRequired):
+		return "payment_required"
+	case errors.Is(err, ErrHoldConfirmed):
+		return "hold_confirmed"
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
 		return "unavailable"
 	}

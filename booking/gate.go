@@ -66,7 +66,11 @@ const (
 	HoldExtended ChangeKind = "extended"
 	// HoldPlaced: a hold whose commit landed late had its end placed again
 	// at the commit's time plus its length (Until); never refused.
-	HoldPlaced       ChangeKind = "placed"
+	HoldPlaced ChangeKind = "placed"
+	// HoldPaying: the hold turned paying (CONTRACT §10), its end moved to
+	// Until for the checkout; never refused: a hold made under a pass may
+	// be paid after the pass ends, while it lives.
+	HoldPaying       ChangeKind = "paying"
 	HoldConfirmed    ChangeKind = "confirmed" // BookingID is the booking made from it
 	HoldReleased     ChangeKind = "released"
 	BookingCancelled ChangeKind = "cancelled"

@@ -23,6 +23,10 @@ const (
 
 	StatusReleased = "released"
 	StatusExpired  = "expired"
+	// StatusPaying: the hold's user is paying for it (CONTRACT §10); it
+	// holds its seats until heldUntil like a held hold, and is confirmed
+	// by its payment only.
+	StatusPaying = "paying"
 
 	// confirmMargin: a confirm needs at least this much of its hold left
 	// (by Firestore's clock, conservatively) so that it commits before the
@@ -36,6 +40,8 @@ var (
 	// ErrHoldExpired: the hold has ended (lapsed, released or expired); its
 	// seats may be somebody else's by now.
 	ErrHoldExpired = errors.New("booking: hold expired")
+	// ErrHoldConfirmed: the hold was confirmed into a booking already.
+	ErrHoldConfirmed = errors.New("booking: hold confirmed")
 )
 
 // Hold is a hold document (CONTRACT §3).
@@ -49,6 +55,16 @@ type Hold struct {
 	RequestID   string    `firestore:"requestId" json:"-"`
 	CreatedAt   time.Time `firestore:"createdAt,serverTimestamp" json:"-"`
 	BookingID   string    `firestore:"bookingId,omitempty" json:"bookingId,omitempty"`
+	// Payment is the Checkout Session paying for the hold (status paying,
+	// and after).
+	Payment *HoldPayment `firestore:"payment,omitempty" json:"payment,omitempty"`
+}
+
+// HoldPayment is a paying hold's Checkout Session (CONTRACT §10).
+type HoldPayment struct {
+	SessionID string `firestore:"sessionId" json:"sessionId"`
+	Amount    int64  `firestore:"amount" json:"amount"`
+	Currency  string `firestore:"currency" json:"currency"`
 }
 
 func checkHoldLength(d time.Duration) error {
@@ -186,19 +202,28 @@ func decodeHold(snap *firestore.DocumentSnapshot, uid string) (Hold, error) {
 		return Hold{}, err
 	}
 	h.ID = snap.Ref.ID
-	if h.UID != uid {
+	if uid != "" && h.UID != uid {
 		return Hold{}, fmt.Errorf("%w: the hold belongs to another user", ErrForbidden)
 	}
 	return h, nil
 }
 
+// anyHolder, as onHold's uid, stands for whoever holds the hold (no uid
+// contains a NUL).
+const anyHolder = "\x00any"
+
 // onHold runs fn in a transaction on uid's hold holdID, its seat
-// documents, its screening and the user's pass under a gate (two reads: the
-// hold names the rest), judged at Firestore's time now (the hold
-// snapshot's read time).
+// documents, its screening, the user's pass under a gate and the payment
+// record of a hold that has a payment (two reads: the hold names the
+// rest), judged at Firestore's time now (the hold snapshot's read time).
+// uid anyHolder reads the hold whoever holds it: its payment, which Stripe
+// reports without a user's token.
 func (s *Service) onHold(ctx context.Context, uid, holdID string, fn func(tx *firestore.Transaction, h *Hold, r heldDocs, now time.Time) error) (Hold, error) {
 	if uid == "" {
 		return Hold{}, fmt.Errorf("%w: no user", ErrInvalidArgument)
+	}
+	if uid == anyHolder {
+		uid = ""
 	}
 	if err := checkDocID("holdId", holdID); err != nil {
 		return Hold{}, err
@@ -221,12 +246,19 @@ func (s *Service) onHold(ctx context.Context, uid, holdID string, fn func(tx *fi
 			refs[i] = s.seatDoc(h.ScreeningID, seat)
 		}
 		refs = append(refs, s.client.Collection(Screenings).Doc(h.ScreeningID))
-		refs = append(refs, s.passRef(h.ScreeningID, uid)...)
+		pass := s.passRef(h.ScreeningID, h.UID)
+		refs = append(refs, pass...)
+		payment := s.paymentRef(&h)
+		refs = append(refs, payment...)
 		snaps, err := tx.GetAll(refs)
 		if err != nil {
 			return err
 		}
-		docs := heldDocs{hold: snap, seats: snaps[:len(h.Seats)], screening: snaps[len(h.Seats)], pass: snaps[len(h.Seats)+1:]}
+		n := len(h.Seats)
+		docs := heldDocs{hold: snap, seats: snaps[:n], screening: snaps[n], pass: snaps[n+1 : n+1+len(pass)]}
+		if len(payment) > 0 {
+			docs.payment = snaps[len(snaps)-1]
+		}
 		return fn(tx, &h, docs, snap.ReadTime)
 	})
 	return h, err
@@ -238,10 +270,14 @@ type heldDocs struct {
 	seats     []*firestore.DocumentSnapshot
 	screening *firestore.DocumentSnapshot
 	pass      []*firestore.DocumentSnapshot // zero or one
+	payment   *firestore.DocumentSnapshot   // the payment record (nil: no till, or no payment)
 }
 
+// holding: the hold's status holds seats (until heldUntil): held, or paying.
+func (h *Hold) holding() bool { return h.Status == StatusHeld || h.Status == StatusPaying }
+
 // live: the hold still holds its seats at server time now.
-func (h *Hold) live(now time.Time) bool { return h.Status == StatusHeld && now.Before(h.HeldUntil) }
+func (h *Hold) live(now time.Time) bool { return h.holding() && now.Before(h.HeldUntil) }
 
 // ours: the seat document still shows this hold.
 func ours(seat *firestore.DocumentSnapshot, holdID string) bool {
@@ -309,6 +345,8 @@ func (s *Service) ConfirmHold(ctx context.Context, uid, holdID string) (_ Bookin
 	case h.Status == StatusOK:
 		b, err := s.confirmed(ctx, h)
 		return b, false, err
+	case h.Status == StatusPaying:
+		return Booking{}, false, ErrPaymentRequired // its payment confirms it
 	case h.Status != StatusHeld:
 		return Booking{}, false, ErrHoldExpired
 	}
@@ -326,6 +364,9 @@ func (s *Service) ConfirmHold(ctx context.Context, uid, holdID string) (_ Bookin
 		if err != nil {
 			return err
 		}
+		if h.Status == StatusPaying || sc.Priced {
+			return ErrPaymentRequired
+		}
 		if err := s.confirmable(h, sc, now); err != nil {
 			return err
 		}
@@ -335,28 +376,11 @@ func (s *Service) ConfirmHold(ctx context.Context, uid, holdID string) (_ Bookin
 			}
 		}
 		b = confirmation(h)
-		if err := s.settle(tx, docs.pass, Change{Kind: HoldConfirmed, HoldID: h.ID, BookingID: b.ID, Seats: len(h.Seats)}, now); err != nil {
+		if err := s.confirmIn(ctx, tx, h, docs, &b, now, ""); err != nil {
 			return err
 		}
-		ctr, err := s.counter(ctx, h.ScreeningID)
-		if err != nil {
-			return err
-		}
-		for _, seat := range docs.seats {
-			// The seat stays locked by the execution that held it.
-			if err := tx.Set(seat.Ref, map[string]any{"status": StatusBooked, "bookingId": b.ID, "bookedAt": firestore.ServerTimestamp, "lockedBy": seat.Data()["lockedBy"]}); err != nil {
-				return err
-			}
-		}
-		if err := tx.Create(s.client.Collection(Bookings).Doc(b.ID), b); err != nil {
-			return err
-		}
-		if err := tx.Update(docs.hold.Ref, []firestore.Update{{Path: "status", Value: StatusOK}, {Path: "bookingId", Value: b.ID}}); err != nil {
-			return err
-		}
-		shard, ups := ctr.IncrementWrite(int64(len(h.Seats)))
 		created = true
-		return tx.Update(shard, ups)
+		return nil
 	})
 	if err != nil {
 		return Booking{}, false, err
@@ -402,6 +426,9 @@ func (s *Service) confirmFast(ctx context.Context, h Hold, snap *firestore.Docum
 		return Booking{}, false, nil
 	}
 	now := snap.ReadTime
+	if got.sc.Priced {
+		return Booking{}, false, ErrPaymentRequired
+	}
 	if err := s.confirmable(&h, got.sc, now); err != nil {
 		return Booking{}, false, err
 	}
@@ -464,19 +491,31 @@ func (s *Service) ReleaseHold(ctx context.Context, uid, holdID string) (_ Hold, 
 	ctx, done := s.metrics.start(ctx, metricOpRelease)
 	defer done(&err)
 	return s.onHold(ctx, uid, holdID, func(tx *firestore.Transaction, h *Hold, docs heldDocs, now time.Time) error {
-		if h.Status != StatusHeld {
+		if !h.holding() {
 			return nil
 		}
 		if err := s.settle(tx, docs.pass, Change{Kind: HoldReleased, HoldID: h.ID, Seats: len(h.Seats)}, now); err != nil {
 			return err
 		}
-		return s.endHold(tx, h, docs, StatusReleased)
+		return s.endHold(tx, h, docs, StatusReleased, EndedByUser, now)
 	})
 }
 
 // endHold turns h's status to end (released or expired) and clears the
-// seat documents that still show it.
-func (s *Service) endHold(tx *firestore.Transaction, h *Hold, docs heldDocs, end string) error {
+// seat documents that still show it; a paying hold's payment record notes
+// how it ended (by), in the same commit.
+func (s *Service) endHold(tx *firestore.Transaction, h *Hold, docs heldDocs, end string, by EndedBy, now time.Time) error {
+	if h.Status == StatusPaying && docs.payment != nil && docs.payment.Exists() {
+		ups, err := s.till.HoldEnded(docs.payment, *h, by, now)
+		if err != nil {
+			return err
+		}
+		if len(ups) > 0 {
+			if err := tx.Update(docs.payment.Ref, ups); err != nil {
+				return err
+			}
+		}
+	}
 	for _, seat := range docs.seats {
 		if ours(seat, h.ID) {
 			if err := tx.Delete(seat.Ref, firestore.LastUpdateTime(seat.UpdateTime)); err != nil {
@@ -494,12 +533,24 @@ func (s *Service) endHold(tx *firestore.Transaction, h *Hold, docs heldDocs, end
 // sweepExpired runs it. Seats are free the moment a hold ends whether or
 // not this has run: it only tidies the map and the holds' status.
 func (s *Service) ExpireHolds(ctx context.Context) (int, error) {
-	// Held holds are the live checkouts and the few not yet tidied: one
-	// equality query (no composite index), narrowed by the local clock;
-	// each hold is then judged in its own transaction by Firestore's.
-	snaps, err := s.client.Collection(Holds).Where("status", "==", StatusHeld).Documents(ctx).GetAll()
+	return s.expireHolds(ctx, StatusHeld, StatusPaying)
+}
+
+// ExpirePaying is ExpireHolds for paying holds only: the few in a
+// checkout, swept more often than the rest so that their Checkout
+// Sessions are expired soon after they end (CONTRACT §10).
+func (s *Service) ExpirePaying(ctx context.Context) (int, error) {
+	return s.expireHolds(ctx, StatusPaying)
+}
+
+func (s *Service) expireHolds(ctx context.Context, statuses ...string) (int, error) {
+	// Held and paying holds are the live checkouts and the few not yet
+	// tidied: one query on the status (no composite index), narrowed by
+	// the local clock; each hold is then judged in its own transaction by
+	// Firestore's.
+	snaps, err := s.client.Collection(Holds).Where("status", "in", statuses).Documents(ctx).GetAll()
 	if err != nil {
-		return 0, fmt.Errorf("booking: list held holds: %w", err)
+		return 0, fmt.Errorf("booking: list %v holds: %w", statuses, err)
 	}
 	n := 0
 	var errs []error
@@ -511,11 +562,11 @@ func (s *Service) ExpireHolds(ctx context.Context) (int, error) {
 		expired := false
 		_, err := s.onHold(ctx, uid, snap.Ref.ID, func(tx *firestore.Transaction, h *Hold, docs heldDocs, now time.Time) error {
 			expired = false
-			if h.Status != StatusHeld || h.live(now) {
+			if !h.holding() || h.live(now) {
 				return nil
 			}
 			expired = true
-			return s.endHold(tx, h, docs, StatusExpired)
+			return s.endHold(tx, h, docs, StatusExpired, EndedByTime, now)
 		})
 		if err != nil {
 			errs = append(errs, err)

@@ -351,8 +351,10 @@ func seatStep(s hallState, in seatIn, out seatOut) (bool, hallState) {
 				return out.Answer == answerDone && out.Status == s.Made[booking].Status, s
 			}
 			// Confirmed now, at the booking's create time: by this call (a
-			// 200 when its own commit landed unheard).
-			if !made || out.At < s.Now || !c.liveAt(out.At) || (out.Answer == answerDone && out.Status != StatusOK) {
+			// 200 when its own commit landed unheard). Such a call answers
+			// the booking as it reads it after that commit, so cancelled if
+			// a cancel came in between (ConfirmHold's doc).
+			if !made || out.At < s.Now || !c.liveAt(out.At) || (out.Answer == answerDone && out.Status != StatusOK && out.Status != StatusCanceled) {
 				return false, s
 			}
 			s.Now = out.At
@@ -651,6 +653,8 @@ func TestSeatModel(t *testing.T) {
 			hold(1, a1|a2, held(1, 6)), on(opConfirm, h(1), created(4)), read(5, bookedBy(c(1)), bookedBy(c(1))), count(2),
 			on(opConfirm, h(1), again(StatusOK, 4)), on(opCancel, c(1), again(StatusCanceled, 0)), count(0),
 			on(opConfirm, h(1), again(StatusCanceled, 4))}, porcupine.Ok},
+		{"a confirm whose own commit landed unheard answers the booking as stored: cancelled since", []seatModelOp{
+			hold(1, a1, held(1, 6)), overlap(on(opConfirm, h(1), again(StatusCanceled, 2))), on(opCancel, c(1), again(StatusCanceled, 0)), read(3), count(0)}, porcupine.Ok},
 		{"a confirm committed after the end", []seatModelOp{hold(1, a1, held(1, 6)), on(opConfirm, h(1), created(6.2))}, porcupine.Illegal},
 		{"hold_expired with less than the margin left", []seatModelOp{hold(1, a1, held(1, 6)), on(opConfirm, h(1), refused(answerExpired, 0)), read(5.5, heldBy(h(1), 6))}, porcupine.Ok},
 		{"hold_expired with more left", []seatModelOp{hold(1, a1, held(1, 6)), on(opConfirm, h(1), refused(answerExpired, 0)), read(4.5, heldBy(h(1), 6))}, porcupine.Illegal},

@@ -19,6 +19,9 @@ type Screening struct {
 	StartsAt    time.Time `firestore:"startsAt"`
 	Rows        []string  `firestore:"rows"`
 	SeatsPerRow int       `firestore:"seatsPerRow"`
+	// Priced: the screening has a price (CONTRACT §10), so its seats are
+	// paid for (through a Till), never booked for free.
+	Priced bool `firestore:"-"`
 }
 
 // ScreeningCacheTTL bounds how long a screening is trusted without a fresh
@@ -225,6 +228,7 @@ func decodeScreening(snap *firestore.DocumentSnapshot) (Screening, error) {
 	if err := snap.DataTo(&sc); err != nil {
 		return Screening{}, fmt.Errorf("booking: screening %q is malformed: %w", snap.Ref.ID, err)
 	}
+	sc.Priced = snap.Data()["price"] != nil
 	return sc, nil
 }
 

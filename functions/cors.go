@@ -34,6 +34,9 @@ func NewCORS(origins ...string) *CORS {
 // CORSFromEnv allows the origins of FIRELOCK_ALLOWED_ORIGINS.
 func CORSFromEnv() *CORS { return NewCORS(strings.Split(os.Getenv(AllowedOriginsEnv), ",")...) }
 
+// allows says whether origin may call the functions from a browser.
+func (c *CORS) allows(origin string) bool { return c != nil && c.allowed[origin] }
+
 // apply sets the CORS headers of r's answer and reports whether r was a
 // preflight, which it has answered.
 func (c *CORS) apply(w http.ResponseWriter, r *http.Request) (answered bool) {

@@ -21,11 +21,28 @@ import (
 	"github.com/firelock/firelock/counter"
 	"github.com/firelock/firelock/functions"
 	"github.com/firelock/firelock/internal/emulators"
+	"github.com/firelock/firelock/internal/stripelocal"
+	"github.com/firelock/firelock/payment"
 	"github.com/firelock/firelock/sale"
 )
 
+// stripeWebhookSecret signs the tests' Stripe events; the functions talk
+// to a stripe-mock started for the package, as the local run does.
+var stripeWebhookSecret = stripelocal.NewWebhookSecret()
+
 func TestMain(m *testing.M) {
-	os.Exit(emulators.RunTests(m, emulators.Firestore, emulators.Auth))
+	os.Exit(func() int {
+		mock, err := stripelocal.StartMock(context.Background())
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 2
+		}
+		defer mock.Stop()
+		os.Setenv(payment.EnvSecretKey, "sk_test_firelock")
+		os.Setenv(payment.EnvWebhookSecret, stripeWebhookSecret)
+		os.Setenv(payment.EnvAPIURL, mock.URL)
+		return emulators.RunTests(m, emulators.Firestore, emulators.Auth)
+	}())
 }
 
 // env is one test's functions server on a fresh Firestore project.
@@ -76,6 +93,8 @@ func newEnvOn(t *testing.T, fs *firestore.Client) *env {
 	mux.HandleFunc("/ReleaseHold", api.ReleaseHold)
 	mux.HandleFunc("/JoinQueue", api.JoinQueue)
 	mux.HandleFunc("/OperateSale", api.OperateSale)
+	mux.HandleFunc("/CheckoutHold", api.CheckoutHold)
+	mux.HandleFunc("/StripeWebhook", api.StripeWebhook)
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
 	return &env{t: t, fs: fs, api: api, srv: srv, log: buf}

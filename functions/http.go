@@ -26,6 +26,7 @@ import (
 	"github.com/firelock/firelock/booking"
 	"github.com/firelock/firelock/jobs"
 	"github.com/firelock/firelock/lock"
+	"github.com/firelock/firelock/payment"
 	"github.com/firelock/firelock/sale"
 )
 
@@ -38,19 +39,22 @@ func init() {
 	functions.HTTP("ReleaseHold", func(w http.ResponseWriter, r *http.Request) { defaultAPI().ReleaseHold(w, r) })
 	functions.HTTP("JoinQueue", func(w http.ResponseWriter, r *http.Request) { defaultAPI().JoinQueue(w, r) })
 	functions.HTTP("OperateSale", func(w http.ResponseWriter, r *http.Request) { defaultAPI().OperateSale(w, r) })
+	functions.HTTP("CheckoutHold", func(w http.ResponseWriter, r *http.Request) { defaultAPI().CheckoutHold(w, r) })
+	functions.HTTP("StripeWebhook", func(w http.ResponseWriter, r *http.Request) { defaultAPI().StripeWebhook(w, r) })
 }
 
-// HTTPFunctions names every HTTP function (CONTRACT §3, §7, §8), for
+// HTTPFunctions names every HTTP function (CONTRACT §3, §7, §8, §10), for
 // deploy.sh and the local run.
-var HTTPFunctions = []string{"BookSeats", "CancelBooking", "HoldSeats", "ExtendHold", "ConfirmHold", "ReleaseHold", "JoinQueue", "OperateSale"}
+var HTTPFunctions = []string{"BookSeats", "CancelBooking", "HoldSeats", "ExtendHold", "ConfirmHold", "ReleaseHold", "JoinQueue", "OperateSale", "CheckoutHold", "StripeWebhook"}
 
 // MaxBody bounds request bodies.
 const MaxBody = 16 << 10
 
-// API serves the functions of CONTRACT §3, §4 and §7.
+// API serves the functions of CONTRACT §3, §4, §7, §8 and §10.
 type API struct {
 	Bookings *booking.Service
 	Sales    *sale.Service
+	Payments *payment.Service
 	Jobs     *jobs.Runner
 	Auth     Users
 	Log      *slog.Logger
@@ -132,15 +136,29 @@ func NewAPIWithLogger(ctx context.Context, fs *firestore.Client, authProject str
 	if err != nil {
 		return nil, fmt.Errorf("functions: firebase auth: %w", err)
 	}
-	sales := sale.New(fs, sale.WithLogger(log))
+	ledger := payment.NewLedger(fs)
+	sales := sale.New(fs, sale.WithLogger(log), sale.WithTakings(ledger))
 	admitter, err := sales.Admitter()
 	if err != nil {
 		return nil, err
 	}
-	table := jobs.Standard(fs)
+	bookings := booking.New(fs, booking.WithGate(sales), booking.WithTill(ledger))
+	payments := payment.New(fs, bookings, ledger, payment.ConfigFromEnv(), payment.WithLogger(log))
+	table := jobs.Standard(fs, bookings)
 	table[sale.AdmitJob] = admitter.Job() // jobs cannot import sale (sale uses jobs)
-	return &API{Bookings: booking.New(fs, booking.WithGate(sales)), Sales: sales, Jobs: jobs.New(fs, table), Auth: ac, Log: log,
+	table["sweepExpired"] = withPaymentSweep(table["sweepExpired"], payments)
+	return &API{Bookings: bookings, Sales: sales, Payments: payments, Jobs: jobs.New(fs, table), Auth: ac, Log: log,
 		CORS: CORSFromEnv(), Project: authProject}, nil
+}
+
+// withPaymentSweep adds the payments' sweep to sweepExpired: until the
+// run's end (the next tick), every payment.SweepEvery, it ends paying holds
+// that lapsed and makes at Stripe what their records say is due (expired
+// sessions, refunds a request could not make).
+func withPaymentSweep(sweep jobs.Func, payments *payment.Service) jobs.Func {
+	return func(ctx context.Context, run *jobs.Run) error {
+		return errors.Join(sweep(ctx, run), payments.Sweep(ctx, run.Until()))
+	}
 }
 
 // apiError is the one error shape of CONTRACT §3.
@@ -175,6 +193,9 @@ func toAPIError(err error) *apiError {
 	case errors.Is(err, errNotReady):
 		return errorf(http.StatusServiceUnavailable, "unavailable", "the service is starting; try again")
 	}
+	if ae := paymentError(err); ae != nil {
+		return ae
+	}
 	errors.As(err, &se)
 	switch code := booking.Code(err); code {
 	case "seat_taken":
@@ -203,6 +224,10 @@ func toAPIError(err error) *apiError {
 		return errorf(http.StatusForbidden, code, "%s", strings.TrimPrefix(err.Error(), "booking: "))
 	case "sale_closed":
 		return errorf(http.StatusConflict, code, saleClosedMessage)
+	case "payment_required":
+		return errorf(http.StatusPaymentRequired, code, "the screening is priced: hold the seats, then pay for the hold (CheckoutHold)")
+	case "hold_confirmed":
+		return errorf(http.StatusConflict, code, "the hold is confirmed already: it is a booking")
 	case "unavailable":
 		if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
 			return errorf(http.StatusServiceUnavailable, code, "the request timed out; try again")
@@ -395,7 +420,7 @@ func (a *API) CancelBooking(w http.ResponseWriter, r *http.Request) {
 		if req.BookingID == "" {
 			return 0, nil, errorf(http.StatusBadRequest, "invalid_argument", "bookingId is required")
 		}
-		b, err := a.Bookings.Cancel(ctx, uid, req.BookingID)
+		b, err := a.Payments.CancelBooking(ctx, uid, req.BookingID)
 		if err != nil {
 			return 0, nil, err
 		}
@@ -511,7 +536,7 @@ func (a *API) ReleaseHold(w http.ResponseWriter, r *http.Request) {
 		if err := requireHoldID(req.HoldID); err != nil {
 			return 0, nil, err
 		}
-		h, err := a.Bookings.ReleaseHold(ctx, uid, req.HoldID)
+		h, err := a.Payments.ReleaseHold(ctx, uid, req.HoldID)
 		if err != nil {
 			return 0, nil, err
 		}

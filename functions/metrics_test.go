@@ -6,6 +6,7 @@ import (
 	"github.com/firelock/firelock/booking"
 	"github.com/firelock/firelock/internal/telemetry"
 	"github.com/firelock/firelock/internal/telemetry/telemetrytest"
+	"github.com/firelock/firelock/payment"
 )
 
 // What a function answers and what firelock.booking.requests counts agree:
@@ -14,7 +15,11 @@ import (
 func TestBookingAnswersCountUnderTheirCodes(t *testing.T) {
 	e := newEnv(t)
 	m := telemetrytest.New(t)
-	e.api.Bookings = booking.New(e.fs, booking.WithGate(e.api.Sales), booking.WithMeterProvider(m.Provider))
+	// A booking service recording into m, wired as NewAPI wires one: the
+	// payments (CancelBooking, ReleaseHold) go through it too.
+	ledger := payment.NewLedger(e.fs)
+	e.api.Bookings = booking.New(e.fs, booking.WithGate(e.api.Sales), booking.WithTill(ledger), booking.WithMeterProvider(m.Provider))
+	e.api.Payments = payment.New(e.fs, e.api.Bookings, ledger, payment.ConfigFromEnv())
 	t.Cleanup(e.api.Bookings.Close)
 
 	answers := []struct {

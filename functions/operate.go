@@ -33,7 +33,7 @@ func (a *API) OperateSale(w http.ResponseWriter, r *http.Request) {
 				return 0, nil, errorf(http.StatusBadRequest, "invalid_argument", "sale must be an object of §7 fields, e.g. {\"admitPerMinute\": 600}")
 			}
 		}
-		out, err := a.Sales.Operate(ctx, op, a.Bookings)
+		out, err := a.Sales.Operate(ctx, op, a.Payments) // a paying hold's session is expired at once
 		if err != nil {
 			return 0, nil, err
 		}

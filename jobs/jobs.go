@@ -11,7 +11,6 @@ import (
 	"maps"
 	"slices"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 	_ "time/tzdata"
@@ -21,8 +20,7 @@ import (
 	"github.com/firelock/firelock/booking"
 	"github.com/firelock/firelock/counter"
 	"github.com/firelock/firelock/lock"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
+	"go.opentelemetry.io/otel/metric"
 )
 
 // Collection holds one document per event.
@@ -75,10 +73,13 @@ var (
 // fence its writes with, and what the event is.
 type Func func(ctx context.Context, run *Run) error
 
-// Run is one run of an event's job, built by the Runner for its body.
+// Run is one run of an event, built by the Runner (or by Events.Do) for
+// its body.
 type Run struct {
 	lease       *lock.Lease
-	msg         Message
+	msg         Message // a scheduled job's message; zero for Events.Do
+	name        string  // what the records call the run: the job, or the event type
+	label       string  // the field that carries name: "job" in jobRuns
 	key         string
 	slot        time.Time
 	until       time.Time
@@ -128,56 +129,60 @@ func (r *Run) MarkDone(tx *firestore.Transaction) error {
 	}); err != nil {
 		return err
 	}
-	return tx.Create(r.record, delivery(r.msg.Job, Ran, nil))
+	return tx.Create(r.record, r.delivery(Ran, nil))
 }
 
-// Runner delivers events to jobs. Safe for concurrent use.
+// Runner delivers scheduled-job events to jobs: each event runs once, on
+// the per-event leases of Events in the collection jobRuns. Safe for
+// concurrent use.
 type Runner struct {
-	client   *firestore.Client
-	jobs     map[string]Func
-	lease    time.Duration
-	wait     time.Duration
-	lockOpts []lock.Option
-	// locker is made once (one commit client per Runner) and derived per
-	// delivery with the delivery's execution ID as owner.
-	locker  *lock.Locker
-	lockErr error
+	events  *Events
+	jobs    map[string]Func
 	metrics *jobMetrics
 }
 
-// Option configures a Runner.
-type Option func(*Runner)
+// config is what the options set, for a Runner or an Events.
+type config struct {
+	lease    time.Duration
+	wait     time.Duration
+	lockOpts []lock.Option
+	mp       metric.MeterProvider // nil: the global provider
+}
+
+// Option configures a Runner or an Events.
+type Option func(*config)
 
 // WithLease sets how long a run holds its event without renewing (default
 // DefaultLease); a crashed run blocks its event at most this long.
-func WithLease(d time.Duration) Option { return func(r *Runner) { r.lease = d } }
+func WithLease(d time.Duration) Option { return func(c *config) { c.lease = d } }
 
 // WithWait sets how long a delivery that meets a live run waits for it to
 // finish or for its lease to end before answering ErrInProgress (default:
 // the lease plus 10s, so a crashed run is taken over by the next delivery).
-func WithWait(d time.Duration) Option { return func(r *Runner) { r.wait = d } }
+func WithWait(d time.Duration) Option { return func(c *config) { c.wait = d } }
 
-// WithLockOptions passes options to the Runner's Locker (e.g.
+// WithLockOptions passes options to the Locker of the event leases (e.g.
 // lock.WithClientOptions). Each delivery takes its event as an owner of its
 // own, the delivery's execution ID, whatever WithOwner says.
 func WithLockOptions(opts ...lock.Option) Option {
-	return func(r *Runner) { r.lockOpts = opts }
+	return func(c *config) { c.lockOpts = opts }
+}
+
+func newConfig(opts []Option) config {
+	c := config{lease: DefaultLease}
+	for _, o := range opts {
+		o(&c)
+	}
+	if c.wait == 0 {
+		c.wait = c.lease + 10*time.Second
+	}
+	return c
 }
 
 // New returns a Runner for the given jobs.
 func New(client *firestore.Client, jobs map[string]Func, opts ...Option) *Runner {
-	r := &Runner{client: client, jobs: jobs, lease: DefaultLease}
-	for _, o := range opts {
-		o(r)
-	}
-	if r.wait == 0 {
-		r.wait = r.lease + 10*time.Second
-	}
-	if r.metrics == nil {
-		r.metrics = newJobMetrics(nil)
-	}
-	r.locker, r.lockErr = lock.New(client, Collection, append([]lock.Option{lock.WithLeaseDuration(r.lease), lock.WithMeterProvider(r.metrics.mp)}, r.lockOpts...)...)
-	return r
+	c := newConfig(opts)
+	return &Runner{events: newEvents(client, Collection, "job", c), jobs: jobs, metrics: newJobMetrics(c.mp)}
 }
 
 // Sweep ages: lease documents of locks are swept a day after their lease
@@ -194,8 +199,14 @@ var Sweep = []struct {
 	{Collection, 7 * 24 * time.Hour, []string{"deliveries"}},
 }
 
-// Standard is the job table of CONTRACT §4.
-func Standard(client *firestore.Client) map[string]Func {
+// Standard is the job table of CONTRACT §4. sweepExpired expires ended
+// holds through bookings (nil: a booking.Service of client's without gate
+// or till; give the application's, so that a paying hold's payment record
+// changes with it).
+func Standard(client *firestore.Client, bookings *booking.Service) map[string]Func {
+	if bookings == nil {
+		bookings = booking.New(client)
+	}
 	return map[string]Func{
 		// Both write conditionally already: a rollup on the counter's update
 		// time, a sweep on each lease's; a stale run can only lose a race.
@@ -208,7 +219,7 @@ func Standard(client *firestore.Client) map[string]Func {
 			var errs []error
 			// Ended holds turn expired and leave the seat map (their seats
 			// were free from the moment they ended).
-			if _, err := booking.New(client).ExpireHolds(ctx); err != nil {
+			if _, err := bookings.ExpireHolds(ctx); err != nil {
 				errs = append(errs, err)
 			}
 			for _, s := range Sweep {
@@ -337,7 +348,7 @@ func (r *Runner) runOf(ev Event, executionID string) (*Run, error) {
 	if err != nil {
 		return nil, err
 	}
-	run := &Run{msg: m, key: EventKey(ev.Source, ev.ID), executionID: executionID,
+	run := &Run{msg: m, name: m.Job, label: r.events.label, key: EventKey(ev.Source, ev.ID), executionID: executionID,
 		fields: map[string]any{"state": StateRunning, "job": m.Job, "eventId": ev.ID}}
 	if m.Schedule != "" {
 		if run.slot, err = Slot(m.Schedule, m.TimeZone, ev.PublishTime); err != nil {
@@ -349,8 +360,7 @@ func (r *Runner) runOf(ev Event, executionID string) (*Run, error) {
 		run.key = SlotKey(m.Job, run.slot)
 		run.fields["slot"] = run.slot
 	}
-	run.ref = r.client.Collection(Collection).Doc(run.key)
-	run.record = run.ref.Collection("deliveries").Doc(executionID)
+	r.events.place(run, executionID)
 	return run, nil
 }
 
@@ -385,7 +395,7 @@ func (r *Run) failedIn(tx *firestore.Transaction, doc *firestore.DocumentSnapsho
 			return err
 		}
 	}
-	return tx.Create(r.record, delivery(r.msg.Job, Failed, cause))
+	return tx.Create(r.record, r.delivery(Failed, cause))
 }
 
 // Deliver handles one delivery as execution executionID. A nil error means
@@ -400,229 +410,5 @@ func (r *Runner) Deliver(ctx context.Context, executionID string, ev Event) (o O
 	if err != nil {
 		return "", err
 	}
-	job, ref := run.msg.Job, run.ref
-	if r.lockErr != nil {
-		return "", r.lockErr
-	}
-	locker, err := r.locker.ForOwner(executionID)
-	if err != nil {
-		return "", err
-	}
-	lease, err := r.take(ctx, locker, ref, lock.WithFields(run.fields), lock.WithCheck(func(s *firestore.DocumentSnapshot) error {
-		if s.Data()["state"] == StateDone {
-			return errDone
-		}
-		return nil
-	}))
-	switch {
-	case errors.Is(err, errDone):
-		return AlreadyDone, r.record(ctx, ref, executionID, job, AlreadyDone, nil)
-	case errors.Is(err, lock.ErrHeld):
-		err = fmt.Errorf("%w: %v", ErrInProgress, err)
-		return InProgress, errors.Join(err, r.record(ctx, ref, executionID, job, InProgress, nil))
-	case err != nil:
-		return Failed, errors.Join(err, r.recordFailed(ctx, run, err))
-	}
-
-	run.start(lease)
-	kctx, stop := ctx, func() {}
-	if !plantNoKeepAlive.Load() {
-		kctx, stop = lease.KeepAlive(ctx)
-	}
-	runErr := r.jobs[job](kctx, run)
-	lost := context.Cause(kctx)
-	stop()
-	if errors.Is(lost, lock.ErrNotHeld) {
-		runErr = errors.Join(runErr, fmt.Errorf("jobs: the run's lease was lost while it ran: %w", lost))
-	}
-	return r.finish(ctx, run, runErr)
-}
-
-// take acquires the event's lease; while another delivery holds it live,
-// it waits (woken by a snapshot listener on the run, or when the holder's
-// lease would end) within r.wait and ctx, then answers ErrHeld.
-func (r *Runner) take(ctx context.Context, locker *lock.Locker, run *firestore.DocumentRef, opts ...lock.AcquireOption) (*lock.Lease, error) {
-	wctx, cancel := context.WithTimeout(ctx, r.wait)
-	var listener sync.WaitGroup
-	defer listener.Wait()
-	defer cancel()
-	changed := make(chan struct{}, 1)
-	listening := false
-	for {
-		lease, err := locker.TryAcquire(ctx, run.ID, opts...)
-		if !errors.Is(err, lock.ErrHeld) {
-			return lease, err
-		}
-		if !listening {
-			listening = true
-			listener.Go(func() {
-				it := run.Snapshots(wctx)
-				defer it.Stop()
-				for {
-					if _, err := it.Next(); err != nil {
-						return
-					}
-					select {
-					case changed <- struct{}{}:
-					default:
-					}
-				}
-			})
-		}
-		wait := 250 * time.Millisecond // churn without a named holder
-		var held *lock.HeldError
-		if errors.As(err, &held) {
-			wait = held.Holders[0].Remaining + 50*time.Millisecond
-		}
-		t := time.NewTimer(wait)
-		select {
-		case <-wctx.Done():
-			t.Stop()
-			return nil, err
-		case <-changed:
-			t.Stop()
-		case <-t.C:
-		}
-	}
-}
-
-// settle bounds the calls a delivery makes after its context ended (read
-// back, record): past one lease they matter no more, since the lease ends
-// by itself.
-func (r *Runner) settle() time.Duration { return min(10*time.Second, r.lease) }
-
-// finish settles a run that its body ended (with runErr), in one
-// transaction guarded by its lease: the event done and this delivery
-// recorded ran, or, after a failure, the run kept as failed with its lease
-// ended and released, and the delivery recorded failed. The transaction
-// first reads what an earlier commit left (the body's MarkDone, or an
-// attempt here whose answer was lost) and never marks twice. It is retried
-// while the lease may last, past ctx's end too: the lease ends within its
-// length of the last renewal, and Guard refuses a commit once it is about
-// to. A run whose lease was lost is recorded failed and left to whoever
-// took it over.
-func (r *Runner) finish(ctx context.Context, run *Run, runErr error) (Outcome, error) {
-	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), run.lease.Duration())
-	defer cancel()
-	// An answer lost on a connection that stays open would hold an attempt
-	// to the end: each gets a fifth of the lease (at least a second).
-	perAttempt := max(run.lease.Duration()/5, time.Second)
-	for attempt := 0; ; attempt++ {
-		actx, cancelAttempt := context.WithTimeout(fctx, perAttempt)
-		o, result, err := r.finishOnce(actx, run, runErr)
-		cancelAttempt()
-		if err == nil {
-			return o, result
-		}
-		wait := min(50*time.Millisecond<<min(attempt, 5), time.Second)
-		t := time.NewTimer(wait)
-		select {
-		case <-fctx.Done():
-			t.Stop()
-			// Firestore was out of reach for as long as the lease lasts: it
-			// ends by itself, and a redelivery takes the event over or finds
-			// it done (if the body's MarkDone landed).
-			if runErr == nil {
-				return Failed, fmt.Errorf("jobs: %s ran but could not be marked done while its lease lasted: %w", run.msg.Job, err)
-			}
-			return Failed, fmt.Errorf("%w (and the failure could not be recorded while the lease lasted: %w)", runErr, err)
-		case <-t.C:
-		}
-	}
-}
-
-// finishOnce is one attempt of finish. It returns the delivery's outcome
-// and error (nil: acknowledge), or err if the transaction did not commit.
-func (r *Runner) finishOnce(ctx context.Context, run *Run, runErr error) (o Outcome, result, err error) {
-	job := run.msg.Job
-	err = r.client.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
-		o, result = "", nil
-		snaps, err := tx.GetAll([]*firestore.DocumentRef{run.ref, run.record})
-		if err != nil {
-			return err
-		}
-		if rec := snaps[1]; rec.Exists() { // our own commit landed unheard
-			o = Outcome(fmt.Sprint(rec.Data()["outcome"]))
-			if o == Failed {
-				result = runErr
-				if result == nil {
-					result = fmt.Errorf("jobs: %s: %v", job, rec.Data()["error"])
-				}
-			}
-			return nil
-		}
-		if s := snaps[0]; s.Exists() && s.Data()["state"] == StateDone {
-			// Another delivery finished the event after it took it over.
-			o = AlreadyDone
-			return tx.Create(run.record, delivery(job, o, nil))
-		}
-		var gerr error
-		if !plantUnguardedMark.Load() {
-			gerr = run.lease.Guard(tx)
-		}
-		switch {
-		case gerr != nil && !errors.Is(gerr, lock.ErrNotHeld):
-			return gerr
-		case gerr != nil:
-			o, result = Failed, runErr
-			if result == nil {
-				result = fmt.Errorf("jobs: %s ran but lost its lease before it was marked done: %w", job, gerr)
-			}
-			return run.failedIn(tx, snaps[0], result)
-		case runErr == nil:
-			o = Ran
-			return run.MarkDone(tx)
-		default:
-			// Keep the run for its records, its lease ended and released:
-			// the next delivery takes the event over at once.
-			o, result = Failed, runErr
-			if err := tx.Update(run.ref, []firestore.Update{
-				{Path: "state", Value: StateFailed},
-				{Path: "finishedAt", Value: firestore.ServerTimestamp},
-				{Path: lock.FieldLeaseSeconds, Value: 0},
-				{Path: lock.FieldHolds, Value: []string{}},
-			}); err != nil {
-				return err
-			}
-			return tx.Create(run.record, delivery(job, o, result))
-		}
-	})
-	return o, result, err
-}
-
-func delivery(job string, o Outcome, err error) map[string]any {
-	d := map[string]any{"outcome": string(o), "job": job, "at": firestore.ServerTimestamp}
-	if err != nil {
-		d["error"] = err.Error()
-	}
-	return d
-}
-
-// recordFailed records a delivery that failed before it held the lease
-// (see failedIn), also after ctx ended.
-func (r *Runner) recordFailed(ctx context.Context, run *Run, cause error) error {
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.settle())
-	defer cancel()
-	err := r.client.RunTransaction(cctx, func(ctx context.Context, tx *firestore.Transaction) error {
-		doc, err := tx.Get(run.ref)
-		if err != nil && status.Code(err) != codes.NotFound {
-			return err
-		}
-		return run.failedIn(tx, doc, cause)
-	})
-	if err != nil {
-		return fmt.Errorf("jobs: record delivery %s: %w", run.executionID, err)
-	}
-	return nil
-}
-
-// record writes this delivery's record, also after ctx ended (a delivery
-// that ran out of time still says so).
-func (r *Runner) record(ctx context.Context, ref *firestore.DocumentRef, executionID, job string, o Outcome, runErr error) error {
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.settle())
-	defer cancel()
-	if _, err := ref.Collection("deliveries").Doc(executionID).Create(cctx, delivery(job, o, runErr)); err != nil {
-		return fmt.Errorf("jobs: record delivery %s: %w", executionID, err)
-	}
-	return nil
+	return r.events.run(ctx, run, r.jobs[run.msg.Job])
 }

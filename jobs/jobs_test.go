@@ -193,7 +193,7 @@ func TestFailedRunIsKeptAndSweptAfterAWeek(t *testing.T) {
 		t.Fatalf("deliveries %v", d)
 	}
 	run := c.Collection(jobs.Collection).Doc(jobs.EventKey(ev.Source, ev.ID))
-	sweep := jobs.New(c, jobs.Standard(c))
+	sweep := jobs.New(c, jobs.Standard(c, nil))
 	// What the days do to the run: its lease ended that long ago.
 	for i, age := range []time.Duration{6 * 24 * time.Hour, 8 * 24 * time.Hour} {
 		if _, err := run.Update(ctx, []firestore.Update{{Path: lock.FieldRenewedAt, Value: time.Now().Add(-age)}}); err != nil {
@@ -214,7 +214,7 @@ func TestFailedRunIsKeptAndSweptAfterAWeek(t *testing.T) {
 
 func TestBadPayloadIsAcknowledgedAndWritesNothing(t *testing.T) {
 	c := emulators.NewFirestore(t)
-	r := jobs.New(c, jobs.Standard(c))
+	r := jobs.New(c, jobs.Standard(c, nil))
 	for name, data := range map[string]string{
 		"unknown job":         `{"job": "dropTables"}`,
 		"not JSON":            `job=rollupCounters`,
@@ -260,7 +260,7 @@ func TestRollupCountersJob(t *testing.T) {
 	if err := ctr.Increment(ctx, 5); err != nil {
 		t.Fatal(err)
 	}
-	r := jobs.New(c, jobs.Standard(c))
+	r := jobs.New(c, jobs.Standard(c, nil))
 	if o, err := r.Deliver(ctx, execID(t), event("100", "rollupCounters")); err != nil || o != jobs.Ran {
 		t.Fatalf("%s %v", o, err)
 	}
@@ -296,7 +296,7 @@ func TestSweepExpiredDeletesOnlyLongEndedLeases(t *testing.T) {
 	if _, err := c.Doc("jobRuns/old/deliveries/e1").Set(ctx, map[string]any{"outcome": "ran"}); err != nil {
 		t.Fatal(err)
 	}
-	r := jobs.New(c, jobs.Standard(c))
+	r := jobs.New(c, jobs.Standard(c, nil))
 	if o, err := r.Deliver(ctx, execID(t), event("200", "sweepExpired")); err != nil || o != jobs.Ran {
 		t.Fatalf("%s %v", o, err)
 	}

@@ -9,12 +9,13 @@ import (
 	"go.opentelemetry.io/otel/metric"
 )
 
-// WithMeterProvider records the Runner's metrics (CONTRACT §9) into mp:
+// WithMeterProvider records the metrics (CONTRACT §9) into mp: a Runner's
 // firelock.jobs.runs, once per delivery, by job and outcome; and the
-// metrics of its lock (lock.WithMeterProvider). Without it (or with nil)
-// they go to the global provider, a no-op until the application sets one.
+// metrics of the event leases' lock (lock.WithMeterProvider). Without it
+// (or with nil) they go to the global provider, a no-op until the
+// application sets one.
 func WithMeterProvider(mp metric.MeterProvider) Option {
-	return func(r *Runner) { r.metrics = newJobMetrics(mp) }
+	return func(c *config) { c.mp = mp }
 }
 
 // Outcomes beside CONTRACT §4's, for deliveries that never reach a run.

@@ -425,8 +425,9 @@ type counts struct {
 
 // minuteCounts are a saleStats minute's counts that only a query finds.
 type minuteCounts struct {
-	key             string
-	holds, bookings int64
+	key                        string
+	holds, bookings            int64
+	revenue, refunds, latePaid int64 // with Takings
 }
 
 func (c counts) soldOut() bool { return c.seats > 0 && c.booked >= c.seats }
@@ -576,6 +577,12 @@ type Minute struct {
 	Holds      int64     `firestore:"holds" json:"holds"`
 	Bookings   int64     `firestore:"bookings" json:"bookings"`
 	Expired    int64     `firestore:"expired" json:"expired"`
+	// Revenue and Refunds are the amounts paid and refunded within the
+	// minute, in the currency's smallest unit, and LatePayments the late
+	// payments booked (CONTRACT §10; zero for a free screening).
+	Revenue      int64 `firestore:"revenue" json:"revenue"`
+	Refunds      int64 `firestore:"refunds" json:"refunds"`
+	LatePayments int64 `firestore:"latePayments" json:"latePayments"`
 }
 
 // inWindow counts the admissions within the rate window before now.
@@ -608,7 +615,7 @@ func (a *Admitter) countUntil(ctx context.Context, r *saleRun, sc booking.Screen
 	if known {
 		c.seats = int64(len(sc.Rows) * sc.SeatsPerRow)
 	}
-	var errs [6]error
+	var errs [7]error
 	var wg sync.WaitGroup
 	wg.Go(func() { c.waiting, errs[0] = countOf(ctx, a.queue(r.id).Where("status", "==", StatusWaiting), nil) })
 	wg.Go(func() { c.booked, errs[1] = countOf(ctx, seats.Where("status", "==", booking.StatusBooked), nil) })
@@ -627,6 +634,9 @@ func (a *Admitter) countUntil(ctx context.Context, r *saleRun, sc booking.Screen
 		}
 		wg.Go(func() { mc.holds, errs[4] = countOf(ctx, made(booking.Holds), nil) })
 		wg.Go(func() { mc.bookings, errs[5] = countOf(ctx, made(booking.Bookings), nil) })
+		if t := a.s.o.takings; t != nil {
+			wg.Go(func() { mc.revenue, mc.refunds, mc.latePaid, errs[6] = t.Takings(ctx, r.id, m.Start, end) })
+		}
 		c.minute = mc
 	}
 	wg.Wait()
@@ -965,6 +975,7 @@ func figures(st admitState, c counts, live int64, now time.Time) Minute {
 		Admissions: st.Admitted - st.Minute.Admitted, Expired: st.Minute.Expired,
 		Joins: max(0, c.waiting+st.Admitted-st.Minute.Waiting-st.Minute.Admitted),
 		Holds: c.minute.holds, Bookings: c.minute.bookings,
+		Revenue: c.minute.revenue, Refunds: c.minute.refunds, LatePayments: c.minute.latePaid,
 	}
 }
 

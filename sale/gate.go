@@ -162,7 +162,7 @@ func (s *Service) Settle(pass *firestore.DocumentSnapshot, c booking.Change, now
 	_, counted := holds[c.HoldID]
 	holdPath := firestore.FieldPath{fieldHolds, c.HoldID}
 	switch c.Kind {
-	case booking.HoldExtended, booking.HoldPlaced:
+	case booking.HoldExtended, booking.HoldPlaced, booking.HoldPaying:
 		if !counted { // made before the sale: not the pass's to govern
 			return nil, nil
 		}

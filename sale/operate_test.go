@@ -394,3 +394,69 @@ func TestConcurrentOperatorsLeaveTheLogAndTheSaleInStep(t *testing.T) {
 	}
 	t.Logf("%d entries, %d answered as changes, %d errors (%v), %d faults", len(entries), answeredChanged.Load(), errs.Load(), kinds, p.Faults())
 }
+
+// takingsLog is a Takings that answers made-up figures for each stretch it
+// is asked about, and remembers the stretches.
+type takingsLog struct {
+	mu      sync.Mutex
+	windows [][2]time.Time
+}
+
+func (l *takingsLog) Takings(_ context.Context, _ string, from, to time.Time) (int64, int64, int64, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.windows = append(l.windows, [2]time.Time{from, to})
+	return figuresFor(from)
+}
+
+// figuresFor are the made-up takings of the stretch from from.
+func figuresFor(from time.Time) (int64, int64, int64, error) {
+	n := from.UnixMilli() % 997
+	return 100 + n, 10 + n, n % 3, nil
+}
+
+// With a Takings (a priced sale, CONTRACT §10), each minute carries the
+// revenue, refunds and late payments of exactly its own stretch: the
+// stretches asked about follow one another without gap or overlap.
+func TestSaleStatsMinutesCarryTheTakings(t *testing.T) {
+	e := newEnv(t, 10, 20, saleOpening(time.Now().Add(time.Hour), 600, 2, 1))
+	tk := &takingsLog{}
+	e.svc = New(e.fs, append(testOptions(e.log), withMinute(2*time.Second), WithTakings(tk))...)
+	e.join("u1")
+	e.setSale(map[string]any{"opensAt": e.serverNow()})
+	if err := e.run(e.admitter(), 7*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	snaps, err := e.fs.Collection(Stats).Doc(e.id).Collection("minutes").Documents(context.Background()).GetAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tk.mu.Lock()
+	defer tk.mu.Unlock()
+	if len(snaps) < 2 || len(tk.windows) < len(snaps) {
+		t.Fatalf("%d minutes written, %d stretches asked about", len(snaps), len(tk.windows))
+	}
+	asked := map[time.Time]bool{}
+	for i, w := range tk.windows {
+		asked[w[0]] = true
+		if i > 0 && !w[0].Equal(tk.windows[i-1][1]) && !w[0].Equal(tk.windows[i-1][0]) {
+			t.Errorf("stretch %d starts at %v, the one before ended at %v", i, w[0], tk.windows[i-1][1])
+		}
+	}
+	for _, s := range snaps {
+		var m Minute
+		if err := s.DataTo(&m); err != nil {
+			t.Fatal(err)
+		}
+		var from time.Time
+		for f := range asked {
+			if e.svc.o.minuteKey(f) == s.Ref.ID {
+				from = f
+			}
+		}
+		rev, ref, late, _ := figuresFor(from)
+		if from.IsZero() || m.Revenue != rev || m.Refunds != ref || m.LatePayments != late {
+			t.Errorf("minute %s: revenue %d, refunds %d, late %d; want %d, %d, %d (its stretch from %v)", s.Ref.ID, m.Revenue, m.Refunds, m.LatePayments, rev, ref, late, from)
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package sale
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -175,6 +176,7 @@ type options struct {
 	minute     time.Duration // a saleStats minute (tests shorten it)
 	log        *slog.Logger
 	meter      meterOption // WithMeterProvider
+	takings    Takings     // WithTakings
 }
 
 // Option configures a Service.
@@ -219,6 +221,20 @@ func WithTick(busy, idle time.Duration) Option {
 // WithLogger sets where misconfigured sales and admitter trouble are
 // logged (default JSON lines on stderr).
 func WithLogger(l *slog.Logger) Option { return func(o *options) { o.log = l } }
+
+// Takings counts the money a priced sale took in a stretch of time
+// (CONTRACT §10): package payment's Ledger is one. The admitter adds its
+// figures to each saleStats minute.
+type Takings interface {
+	// Takings returns the amounts paid and refunded for the screening's
+	// holds from from (inclusive) to to (exclusive), in the currency's
+	// smallest unit, and how many late payments were booked.
+	Takings(ctx context.Context, screeningID string, from, to time.Time) (revenue, refunds, late int64, err error)
+}
+
+// WithTakings adds each minute's revenue, refunds and late payments, as t
+// counts them, to the sale's minute figures.
+func WithTakings(t Takings) Option { return func(o *options) { o.takings = t } }
 
 // Service joins users to queues and is the booking Gate of sales
 // (booking.Gate). Safe for concurrent use.

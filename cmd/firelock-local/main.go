@@ -56,8 +56,13 @@ func main() {
 	web := flag.String("web", webDev, "serve the web app: dev (Vite dev server), preview (build, then serve the build) or off")
 	webPort := flag.Int("web-port", 5173, "port of the web app (0: a free one)")
 	logFile := flag.String("log", "", "write the functions' log lines to this file instead of stdout")
+	stripeMode := flag.String("stripe", stripeMock, "payments: mock (stripe-mock, a fresh webhook secret and the local checkout page) or env (STRIPE_SECRET_KEY, STRIPE_WEBHOOK_SECRET, STRIPE_API_URL as set: Stripe's test mode with `stripe listen`)")
 	envFile := flag.String("env-file", ".firelock-local.env", "write the run's addresses and the demo user's ID token to this file as shell exports, for other terminals and the README's examples; removed on exit (empty: none)")
 	flag.Parse()
+	if *stripeMode != stripeMock && *stripeMode != stripeEnv {
+		fmt.Fprintf(os.Stderr, "firelock-local: -stripe %q: want mock or env\n", *stripeMode)
+		os.Exit(2)
+	}
 	if *web != webDev && *web != webPreview && *web != webOff {
 		fmt.Fprintf(os.Stderr, "firelock-local: -web %q: want dev, preview or off\n", *web)
 		os.Exit(2)
@@ -87,7 +92,7 @@ func main() {
 		stdout: stdout,
 		port:   *port, web: *web, webPort: *webPort, origins: *origins,
 		sched: scheduler{*schedule, *zone}, jobs: strings.Split(*jobsFlag, ","), command: flag.Args(),
-		envFile: *envFile,
+		envFile: *envFile, stripe: *stripeMode,
 	})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "firelock-local:", err)
@@ -104,6 +109,7 @@ type config struct {
 	command       []string // run once everything is up, then stop
 	stdout        *os.File // the process's own stdout (os.Stdout may be the -log file)
 	envFile       string   // the run's exports, for other shells ("": none)
+	stripe        string   // stripeMock or stripeEnv
 }
 
 // scheduler is the Cloud Scheduler stand-in's schedule: like Cloud
@@ -161,6 +167,11 @@ func run(cfg config) (int, error) {
 		return 0, err
 	}
 	defer emu.Stop()
+	pay, err := startStripe(ctx, cfg.stripe)
+	if err != nil {
+		return 0, err
+	}
+	defer pay.stop()
 
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- Serve("127.0.0.1", fmt.Sprint(port)) }()
@@ -176,6 +187,7 @@ func run(cfg config) (int, error) {
 		return 0, err
 	}
 	defer fs.Close()
+	pay.servePage(fs, base)
 	if err := seedScreening(ctx, fs); err != nil {
 		return 0, err
 	}
@@ -205,7 +217,7 @@ func run(cfg config) (int, error) {
 	defer pub.Stop()
 
 	if cfg.envFile != "" {
-		if err := writeEnvFile(cfg.envFile, emu, project, base, token); err != nil {
+		if err := writeEnvFile(cfg.envFile, emu, project, base, token, pay.env()...); err != nil {
 			return 0, err
 		}
 		defer os.Remove(cfg.envFile)
@@ -226,7 +238,7 @@ func run(cfg config) (int, error) {
 	if len(cfg.command) > 0 {
 		commandDone = runCommand(ctx, cfg.command, cfg.stdout, base, app)
 	} else {
-		printBanner(cfg.stdout, emu, base, app, project, token, uid, sched, jobNames, opensAt, cfg.envFile)
+		printBanner(cfg.stdout, emu, base, app, project, token, uid, sched, jobNames, opensAt, cfg.envFile, pay)
 	}
 
 	for {
@@ -257,15 +269,20 @@ func run(cfg config) (int, error) {
 	}
 }
 
-// seedScreening writes the demo screening (10 rows of 20 seats); rerunning
-// against a persistent emulator leaves bookings alone.
+// seedScreening writes the demo screenings: demo (10 rows of 20 seats,
+// priced: 12.50 EUR a seat, 15.00 in rows A and B), and matinee (free, the
+// same hall); rerunning against a persistent emulator leaves bookings alone.
 func seedScreening(ctx context.Context, fs *firestore.Client) error {
-	_, err := fs.Collection(booking.Screenings).Doc("demo").Set(ctx, booking.Screening{
-		Title: "Metropolis (demo)", StartsAt: time.Now().Add(24 * time.Hour).Truncate(time.Hour),
-		Rows: []string{"A", "B", "C", "D", "E", "F", "G", "H", "I", "J"}, SeatsPerRow: 20,
-	})
-	if err != nil {
-		return fmt.Errorf("seed the demo screening: %w", err)
+	starts := time.Now().Add(24 * time.Hour).Truncate(time.Hour)
+	rows := []string{"A", "B", "C", "D", "E", "F", "G", "H", "I", "J"}
+	for id, doc := range map[string]map[string]any{
+		"demo": {"title": "Metropolis (demo)", "startsAt": starts, "rows": rows, "seatsPerRow": 20,
+			"price": map[string]any{"amount": 1250, "currency": "eur", "rows": map[string]any{"A": 1500, "B": 1500}}},
+		"matinee": {"title": "The General (free matinee)", "startsAt": starts.Add(-4 * time.Hour), "rows": rows, "seatsPerRow": 20},
+	} {
+		if _, err := fs.Collection(booking.Screenings).Doc(id).Set(ctx, doc); err != nil {
+			return fmt.Errorf("seed the demo screening %s: %w", id, err)
+		}
 	}
 	return nil
 }
@@ -303,7 +320,8 @@ func seedSale(ctx context.Context, fs *firestore.Client) (time.Time, error) {
 	_, err := fs.Collection(booking.Screenings).Doc(DemoSale).Set(ctx, map[string]any{
 		"title": "Nosferatu (demo sale)", "startsAt": time.Now().Add(24 * time.Hour).Truncate(time.Hour),
 		"rows": []string{"A", "B", "C", "D", "E"}, "seatsPerRow": 8,
-		"sale": map[string]any{"opensAt": opensAt, "admitPerMinute": 10, "maxActive": 1, "passSeconds": 180, "maxSeatsPerUser": 4},
+		"price": map[string]any{"amount": 900, "currency": "eur"},
+		"sale":  map[string]any{"opensAt": opensAt, "admitPerMinute": 10, "maxActive": 1, "passSeconds": 180, "maxSeatsPerUser": 4},
 	})
 	if err != nil {
 		return time.Time{}, fmt.Errorf("seed the demo sale: %w", err)
@@ -317,7 +335,7 @@ func seedSale(ctx context.Context, fs *firestore.Client) (time.Time, error) {
 // the emulator hosts and the project, which the Firebase SDKs, gcloud and
 // cmd/firelock read. It refuses to replace the file of another run that is
 // still alive.
-func writeEnvFile(path string, emu *emulators.Running, project, base, token string) error {
+func writeEnvFile(path string, emu *emulators.Running, project, base, token string, more ...[2]string) error {
 	if b, err := os.ReadFile(path); err == nil {
 		var pid int
 		if _, err := fmt.Sscanf(string(b), "# firelock-local pid %d", &pid); err == nil && pid != os.Getpid() && syscall.Kill(pid, 0) == nil {
@@ -334,6 +352,9 @@ func writeEnvFile(path string, emu *emulators.Running, project, base, token stri
 		{"FIREBASE_AUTH_EMULATOR_HOST", emu.Host(emulators.Auth)},
 		{"GOOGLE_CLOUD_PROJECT", project},
 	} {
+		fmt.Fprintf(&b, "export %s='%s'\n", kv[0], kv[1])
+	}
+	for _, kv := range more {
 		fmt.Fprintf(&b, "export %s='%s'\n", kv[0], kv[1])
 	}
 	if err := os.WriteFile(path, []byte(b.String()), 0o600); err != nil {
@@ -378,7 +399,7 @@ func runCommand(ctx context.Context, argv []string, stdout *os.File, functionsUR
 	return done
 }
 
-func printBanner(out *os.File, emu *emulators.Running, base string, app *webApp, project, token, uid string, sched scheduler, jobNames []string, opensAt time.Time, envFile string) {
+func printBanner(out *os.File, emu *emulators.Running, base string, app *webApp, project, token, uid string, sched scheduler, jobNames []string, opensAt time.Time, envFile string, pay *stripeRun) {
 	envName := envFile
 	if envName == "" {
 		envName = ".firelock-local.env   (not written: -env-file is empty)"
@@ -390,6 +411,10 @@ func printBanner(out *os.File, emu *emulators.Running, base string, app *webApp,
 		consoleLine = app.URL + "/operate.html?screening=" + DemoSale + "   (sign in as the demo user: an operator)"
 	}
 	saleLine += fmt.Sprintf("   (opens %s; one pass at a time)", opensAt.Local().Format(time.TimeOnly))
+	returnURL := "http://127.0.0.1:5173/?screening=demo"
+	if app != nil {
+		returnURL = app.URL + "/?screening=demo"
+	}
 	started := func(k emulators.Kind) string {
 		if emu.Started(k) {
 			return "started here"
@@ -408,7 +433,7 @@ firelock is running on loopback (project %s)
   functions           %s
   metrics             %s%s   (Prometheus text format, CONTRACT §9)
   scheduler stand-in  %s on %q (%s)
-
+%s
 Demo user demo@example.com, password demo-password (uid %s), an operator of sales; its ID token (valid 1h):
 
   export ID_TOKEN=%s
@@ -418,11 +443,19 @@ and the project for the commands below, the README's examples and cmd/firelock:
 
   . ./%s
 
-Book two seats of the demo screening:
+Book two seats of the free matinee:
 
   curl -sS --fail-with-body -X POST "$URL/BookSeats" -H "Authorization: Bearer $ID_TOKEN" \
     -H 'Content-Type: application/json' \
-    -d '{"screeningId": "demo", "seats": ["F12", "F13"], "requestId": "try-1"}'
+    -d '{"screeningId": "matinee", "seats": ["F12", "F13"], "requestId": "try-1"}'
+
+The demo screening is priced: hold seats, then pay for the hold (CheckoutHold
+answers a checkoutUrl: open it, and press Pay):
+
+  curl -sS --fail-with-body -X POST "$URL/HoldSeats" -H "Authorization: Bearer $ID_TOKEN" \
+    -H 'Content-Type: application/json' -d '{"screeningId": "demo", "seats": ["C7"], "requestId": "try-2"}'
+  curl -sS --fail-with-body -X POST "$URL/CheckoutHold" -H "Authorization: Bearer $ID_TOKEN" \
+    -H 'Content-Type: application/json' -d '{"holdId": "<holdId>", "returnUrl": "%s"}'
 
 Cancel it with the bookingId it returns:
 
@@ -441,6 +474,6 @@ Press Ctrl-C to stop everything.
 		emu.Host(emulators.Auth), started(emulators.Auth),
 		functionURLs(base),
 		base, MetricsPath,
-		strings.Join(jobNames, ", "), sched.schedule, sched.zone,
-		uid, token, envName, DemoSale)
+		strings.Join(jobNames, ", "), sched.schedule, sched.zone, pay.banner(),
+		uid, token, envName, returnURL, DemoSale)
 }

@@ -142,6 +142,10 @@ func handlerOf(api *functions.API, name string) http.HandlerFunc {
 		return api.JoinQueue
 	case "OperateSale":
 		return api.OperateSale
+	case "CheckoutHold":
+		return api.CheckoutHold
+	case "StripeWebhook":
+		return api.StripeWebhook
 	}
 	panic("surge: no handler for function " + name) // functions.HTTPFunctions names one this file does not know
 }

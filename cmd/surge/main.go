@@ -60,6 +60,15 @@ type config struct {
 	ThinkMin    time.Duration `json:"thinkMin"` // before confirming, walking away or releasing
 	ThinkMax    time.Duration `json:"thinkMax"`
 
+	// Pay: the screening is priced and shoppers pay for their holds
+	// (issue #37): PayWalk of them walk away from the checkout, PayLate pay
+	// after the hold lapsed, and PayDuplicates of the payments are delivered
+	// twice.
+	Pay           bool    `json:"pay"`
+	PayWalk       float64 `json:"payWalk"`
+	PayLate       float64 `json:"payLate"`
+	PayDuplicates float64 `json:"payDuplicates"`
+
 	Limit time.Duration `json:"limit"` // the sale runs at most this long after opensAt
 	Seed  uint64        `json:"seed"`
 

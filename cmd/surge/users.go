@@ -170,6 +170,7 @@ type sim struct {
 	// confirmExpired: ConfirmHold answered 410 hold_expired though it was
 	// sent with at least confirmEntitled of the hold left (issue #31).
 	confirmExpired atomic.Int64
+	payments       *payRun // -pay: the shoppers pay instead of confirming
 
 	mu       sync.Mutex
 	records  clientRecords

@@ -1,6 +1,6 @@
 // Package telemetry names firelock's OpenTelemetry instruments (CONTRACT
 // §9) and makes them from a metric.MeterProvider, for the library packages
-// (lock, booking, sale, jobs), which each take a provider as an option.
+// (lock, booking, sale, jobs, payment), which each take a provider as an option.
 //
 // It depends on the OpenTelemetry API only, never on the SDK or an
 // exporter: an application that sets no provider records into the global
@@ -28,6 +28,7 @@ const (
 	SaleWaiting         = "firelock.sale.waiting"          // gauge; Screening
 	SaleActivePasses    = "firelock.sale.active_passes"    // gauge; Screening
 	JobsRuns            = "firelock.jobs.runs"             // counter; Job, Outcome
+	Payments            = "firelock.payments"              // counter; Outcome (CONTRACT §10)
 )
 
 // Attribute keys (CONTRACT §9). Every value comes from a small fixed set
