@@ -1,0 +1,401 @@
+package booking
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"cloud.google.com/go/firestore"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+// ErrNoSeatsTogether: no block of the requested count of free seats is
+// left (CONTRACT §11: 409 no_seats_together), and nothing was held. The
+// error is a *NoSeatsError.
+var ErrNoSeatsTogether = errors.New("booking: no seats together")
+
+// NoSeatsError says how many seats were asked for and how many are left.
+type NoSeatsError struct {
+	Count     int
+	Apart     bool // the request took seats apart too
+	SeatsLeft int  // free seats, as the request last knew the hall
+}
+
+func (e *NoSeatsError) Error() string {
+	if e.Apart {
+		return fmt.Sprintf("%v: %d seats asked for, %d left", ErrNoSeatsTogether, e.Count, e.SeatsLeft)
+	}
+	return fmt.Sprintf("%v: no %d free seats side by side are left in one row (%d seats left)", ErrNoSeatsTogether, e.Count, e.SeatsLeft)
+}
+
+func (e *NoSeatsError) Is(err error) bool { return err == ErrNoSeatsTogether }
+
+// BestRequest asks for Count good seats of one screening for one user: the
+// server chooses them (CONTRACT §11).
+type BestRequest struct {
+	UID         string
+	ScreeningID string
+	Count       int  // 1..MaxSeats
+	Apart       bool // the seats need not sit together (the contract's together: false)
+	RequestID   string
+}
+
+func (r BestRequest) validate() error {
+	if err := (Request{UID: r.UID, ScreeningID: r.ScreeningID, RequestID: r.RequestID, Seats: []string{"A1"}}).validate(); err != nil {
+		return err
+	}
+	if r.Count < 1 || r.Count > MaxSeats {
+		return fmt.Errorf("%w: count must be a whole number from 1 to %d", ErrInvalidArgument, MaxSeats)
+	}
+	return nil
+}
+
+// bestRounds bounds the claims one request tries: each lost one teaches it
+// at least one taken seat, so on a hall that keeps changing it gives up
+// (503, safe to retry with the same requestId) rather than run on.
+const bestRounds = 24
+
+// HoldBest holds r.Count free seats that the server chooses, best first
+// (BestBlocks' order: the screening's preference, the orphan rule), for d
+// (0: DefaultHold), in Hold's one commit. It returns the hold and whether
+// this call made it (false: a retry of the same user and requestId, which
+// answers the hold that requestId made).
+//
+// The candidates come from one read: during a sale, the sale's seat-map
+// document (its Gate's SeatMap, CONTRACT §7a), which lags the seats by up
+// to a second; otherwise the screening's seat documents. The same batched
+// read takes the request's own hold (a retry), the screening and, under a
+// gate, the user's pass, so a caller without a pass, past the seat cap or
+// before the opening is refused before any seat is tried, as Hold refuses
+// it. A block that turns out taken or held meanwhile is left out and the
+// next is tried: the caller gets ErrNoSeatsTogether only when no block of
+// r.Count is left in what the read and the lost claims showed. Within one
+// instance, concurrent requests choose around each other's claims in
+// flight and the seats the instance saw taken in the last seconds; those
+// only steer the choice, never the final refusal.
+//
+// Errors: ErrInvalidArgument (also a count over the sale's seat cap),
+// ErrScreeningNotFound, ErrScreeningStarted, the gate's errors,
+// ErrNoSeatsTogether (*NoSeatsError), or a Firestore error (an Aborted one
+// when the hall kept changing under bestRounds claims). Nothing is held on
+// any error.
+func (s *Service) HoldBest(ctx context.Context, executionID string, r BestRequest, d time.Duration) (_ Hold, _ bool, err error) {
+	ctx, done := s.metrics.start(ctx, metricOpHold)
+	defer done(&err)
+	if d == 0 {
+		d = DefaultHold
+	}
+	if err := checkHoldLength(d); err != nil {
+		return Hold{}, false, err
+	}
+	if err := r.validate(); err != nil {
+		return Hold{}, false, err
+	}
+	read, err := s.readHall(ctx, r, d)
+	if err != nil {
+		return Hold{}, false, err
+	}
+	if read.mine != nil {
+		return s.holdAgain(ctx, executionID, r, d, read.mine)
+	}
+	h, pref := read.hall, read.preference
+	busy := make([]bool, len(h.Free)) // seats of claims that answered seat_busy: tried last
+	for range bestRounds {
+		best := func(h Hall) Block { return Best(h, pref, r.Count, !r.Apart) }
+		if s.hooks.bestChoice != nil {
+			best = s.hooks.bestChoice
+		}
+		seats := s.picks.choose(r.ScreeningID, h, best, func(free []bool) {
+			for i, b := range busy {
+				free[i] = free[i] && !b
+			}
+			for _, seat := range s.taken.seatsUnder(s.client.Collection(Screenings).Doc(r.ScreeningID).Collection(SeatsCollection).Path) {
+				if i, ok := h.index(seat); ok {
+					free[i] = false
+				}
+			}
+		})
+		if seats == nil {
+			// A retry's first attempt may have landed since the read.
+			if snap, err := s.client.Collection(Holds).Doc(holdID(r.UID, r.RequestID)).Get(ctx); err == nil {
+				return s.holdAgain(ctx, executionID, r, d, snap)
+			} else if !notFound(err) {
+				return Hold{}, false, err
+			}
+			return Hold{}, false, &NoSeatsError{Count: r.Count, Apart: r.Apart, SeatsLeft: h.FreeSeats()}
+		}
+		req := Request{UID: r.UID, ScreeningID: r.ScreeningID, Seats: seats, RequestID: r.RequestID}
+		if err := req.validate(); err != nil { // a layout whose rows are no seat ids' rows
+			s.picks.leave(r.ScreeningID, seats)
+			return Hold{}, false, err
+		}
+		hold, created, err := s.hold(ctx, executionID, req, d)
+		s.picks.leave(r.ScreeningID, seats)
+		var se *SeatsError
+		switch {
+		case errors.As(err, &se) && errors.Is(err, ErrSeatBusy):
+			for _, seat := range seats {
+				if i, ok := h.index(seat); ok {
+					busy[i] = true
+				}
+			}
+			continue
+		case errors.As(err, &se):
+			for _, seat := range se.Seats {
+				if i, ok := h.index(seat); ok {
+					h.Free[i] = false
+				}
+			}
+			continue
+		case err != nil:
+			return Hold{}, false, err
+		}
+		if !sameBest(hold, r) {
+			return Hold{}, false, fmt.Errorf("%w: requestId %q was already used for another request", ErrInvalidArgument, r.RequestID)
+		}
+		return hold, created, nil
+	}
+	return Hold{}, false, status.Errorf(codes.Aborted, "booking: the hall kept changing under %d claims; try again", bestRounds)
+}
+
+// sameBest: a stored hold is what r asks for.
+func sameBest(h Hold, r BestRequest) bool {
+	return h.UID == r.UID && h.ScreeningID == r.ScreeningID && len(h.Seats) == r.Count
+}
+
+// holdAgain answers a retry: the hold its requestId made (mine), through
+// Hold's claim path, which finds it (and undoes it, had it landed after
+// the start).
+func (s *Service) holdAgain(ctx context.Context, executionID string, r BestRequest, d time.Duration, mine *firestore.DocumentSnapshot) (Hold, bool, error) {
+	var stored Hold
+	if err := mine.DataTo(&stored); err != nil {
+		return Hold{}, false, err
+	}
+	stored.ID = mine.Ref.ID
+	if !sameBest(stored, r) {
+		return Hold{}, false, fmt.Errorf("%w: requestId %q was already used for another request", ErrInvalidArgument, r.RequestID)
+	}
+	req := Request{UID: r.UID, ScreeningID: r.ScreeningID, Seats: stored.Seats, RequestID: r.RequestID}
+	if err := req.validate(); err != nil {
+		return Hold{}, false, err
+	}
+	h, _, err := s.hold(ctx, executionID, req, d)
+	if err != nil {
+		return Hold{}, false, err
+	}
+	if !sameBest(h, r) {
+		return Hold{}, false, fmt.Errorf("%w: requestId %q was already used for another request", ErrInvalidArgument, r.RequestID)
+	}
+	return h, false, nil
+}
+
+// hallRead is what HoldBest's first read found.
+type hallRead struct {
+	hall       Hall
+	preference []string
+	mine       *firestore.DocumentSnapshot // the request's own hold: a retry
+}
+
+// readHall reads, in one batched read, the request's own hold, the
+// screening, the user's pass and the sale's seat map (under a gate), and
+// decides what Hold would decide before the seats (the start, the gate);
+// without a seat map it then reads the seat documents. It returns the hall
+// as read.
+func (s *Service) readHall(ctx context.Context, r BestRequest, d time.Duration) (hallRead, error) {
+	id := holdID(r.UID, r.RequestID)
+	scRef := s.client.Collection(Screenings).Doc(r.ScreeningID)
+	refs := []*firestore.DocumentRef{s.client.Collection(Holds).Doc(id), scRef}
+	pass := s.passRef(r.ScreeningID, r.UID)
+	refs = append(refs, pass...)
+	// The seat map only where the screening may be gated: an ungated one
+	// this instance keeps current costs no read of a map it does not have.
+	withMap := false
+	if s.gate != nil {
+		got, ok := s.screenings.current(r.ScreeningID)
+		if withMap = !ok || got.err != nil || s.gate.Gated(got.snap); withMap {
+			refs = append(refs, s.gate.SeatMap(r.ScreeningID))
+		}
+	}
+	sent := time.Now()
+	snaps, err := s.client.GetAll(ctx, refs)
+	if err != nil {
+		return hallRead{}, err
+	}
+	now := snaps[0].ReadTime
+	s.clock.observe(now, sent, time.Now())
+	got := cached{snap: snaps[1]}
+	got.sc, got.err = decodeScreening(snaps[1])
+	s.screenings.put(got)
+	if snaps[0].Exists() {
+		return hallRead{mine: snaps[0]}, nil
+	}
+	if got.err != nil {
+		return hallRead{}, got.err
+	}
+	sc := got.sc
+	if sc.started(now) {
+		return hallRead{}, ErrScreeningStarted
+	}
+	hr := hallRead{hall: Hall{Rows: sc.Rows, SeatsPerRow: sc.SeatsPerRow}, preference: preferenceOf(snaps[1])}
+	if s.gate != nil && s.gate.Gated(snaps[1]) {
+		if limit := s.gate.SeatCap(snaps[1]); limit > 0 && r.Count > limit {
+			return hallRead{}, fmt.Errorf("%w: count %d is more than the %d seats one person may hold and book in this sale", ErrInvalidArgument, r.Count, limit)
+		}
+		// The gate decides as it will in the claim's commit (which decides
+		// again, on a fresh read): no pass, no seats.
+		c := Claim{Kind: ClaimHold, ID: id, UID: r.UID, ScreeningID: r.ScreeningID, Seats: make([]string, r.Count), Until: now.Add(d)}
+		if _, err := s.gate.Admit(snaps[1], snaps[2], c, now); err != nil {
+			return hallRead{}, err
+		}
+		if withMap {
+			if free, ok := mapFree(snaps[len(snaps)-1], len(sc.Rows)*sc.SeatsPerRow); ok {
+				hr.hall.Free = free
+				return hr, nil
+			}
+		}
+	}
+	// No sale, or its map is not written yet (or is of another layout):
+	// the seat documents, judged at their read's time.
+	free := make([]bool, len(sc.Rows)*max(sc.SeatsPerRow, 0))
+	for i := range free {
+		free[i] = true
+	}
+	hr.hall.Free = free
+	docs, err := scRef.Collection(SeatsCollection).Documents(ctx).GetAll()
+	if err != nil {
+		return hallRead{}, err
+	}
+	for _, doc := range docs {
+		if seatState(doc, doc.ReadTime) == "" {
+			continue
+		}
+		if i, ok := hr.hall.index(doc.Ref.ID); ok {
+			free[i] = false
+		}
+	}
+	return hr, nil
+}
+
+// mapFree decodes a seat-map document (CONTRACT §7a: a character a seat,
+// '.' free) of a hall of n seats; ok false if it is missing or of another
+// length.
+func mapFree(snap *firestore.DocumentSnapshot, n int) ([]bool, bool) {
+	if snap == nil || !snap.Exists() {
+		return nil, false
+	}
+	seats, _ := snap.Data()["seats"].(string)
+	if len(seats) != n || n == 0 {
+		return nil, false
+	}
+	free := make([]bool, n)
+	for i := range n {
+		free[i] = seats[i] == '.'
+	}
+	return free, true
+}
+
+// preferenceOf is the screening's preference (CONTRACT §11: row labels,
+// best first). Anything but a list of strings is no preference.
+func preferenceOf(screening *firestore.DocumentSnapshot) []string {
+	list, _ := screening.Data()["preference"].([]any)
+	var out []string
+	for _, v := range list {
+		if label, ok := v.(string); ok {
+			out = append(out, label)
+		}
+	}
+	return out
+}
+
+// index is a seat's index in the layout order.
+func (h Hall) index(seat string) (int, bool) {
+	cut := strings.IndexFunc(seat, func(r rune) bool { return r >= '0' && r <= '9' })
+	if cut <= 0 {
+		return 0, false
+	}
+	row := slices.Index(h.Rows, seat[:cut])
+	n, err := strconv.Atoi(seat[cut:])
+	if row < 0 || err != nil || n < 1 || n > h.SeatsPerRow {
+		return 0, false
+	}
+	return row*h.SeatsPerRow + n - 1, true
+}
+
+// picks are the seats this instance's best-available requests are claiming
+// right now, by screening. A request that chooses meanwhile chooses around
+// them, so concurrent requests of one instance do not all try the same
+// best block and queue behind its one winner.
+type picks struct {
+	mu sync.Mutex
+	m  map[string]map[string]int // screening -> seat -> requests claiming it
+}
+
+// choose picks the best block of h and marks it as being
+// claimed (leave unmarks it). It chooses first around the seats other
+// requests of the instance are claiming and those hint marks taken; when
+// that leaves nothing, from h as it is. nil: h has no block.
+func (p *picks) choose(screening string, h Hall, best func(Hall) Block, hint func(free []bool)) []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	steered := h
+	steered.Free = slices.Clone(h.Free)
+	for seat := range p.m[screening] {
+		if i, ok := h.index(seat); ok {
+			steered.Free[i] = false
+		}
+	}
+	hint(steered.Free)
+	b := best(steered)
+	if b == nil {
+		b = best(h)
+	}
+	if b == nil {
+		return nil
+	}
+	seats := h.SeatIDs(b)
+	if p.m == nil {
+		p.m = map[string]map[string]int{}
+	}
+	if p.m[screening] == nil {
+		p.m[screening] = map[string]int{}
+	}
+	for _, seat := range seats {
+		p.m[screening][seat]++
+	}
+	return seats
+}
+
+// leave unmarks seats that choose marked.
+func (p *picks) leave(screening string, seats []string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, seat := range seats {
+		if p.m[screening][seat]--; p.m[screening][seat] <= 0 {
+			delete(p.m[screening], seat)
+		}
+	}
+	if len(p.m[screening]) == 0 {
+		delete(p.m, screening)
+	}
+}
+
+// seatsUnder lists the ids of the documents in the collection at path that
+// the instance saw taken within takenFor.
+func (t *takenSeats) seatsUnder(path string) []string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	prefix := path + "/"
+	var out []string
+	for p, at := range t.m {
+		if id, ok := strings.CutPrefix(p, prefix); ok && time.Since(at) < takenFor {
+			out = append(out, id)
+		}
+	}
+	return out
+}
