@@ -1,0 +1,159 @@
+package sale
+
+import (
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/firelock/firelock/booking"
+	"github.com/firelock/firelock/internal/rpcstats"
+)
+
+// bestEnv is a gate environment (2 rows of 10, a sale open since a minute
+// ago, 6 seats a user) with a booking Service under the sale's gate whose
+// RPCs are counted.
+type bestEnv struct {
+	gateEnv
+	stats *rpcstats.Stats
+	bk    *booking.Service
+}
+
+func newBestEnv(t *testing.T) bestEnv {
+	g := newGateEnv(t)
+	stats := &rpcstats.Stats{}
+	fs, err := rpcstats.NewClient(g.ctx, projectOf(g.fs), stats)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { fs.Close() })
+	bk := booking.New(fs, booking.WithGate(New(fs, testOptions(g.log)...)))
+	t.Cleanup(bk.Close)
+	return bestEnv{g, stats, bk}
+}
+
+// seatMap writes the sale's seat map as its publisher would (rows joined
+// without separators).
+func (b bestEnv) seatMap(rows ...string) {
+	b.t.Helper()
+	if _, err := b.fs.Collection(SeatMaps).Doc("s1").Set(b.ctx, map[string]any{"seats": strings.Join(rows, ""), "updatedAt": time.Now()}); err != nil {
+		b.t.Fatal(err)
+	}
+}
+
+func (b bestEnv) best(uid, requestID string, count int) (booking.Hold, error) {
+	h, _, err := b.bk.HoldBest(b.ctx, "e", booking.BestRequest{UID: uid, ScreeningID: "s1", Count: count, RequestID: requestID}, time.Minute)
+	return h, err
+}
+
+// During a sale, best available chooses from the sale's seat map, read
+// once with the screening and the pass, and reads no seat documents to
+// choose: the map says B4-B7 are held (their documents say free), so the
+// pair goes to row A, where nothing is stranded.
+func TestBestAvailableDuringASaleChoosesFromTheSeatMap(t *testing.T) {
+	b := newBestEnv(t)
+	b.pass("s1", "u", StatusAdmitted, time.Now().Add(time.Hour), nil)
+	b.seatMap("..........", "...hhhh...")
+	before := b.stats.Snapshot()
+	h, err := b.best("u", "r1", 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cost := b.stats.Snapshot().Sub(before)
+	t.Logf("held %v; cost %v", h.Seats, cost)
+	if !slices.Equal(h.Seats, []string{"A5", "A6"}) {
+		t.Fatalf("held %v, want A5 A6: row B's pairs strand a seat by the map", h.Seats)
+	}
+	if cost.RPCs["RunQuery"] != 0 || cost.RPCs["BatchGetDocuments"] != 2 || cost.RPCs["Commit"] != 1 {
+		t.Fatalf("a best hold during a sale cost %v: want one read to choose (the map with the screening and the pass), the claim's read and its commit", cost)
+	}
+	if got := b.status("u"); got != StatusAdmitted {
+		t.Fatalf("the pass is %s", got)
+	}
+	snap, err := b.svc.Pass("s1", "u").Get(b.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if holds, _ := snap.Data()[fieldHolds].(map[string]any); holds[h.ID] == nil {
+		t.Fatalf("the pass does not count the hold: %v", snap.Data())
+	}
+
+	// Without a map yet (the admitter has not written it), the seat documents.
+	if _, err := b.fs.Collection(SeatMaps).Doc("s1").Delete(b.ctx); err != nil {
+		t.Fatal(err)
+	}
+	b.pass("s1", "v", StatusAdmitted, time.Now().Add(time.Hour), nil)
+	if h, err := b.best("v", "r1", 2); err != nil || !slices.Equal(h.Seats, []string{"B5", "B6"}) {
+		t.Fatalf("without a map: %v, %v; want B5 B6 by the seat documents", h.Seats, err)
+	}
+}
+
+// The gate's checks come before any seat is tried, as for Hold: no pass,
+// a pass that has ended, before the opening; a count over the sale's cap
+// is a bad request (400), and a count that would take the user past the
+// cap with what they hold is seat_limit (409). None holds anything.
+func TestBestAvailableDuringASaleKeepsTheGatesChecks(t *testing.T) {
+	b := newBestEnv(t)
+	b.seatMap(strings.Repeat(".", 20))
+	b.pass("s1", "ended", StatusAdmitted, time.Now().Add(-time.Second), nil)
+	b.pass("s1", "waiting", StatusWaiting, time.Time{}, nil)
+	b.pass("s1", "holder", StatusAdmitted, time.Now().Add(time.Hour), nil)
+	if _, err := b.best("holder", "first", 5); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		uid   string
+		count int
+		want  error
+	}{
+		{"nobody", 2, booking.ErrNotAdmitted},
+		{"ended", 2, booking.ErrNotAdmitted},
+		{"waiting", 2, booking.ErrNotAdmitted},
+		{"holder", 7, booking.ErrInvalidArgument},
+		{"holder", 2, booking.ErrSeatLimit},
+	} {
+		before := b.stats.Snapshot()
+		_, err := b.best(c.uid, "again", c.count)
+		if !errors.Is(err, c.want) {
+			t.Errorf("%s, %d seats: %v, want %v", c.uid, c.count, err, c.want)
+		}
+		if cost := b.stats.Snapshot().Sub(before); cost.RPCs["Commit"] != 0 || cost.RPCs["BatchGetDocuments"] != 1 {
+			t.Errorf("%s, %d seats: refused after %v, want one read and no commit", c.uid, c.count, cost)
+		}
+	}
+	if got := booking.Code(func() error { _, err := b.best("holder", "again", 7); return err }()); got != "invalid_argument" {
+		t.Errorf("7 seats over a cap of 6: %s", got)
+	}
+	b.setSale(map[string]any{"opensAt": time.Now().Add(time.Hour)})
+	if _, err := b.best("holder", "later", 1); !errors.Is(err, booking.ErrSaleNotOpen) {
+		t.Errorf("before the opening: %v", err)
+	}
+	holds, err := b.fs.Collection(booking.Holds).Documents(b.ctx).GetAll()
+	if err != nil || len(holds) != 1 {
+		t.Fatalf("%d holds (%v), want only the first", len(holds), err)
+	}
+}
+
+// A stale map (the publisher lags the seats by up to a second) shows a
+// block free that somebody has just held: the claim loses, and the next
+// block is held; the caller never hears of it.
+func TestBestAvailableGoesPastWhatAStaleSeatMapShows(t *testing.T) {
+	b := newBestEnv(t)
+	b.pass("s1", "u", StatusAdmitted, time.Now().Add(time.Hour), nil)
+	b.seatMap(strings.Repeat(".", 20))
+	// B5 and B6 (the best pair by the map) were held a moment ago.
+	other := booking.New(b.fs)
+	defer other.Close()
+	if _, _, err := other.Hold(b.ctx, "o", booking.Request{UID: "o", ScreeningID: "s1", Seats: []string{"B5", "B6"}, RequestID: "o"}, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	h, err := b.best("u", "r", 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if slices.Contains(h.Seats, "B5") || slices.Contains(h.Seats, "B6") {
+		t.Fatalf("held %v over somebody's hold", h.Seats)
+	}
+	t.Logf("held %v past the stale map", h.Seats)
+}
