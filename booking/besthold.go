@@ -75,7 +75,10 @@ const bestRounds = 24
 // before the opening is refused before any seat is tried, as Hold refuses
 // it. A block that turns out taken or held meanwhile is left out and the
 // next is tried: the caller gets ErrNoSeatsTogether only when no block of
-// r.Count is left in what the read and the lost claims showed. Within one
+// r.Count is left in what the read and the lost claims showed; during a
+// sale, in a version of the map written a second after the first read
+// (read once more before the refusal, mapLag after the first), so that no
+// seat freed before the request came is missed for the map's lag. Within one
 // instance, concurrent requests choose around each other's claims in
 // flight and the seats the instance saw taken in the last seconds; those
 // only steer the choice, never the final refusal.
@@ -105,7 +108,8 @@ func (s *Service) HoldBest(ctx context.Context, executionID string, r BestReques
 		return s.holdAgain(ctx, executionID, r, d, read.mine)
 	}
 	h, pref := read.hall, read.preference
-	busy := make([]bool, len(h.Free)) // seats of claims that answered seat_busy: tried last
+	learned := make([]bool, len(h.Free)) // seats the claims found taken or held
+	busy := make([]bool, len(h.Free))    // seats of claims that answered seat_busy: tried last
 	for range bestRounds {
 		best := func(h Hall) Block { return Best(h, pref, r.Count, !r.Apart) }
 		if s.hooks.bestChoice != nil {
@@ -121,6 +125,24 @@ func (s *Service) HoldBest(ctx context.Context, executionID string, r BestReques
 				}
 			}
 		})
+		if seats == nil && read.seatMap != nil && !read.recheckedMap {
+			// The map lags the seats by up to a second: before telling the
+			// caller nothing is left, read a version written after the first
+			// read (one more read, a second later), which shows every seat
+			// freed before it. What the claims learned still stands.
+			read.recheckedMap = true
+			free, err := s.recheckMap(ctx, read)
+			if err != nil {
+				return Hold{}, false, err
+			}
+			if free != nil {
+				for i, l := range learned {
+					free[i] = free[i] && !l
+				}
+				h.Free = free
+			}
+			continue
+		}
 		if seats == nil {
 			// A retry's first attempt may have landed since the read.
 			if snap, err := s.client.Collection(Holds).Doc(holdID(r.UID, r.RequestID)).Get(ctx); err == nil {
@@ -149,7 +171,7 @@ func (s *Service) HoldBest(ctx context.Context, executionID string, r BestReques
 		case errors.As(err, &se):
 			for _, seat := range se.Seats {
 				if i, ok := h.index(seat); ok {
-					h.Free[i] = false
+					h.Free[i], learned[i] = false, true
 				}
 			}
 			continue
@@ -200,6 +222,34 @@ type hallRead struct {
 	hall       Hall
 	preference []string
 	mine       *firestore.DocumentSnapshot // the request's own hold: a retry
+	// seatMap is the sale's seat map the hall was read from (nil: the seat
+	// documents), read at readAt (local clock).
+	seatMap      *firestore.DocumentRef
+	readAt       time.Time
+	recheckedMap bool
+}
+
+// mapLag is how long after a seat changes the sale's seat map shows it at
+// the latest (CONTRACT §7a: within a second), with a margin.
+const mapLag = 1200 * time.Millisecond
+
+// recheckMap reads the seat map again once it shows every change made
+// before the first read (mapLag after it), and returns its free seats (nil:
+// it is gone or of another layout; the request keeps what it knows).
+func (s *Service) recheckMap(ctx context.Context, read hallRead) ([]bool, error) {
+	sleep(ctx, time.Until(read.readAt.Add(mapLag)))
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	snap, err := read.seatMap.Get(ctx)
+	if err != nil && !notFound(err) {
+		return nil, err
+	}
+	free, ok := mapFree(snap, len(read.hall.Free))
+	if !ok {
+		return nil, nil
+	}
+	return free, nil
 }
 
 // readHall reads, in one batched read, the request's own hold, the
@@ -256,6 +306,7 @@ func (s *Service) readHall(ctx context.Context, r BestRequest, d time.Duration) 
 		if withMap {
 			if free, ok := mapFree(snaps[len(snaps)-1], len(sc.Rows)*sc.SeatsPerRow); ok {
 				hr.hall.Free = free
+				hr.seatMap, hr.readAt = snaps[len(snaps)-1].Ref, sent
 				return hr, nil
 			}
 		}

@@ -157,3 +157,35 @@ func TestBestAvailableGoesPastWhatAStaleSeatMapShows(t *testing.T) {
 	}
 	t.Logf("held %v past the stale map", h.Seats)
 }
+
+// The map lags the seats by up to a second: a request that finds no block
+// in it reads it once more, a second after its first read, before it
+// answers no_seats_together. A seat freed meanwhile is held; a full map
+// stays a refusal, after that one more read.
+func TestBestAvailableReadsALaggingSeatMapOnceMoreBeforeRefusing(t *testing.T) {
+	b := newBestEnv(t)
+	b.pass("s1", "u", StatusAdmitted, time.Now().Add(time.Hour), nil)
+	b.seatMap(strings.Repeat("b", 20))
+	// The publisher writes the map again: B9 and B10 were freed.
+	time.AfterFunc(300*time.Millisecond, func() { b.seatMap(strings.Repeat("b", 18), "..") })
+	start := time.Now()
+	h, err := b.best("u", "r1", 2)
+	if err != nil || !slices.Equal(h.Seats, []string{"B10", "B9"}) { // sorted as strings, as every hold's
+		t.Fatalf("after the map showed B9 B10 free: %v, %v", h.Seats, err)
+	}
+	t.Logf("held %v after %v", h.Seats, time.Since(start))
+
+	b.seatMap(strings.Repeat("b", 20))
+	before := b.stats.Snapshot()
+	start = time.Now()
+	_, err = b.best("u", "r2", 2)
+	took := time.Since(start)
+	cost := b.stats.Snapshot().Sub(before)
+	var ne *booking.NoSeatsError
+	if !errors.As(err, &ne) || ne.SeatsLeft != 0 {
+		t.Fatalf("a full map: %v, want no_seats_together with none left", err)
+	}
+	if took < time.Second || cost.RPCs["BatchGetDocuments"] != 3 || cost.RPCs["Commit"] != 0 {
+		t.Fatalf("refused after %v with %v: want the map read again a second after the first read (the first read, the map, the own hold), no commit", took, cost)
+	}
+}
