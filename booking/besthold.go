@@ -75,10 +75,12 @@ const bestRounds = 24
 // before the opening is refused before any seat is tried, as Hold refuses
 // it. A block that turns out taken or held meanwhile is left out and the
 // next is tried: the caller gets ErrNoSeatsTogether only when no block of
-// r.Count is left in what the read and the lost claims showed; during a
-// sale, in a version of the map written a second after the first read
-// (read once more before the refusal, mapLag after the first), so that no
-// seat freed before the request came is missed for the map's lag. Within one
+// r.Count is left in what the read and the lost claims showed. During a
+// sale, when the seats the map shows held could make a block if their
+// holds had ended, the map is read once more before the refusal, once a
+// version shows every change made before the first read (up to a second
+// later), so that no seat freed before the request came is missed for the
+// map's lag. Within one
 // instance, concurrent requests choose around each other's claims in
 // flight and the seats the instance saw taken in the last seconds; those
 // only steer the choice, never the final refusal.
@@ -110,11 +112,11 @@ func (s *Service) HoldBest(ctx context.Context, executionID string, r BestReques
 	h, pref := read.hall, read.preference
 	learned := make([]bool, len(h.Free)) // seats the claims found taken or held
 	busy := make([]bool, len(h.Free))    // seats of claims that answered seat_busy: tried last
+	best := func(h Hall) Block { return Best(h, pref, r.Count, !r.Apart) }
+	if s.hooks.bestChoice != nil {
+		best = s.hooks.bestChoice
+	}
 	for range bestRounds {
-		best := func(h Hall) Block { return Best(h, pref, r.Count, !r.Apart) }
-		if s.hooks.bestChoice != nil {
-			best = s.hooks.bestChoice
-		}
 		seats := s.picks.choose(r.ScreeningID, h, best, func(free []bool) {
 			for i, b := range busy {
 				free[i] = free[i] && !b
@@ -125,11 +127,12 @@ func (s *Service) HoldBest(ctx context.Context, executionID string, r BestReques
 				}
 			}
 		})
-		if seats == nil && read.seatMap != nil && !read.recheckedMap {
-			// The map lags the seats by up to a second: before telling the
-			// caller nothing is left, read a version written after the first
-			// read (one more read, a second later), which shows every seat
-			// freed before it. What the claims learned still stands.
+		if seats == nil && read.seatMap != nil && !read.recheckedMap && read.heldCouldFree(h, learned, best) {
+			// The map lags the seats by up to a second, and a hold it shows
+			// may have ended since: before telling the caller nothing is
+			// left, read a version that shows every change made before the
+			// first read (one more read, up to a second later). What the
+			// claims learned still stands.
 			read.recheckedMap = true
 			free, err := s.recheckMap(ctx, read)
 			if err != nil {
@@ -223,21 +226,61 @@ type hallRead struct {
 	preference []string
 	mine       *firestore.DocumentSnapshot // the request's own hold: a retry
 	// seatMap is the sale's seat map the hall was read from (nil: the seat
-	// documents), read at readAt (local clock).
+	// documents): read at readAt (local clock), written at writtenAt (the
+	// map's updatedAt), with held its seats shown held.
 	seatMap      *firestore.DocumentRef
 	readAt       time.Time
+	writtenAt    time.Time
+	held         []bool
 	recheckedMap bool
 }
 
-// mapLag is how long after a seat changes the sale's seat map shows it at
-// the latest (CONTRACT §7a: within a second), with a margin.
-const mapLag = 1200 * time.Millisecond
+// heldCouldFree says whether the seats the map shows held (which a
+// release or a lapse frees without the map showing it yet) would make a
+// block if they were free: only then can a newer map tell more. A booked
+// seat is freed only by a cancellation, which a sale does not wait for.
+func (read hallRead) heldCouldFree(h Hall, learned []bool, best func(Hall) Block) bool {
+	if read.held == nil {
+		return false
+	}
+	could := h
+	could.Free = slices.Clone(h.Free)
+	for i, held := range read.held {
+		could.Free[i] = could.Free[i] || (held && !learned[i])
+	}
+	return best(could) != nil
+}
+
+// mapLag bounds how long after a seat changes the sale's seat map shows
+// it (CONTRACT §7a: written within a second of a change and at most once
+// a second), with a margin for the publisher's listener and commit.
+const (
+	mapEvery  = time.Second
+	mapMargin = 200 * time.Millisecond
+)
 
 // recheckMap reads the seat map again once it shows every change made
-// before the first read (mapLag after it), and returns its free seats (nil:
-// it is gone or of another layout; the request keeps what it knows).
+// before the first read, and returns its free seats (nil: it is gone or
+// of another layout; the request keeps what it knows). A change made
+// before the first read and after the version it read was written shows
+// in the next version, which comes a second after that one at the latest,
+// or at once if the map had been idle for longer: so the wait is until
+// the later of the two, plus a margin.
 func (s *Service) recheckMap(ctx context.Context, read hallRead) ([]bool, error) {
-	sleep(ctx, time.Until(read.readAt.Add(mapLag)))
+	ready := read.readAt
+	if !read.writtenAt.IsZero() {
+		// writtenAt is Firestore's time, readAt the local clock: the
+		// offset between the two is the server clock's estimate.
+		if lo, hi, ok := s.clock.bounds(); ok {
+			offset := time.Now().Sub(lo.Add(hi.Sub(lo) / 2))
+			ready = later(ready, read.writtenAt.Add(offset).Add(mapEvery))
+		} else {
+			ready = ready.Add(mapEvery)
+		}
+	} else {
+		ready = ready.Add(mapEvery)
+	}
+	sleep(ctx, time.Until(ready.Add(mapMargin)))
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -245,11 +288,18 @@ func (s *Service) recheckMap(ctx context.Context, read hallRead) ([]bool, error)
 	if err != nil && !notFound(err) {
 		return nil, err
 	}
-	free, ok := mapFree(snap, len(read.hall.Free))
+	free, _, ok := mapFree(snap, len(read.hall.Free))
 	if !ok {
 		return nil, nil
 	}
 	return free, nil
+}
+
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }
 
 // readHall reads, in one batched read, the request's own hold, the
@@ -304,9 +354,11 @@ func (s *Service) readHall(ctx context.Context, r BestRequest, d time.Duration) 
 			return hallRead{}, err
 		}
 		if withMap {
-			if free, ok := mapFree(snaps[len(snaps)-1], len(sc.Rows)*sc.SeatsPerRow); ok {
-				hr.hall.Free = free
-				hr.seatMap, hr.readAt = snaps[len(snaps)-1].Ref, sent
+			m := snaps[len(snaps)-1]
+			if free, held, ok := mapFree(m, len(sc.Rows)*sc.SeatsPerRow); ok {
+				hr.hall.Free, hr.held = free, held
+				hr.seatMap, hr.readAt = m.Ref, sent
+				hr.writtenAt, _ = m.Data()["updatedAt"].(time.Time)
 				return hr, nil
 			}
 		}
@@ -334,21 +386,21 @@ func (s *Service) readHall(ctx context.Context, r BestRequest, d time.Duration) 
 }
 
 // mapFree decodes a seat-map document (CONTRACT §7a: a character a seat,
-// '.' free) of a hall of n seats; ok false if it is missing or of another
-// length.
-func mapFree(snap *firestore.DocumentSnapshot, n int) ([]bool, bool) {
+// '.' free, 'h' held) of a hall of n seats: the seats free and those held;
+// ok false if it is missing or of another length.
+func mapFree(snap *firestore.DocumentSnapshot, n int) (free, held []bool, ok bool) {
 	if snap == nil || !snap.Exists() {
-		return nil, false
+		return nil, nil, false
 	}
 	seats, _ := snap.Data()["seats"].(string)
 	if len(seats) != n || n == 0 {
-		return nil, false
+		return nil, nil, false
 	}
-	free := make([]bool, n)
+	free, held = make([]bool, n), make([]bool, n)
 	for i := range n {
-		free[i] = seats[i] == '.'
+		free[i], held[i] = seats[i] == '.', seats[i] == 'h'
 	}
-	return free, true
+	return free, held, true
 }
 
 // preferenceOf is the screening's preference (CONTRACT §11: row labels,
