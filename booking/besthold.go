@@ -76,11 +76,10 @@ const bestRounds = 24
 // it. A block that turns out taken or held meanwhile is left out and the
 // next is tried: the caller gets ErrNoSeatsTogether only when no block of
 // r.Count is left in what the read and the lost claims showed. During a
-// sale, when the seats the map shows held could make a block if their
-// holds had ended, the map is read once more before the refusal, once a
-// version shows every change made before the first read (up to a second
-// later), so that no seat freed before the request came is missed for the
-// map's lag. Within one
+// sale the map lags the seats by up to a second, so before a refusal the
+// seats it shows held are read where their being free would make a block
+// (one batched read, only then): no seat whose hold ended or was released
+// before the request came is missed for the map's lag. Within one
 // instance, concurrent requests choose around each other's claims in
 // flight and the seats the instance saw taken in the last seconds; those
 // only steer the choice, never the final refusal.
@@ -127,24 +126,23 @@ func (s *Service) HoldBest(ctx context.Context, executionID string, r BestReques
 				}
 			}
 		})
-		if seats == nil && read.seatMap != nil && !read.recheckedMap && read.heldCouldFree(h, learned, best) {
-			// The map lags the seats by up to a second, and a hold it shows
-			// may have ended since: before telling the caller nothing is
-			// left, read a version that shows every change made before the
-			// first read (one more read, up to a second later). What the
-			// claims learned still stands.
-			read.recheckedMap = true
-			free, err := s.recheckMap(ctx, read)
+		if seats == nil && read.held != nil && !read.checkedHeld {
+			// The map lags the seats by up to a second: a hold it shows may
+			// have ended or been released since. Before telling the caller
+			// nothing is left, read the seats it shows held where their
+			// being free would make a block (one batched read; none if no
+			// such seat), and choose again.
+			read.checkedHeld = true
+			freed, err := s.freedSeats(ctx, r.ScreeningID, h, read.held, learned, r.Count, !r.Apart)
 			if err != nil {
 				return Hold{}, false, err
 			}
-			if free != nil {
-				for i, l := range learned {
-					free[i] = free[i] && !l
-				}
-				h.Free = free
+			for _, i := range freed {
+				h.Free[i] = true
 			}
-			continue
+			if len(freed) > 0 {
+				continue
+			}
 		}
 		if seats == nil {
 			// A retry's first attempt may have landed since the read.
@@ -225,81 +223,53 @@ type hallRead struct {
 	hall       Hall
 	preference []string
 	mine       *firestore.DocumentSnapshot // the request's own hold: a retry
-	// seatMap is the sale's seat map the hall was read from (nil: the seat
-	// documents): read at readAt (local clock), written at writtenAt (the
-	// map's updatedAt), with held its seats shown held.
-	seatMap      *firestore.DocumentRef
-	readAt       time.Time
-	writtenAt    time.Time
-	held         []bool
-	recheckedMap bool
+	// held are the seats the sale's seat map showed held, if the hall was
+	// read from it (nil: from the seat documents).
+	held        []bool
+	checkedHeld bool
 }
 
-// heldCouldFree says whether the seats the map shows held (which a
-// release or a lapse frees without the map showing it yet) would make a
-// block if they were free: only then can a newer map tell more. A booked
-// seat is freed only by a cancellation, which a sale does not wait for.
-func (read hallRead) heldCouldFree(h Hall, learned []bool, best func(Hall) Block) bool {
-	if read.held == nil {
-		return false
-	}
+// freedSeats reads the seat documents of the seats held says are held
+// (less those a claim found taken), in the rows where their all being free
+// would make a block of count (every row, for seats apart), and returns
+// those that are free by the read's time: released, or whose hold ended.
+// A booked seat is freed only by a cancellation, which a sale does not
+// wait for.
+func (s *Service) freedSeats(ctx context.Context, screeningID string, h Hall, held, learned []bool, count int, together bool) ([]int, error) {
 	could := h
 	could.Free = slices.Clone(h.Free)
-	for i, held := range read.held {
-		could.Free[i] = could.Free[i] || (held && !learned[i])
+	for i := range held {
+		could.Free[i] = could.Free[i] || (held[i] && !learned[i])
 	}
-	return best(could) != nil
-}
-
-// mapLag bounds how long after a seat changes the sale's seat map shows
-// it (CONTRACT §7a: written within a second of a change and at most once
-// a second), with a margin for the publisher's listener and commit.
-const (
-	mapEvery  = time.Second
-	mapMargin = 200 * time.Millisecond
-)
-
-// recheckMap reads the seat map again once it shows every change made
-// before the first read, and returns its free seats (nil: it is gone or
-// of another layout; the request keeps what it knows). A change made
-// before the first read and after the version it read was written shows
-// in the next version, which comes a second after that one at the latest,
-// or at once if the map had been idle for longer: so the wait is until
-// the later of the two, plus a margin.
-func (s *Service) recheckMap(ctx context.Context, read hallRead) ([]bool, error) {
-	ready := read.readAt
-	if !read.writtenAt.IsZero() {
-		// writtenAt is Firestore's time, readAt the local clock: the
-		// offset between the two is the server clock's estimate.
-		if lo, hi, ok := s.clock.bounds(); ok {
-			offset := time.Now().Sub(lo.Add(hi.Sub(lo) / 2))
-			ready = later(ready, read.writtenAt.Add(offset).Add(mapEvery))
-		} else {
-			ready = ready.Add(mapEvery)
+	m := h.SeatsPerRow
+	var idx []int
+	var refs []*firestore.DocumentRef
+	for r := range h.Rows {
+		row := Hall{Rows: h.Rows[r : r+1], SeatsPerRow: m, Free: could.Free[r*m : (r+1)*m]}
+		if together && Best(row, nil, count, true) == nil {
+			continue
 		}
-	} else {
-		ready = ready.Add(mapEvery)
+		for i := r * m; i < (r+1)*m; i++ {
+			if held[i] && !learned[i] && !h.Free[i] {
+				idx = append(idx, i)
+				refs = append(refs, s.seatDoc(screeningID, h.SeatIDs(Block{i})[0]))
+			}
+		}
 	}
-	sleep(ctx, time.Until(ready.Add(mapMargin)))
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	snap, err := read.seatMap.Get(ctx)
-	if err != nil && !notFound(err) {
-		return nil, err
-	}
-	free, _, ok := mapFree(snap, len(read.hall.Free))
-	if !ok {
+	if len(refs) == 0 || (!together && Best(could, nil, count, false) == nil) {
 		return nil, nil
 	}
-	return free, nil
-}
-
-func later(a, b time.Time) time.Time {
-	if a.After(b) {
-		return a
+	snaps, err := s.client.GetAll(ctx, refs)
+	if err != nil {
+		return nil, err
 	}
-	return b
+	var freed []int
+	for j, snap := range snaps {
+		if seatState(snap, snap.ReadTime) == "" {
+			freed = append(freed, idx[j])
+		}
+	}
+	return freed, nil
 }
 
 // readHall reads, in one batched read, the request's own hold, the
@@ -354,11 +324,8 @@ func (s *Service) readHall(ctx context.Context, r BestRequest, d time.Duration) 
 			return hallRead{}, err
 		}
 		if withMap {
-			m := snaps[len(snaps)-1]
-			if free, held, ok := mapFree(m, len(sc.Rows)*sc.SeatsPerRow); ok {
+			if free, held, ok := mapFree(snaps[len(snaps)-1], len(sc.Rows)*sc.SeatsPerRow); ok {
 				hr.hall.Free, hr.held = free, held
-				hr.seatMap, hr.readAt = m.Ref, sent
-				hr.writtenAt, _ = m.Data()["updatedAt"].(time.Time)
 				return hr, nil
 			}
 		}
