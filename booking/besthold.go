@@ -158,7 +158,11 @@ func (s *Service) HoldBest(ctx context.Context, executionID string, r BestReques
 			s.picks.leave(r.ScreeningID, seats)
 			return Hold{}, false, err
 		}
-		hold, created, err := s.hold(ctx, executionID, req, d)
+		// The first claim commits on the first read's decision, if it made
+		// one (a sale's: the pass as read); later ones read again.
+		decided := read.decided
+		read.decided = nil
+		hold, created, err := s.hold(ctx, executionID, req, d, decided)
 		s.picks.leave(r.ScreeningID, seats)
 		var se *SeatsError
 		switch {
@@ -208,7 +212,7 @@ func (s *Service) holdAgain(ctx context.Context, executionID string, r BestReque
 	if err := req.validate(); err != nil {
 		return Hold{}, false, err
 	}
-	h, _, err := s.hold(ctx, executionID, req, d)
+	h, _, err := s.hold(ctx, executionID, req, d, nil)
 	if err != nil {
 		return Hold{}, false, err
 	}
@@ -227,6 +231,9 @@ type hallRead struct {
 	// read from it (nil: from the seat documents).
 	held        []bool
 	checkedHeld bool
+	// decided is the gate's decision on the read (during a sale), for the
+	// first claim to commit on without reading again.
+	decided *decision
 }
 
 // freedSeats reads the seat documents of the seats held says are held
@@ -320,8 +327,14 @@ func (s *Service) readHall(ctx context.Context, r BestRequest, d time.Duration) 
 		// The gate decides as it will in the claim's commit (which decides
 		// again, on a fresh read): no pass, no seats.
 		c := Claim{Kind: ClaimHold, ID: id, UID: r.UID, ScreeningID: r.ScreeningID, Seats: make([]string, r.Count), Until: now.Add(d)}
-		if _, err := s.gate.Admit(snaps[1], snaps[2], c, now); err != nil {
+		ups, err := s.gate.Admit(snaps[1], snaps[2], c, now)
+		if err != nil {
 			return hallRead{}, err
+		}
+		// The pass's record of a hold names its count, not its seats: the
+		// updates stand for whichever block is chosen, on the pass as read.
+		if len(ups) == 0 || snaps[2].Exists() {
+			hr.decided = &decision{now: now, startsAt: sc.StartsAt, pass: snaps[2], passUps: ups}
 		}
 		if withMap {
 			if free, held, ok := mapFree(snaps[len(snaps)-1], len(sc.Rows)*sc.SeatsPerRow); ok {

@@ -1,10 +1,12 @@
 package sale
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -49,9 +51,10 @@ func (b bestEnv) best(uid, requestID string, count int) (booking.Hold, error) {
 }
 
 // During a sale, best available chooses from the sale's seat map, read
-// once with the screening and the pass, and reads no seat documents to
-// choose: the map says B4-B7 are held (their documents say free), so the
-// pair goes to row A, where nothing is stranded.
+// once with the screening and the pass, reads no seat documents, and
+// commits on that read: the map says B4-B7 are held (their documents say
+// free), so the pair goes to row A, where nothing is stranded; the pass
+// records the hold in the same commit.
 func TestBestAvailableDuringASaleChoosesFromTheSeatMap(t *testing.T) {
 	b := newBestEnv(t)
 	b.pass("s1", "u", StatusAdmitted, time.Now().Add(time.Hour), nil)
@@ -66,8 +69,8 @@ func TestBestAvailableDuringASaleChoosesFromTheSeatMap(t *testing.T) {
 	if !slices.Equal(h.Seats, []string{"A5", "A6"}) {
 		t.Fatalf("held %v, want A5 A6: row B's pairs strand a seat by the map", h.Seats)
 	}
-	if cost.RPCs["RunQuery"] != 0 || cost.RPCs["BatchGetDocuments"] != 2 || cost.RPCs["Commit"] != 1 {
-		t.Fatalf("a best hold during a sale cost %v: want one read to choose (the map with the screening and the pass), the claim's read and its commit", cost)
+	if cost.RPCs["RunQuery"] != 0 || cost.RPCs["BatchGetDocuments"] != 1 || cost.RPCs["Commit"] != 1 {
+		t.Fatalf("a best hold during a sale cost %v: want one read (the map with the screening and the pass) and one commit on it", cost)
 	}
 	if got := b.status("u"); got != StatusAdmitted {
 		t.Fatalf("the pass is %s", got)
@@ -181,8 +184,8 @@ func TestBestAvailableReadsTheSeatsALaggingMapShowsHeld(t *testing.T) {
 		want  string // the hold, or "" for no_seats_together
 		reads int    // batched reads
 	}{
-		// the first read, the held seats, the claim's read
-		{strings.Repeat("h", 20), "[B10 B9]", 3},
+		// the first read, the held seats (the claim commits on the first)
+		{strings.Repeat("h", 20), "[B10 B9]", 2},
 		// the first read, the held seats, the request's own hold
 		{strings.Repeat("h", 20), "", 3},
 		// the first read, the request's own hold
@@ -201,6 +204,104 @@ func TestBestAvailableReadsTheSeatsALaggingMapShowsHeld(t *testing.T) {
 		}
 		if cost.RPCs["BatchGetDocuments"] != c.reads {
 			t.Fatalf("a map of %s: %v, want %d batched reads", c.seats, cost, c.reads)
+		}
+	}
+}
+
+// Many admitted users ask for pairs at once on a sale's hall of 30 seats
+// (room for all), through three instances, while one user asks six times
+// at once against a cap of 4. The first claims commit on their first read (the pass as read):
+// a pass that another of its user's holds changed fails that commit, and
+// the claim is decided again. Afterwards, on what Firestore holds: no seat
+// held twice, every pass counts exactly its user's holds, nobody is past
+// the cap, and refusals came only when no pair was left or the cap was
+// reached.
+func TestConcurrentBestHoldsDuringASaleKeepSeatsAndCaps(t *testing.T) {
+	e := newEnv(t, 3, 10, map[string]any{"opensAt": time.Now().Add(-time.Minute), "admitPerMinute": 10, "maxActive": 30, "passSeconds": 600, "maxSeatsPerUser": 4})
+	g := gateEnv{e, context.Background()}
+	var svcs []*booking.Service
+	for range 3 {
+		b := booking.New(e.fs, booking.WithGate(e.svc))
+		t.Cleanup(b.Close)
+		svcs = append(svcs, b)
+	}
+	if _, err := e.fs.Collection(SeatMaps).Doc("s1").Set(g.ctx, map[string]any{"seats": strings.Repeat(".", 30), "updatedAt": time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	type ask struct{ uid, rid string }
+	var asks []ask
+	for i := range 8 {
+		uid := fmt.Sprint("u", i)
+		g.pass("s1", uid, StatusAdmitted, time.Now().Add(10*time.Minute), nil)
+		asks = append(asks, ask{uid, "r"})
+	}
+	g.pass("s1", "greedy", StatusAdmitted, time.Now().Add(10*time.Minute), nil)
+	for i := range 6 {
+		asks = append(asks, ask{"greedy", fmt.Sprint("g", i)})
+	}
+	var mu sync.Mutex
+	answered := map[string]int{}
+	var wg sync.WaitGroup
+	for i, a := range asks {
+		wg.Go(func() {
+			_, _, err := svcs[i%len(svcs)].HoldBest(g.ctx, "e", booking.BestRequest{UID: a.uid, ScreeningID: "s1", Count: 2, RequestID: a.rid}, time.Minute)
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case err == nil:
+				answered[a.uid+" held"]++
+			case errors.Is(err, booking.ErrSeatLimit) && a.uid == "greedy":
+				answered["greedy seat_limit"]++
+			case errors.Is(err, booking.ErrNoSeatsTogether):
+				answered["no_seats_together"]++
+			default:
+				t.Errorf("%s %s: %v", a.uid, a.rid, err)
+			}
+		})
+	}
+	wg.Wait()
+	t.Logf("answers: %v", answered)
+	holds, err := e.fs.Collection(booking.Holds).Documents(g.ctx).GetAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	owner := map[string]string{}
+	perUser := map[string]int{}
+	for _, h := range holds {
+		uid := h.Data()["uid"].(string)
+		for _, seat := range h.Data()["seats"].([]any) {
+			if prev, ok := owner[seat.(string)]; ok {
+				t.Errorf("seat %s is in holds %s and %s", seat, prev, h.Ref.ID)
+			}
+			owner[seat.(string)] = h.Ref.ID
+			perUser[uid]++
+		}
+		pass, err := e.svc.Pass("s1", uid).Get(g.ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rec, _ := pass.Data()[fieldHolds].(map[string]any)[h.Ref.ID].(map[string]any); rec == nil || rec["seats"] != int64(2) {
+			t.Errorf("the pass of %s does not count hold %s: %v", uid, h.Ref.ID, pass.Data()[fieldHolds])
+		}
+	}
+	for uid, n := range perUser {
+		if n > 4 {
+			t.Errorf("%s holds %d seats, over the cap of 4", uid, n)
+		}
+	}
+	seats, err := e.fs.Collection("screenings/s1/seats").Documents(g.ctx).GetAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(seats) != len(owner) {
+		t.Errorf("%d seat documents for %d seats held", len(seats), len(owner))
+	}
+	if perUser["greedy"] != 4 || answered["greedy seat_limit"] != 4 || answered["no_seats_together"] != 0 {
+		t.Errorf("greedy holds %d seats with %d seat_limit answers (%d no_seats_together), want 4, 4 and none", perUser["greedy"], answered["greedy seat_limit"], answered["no_seats_together"])
+	}
+	for i := range 8 {
+		if uid := fmt.Sprint("u", i); perUser[uid] != 2 {
+			t.Errorf("%s holds %d seats, want its pair", uid, perUser[uid])
 		}
 	}
 }
