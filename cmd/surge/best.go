@@ -14,10 +14,11 @@ import (
 
 // Best available (CONTRACT §11, issue #39). With -best an admitted shopper
 // asks HoldSeats for count seats (PickMin..PickMax, together) and the
-// server chooses them, instead of picking seats off the map. A shopper told
-// 409 no_seats_together does what a buyer would: with no seat left it waits
-// for the map to change; with fewer left than it wants it asks for those;
-// otherwise it takes its seats apart (together: false). Either mode reports
+// server chooses them, instead of picking seats off the map. It asks for
+// what its map shows, as a picker picks up to its number of the seats its
+// map shows free: its number together if the map has them, else apart, else
+// the seats left. Told 409 no_seats_together (the map lags), it does the
+// same with what the answer says is left. Either mode reports
 // the figures the two are compared by: HoldSeats' 409s per seat sold, its
 // p99 in the burst, and the seats left stranded as singles at the end; the
 // best mode also checks every no_seats_together against what Firestore held
@@ -43,7 +44,10 @@ func (l *noSeatsLog) add(a noSeatsAnswer) {
 }
 
 // holdBest is a -best shopper's try for a hold: it returns the hold, or no
-// hold and the outcome that ended the try.
+// hold and the outcome that ended the try. Like a picker, who picks up to
+// its number of the seats its map shows free, it asks for what its map
+// shows: its number together if they are, else apart, else the seats left;
+// with none free it waits for the map to change.
 func (s *sim) holdBest(u *user, passUntil time.Time, m *seatMap, want int) (heldRecord, string) {
 	together := true
 	for tries := 0; ; {
@@ -54,6 +58,23 @@ func (s *sim) holdBest(u *user, passUntil time.Time, m *seatMap, want int) (held
 			return heldRecord{}, "pass ended"
 		case s.stopping():
 			return heldRecord{}, "shopping at the end"
+		}
+		h := m.hall(s)
+		switch free := h.FreeSeats(); {
+		case free > 0 && free < want: // fewer left than wanted: those
+			want = free
+		case free >= want && booking.Best(h, nil, want, true) == nil: // enough, but not together
+			together = false
+		}
+		if booking.Best(h, nil, want, together) == nil {
+			t := time.NewTimer(max(time.Until(passUntil), 10*time.Millisecond))
+			select {
+			case <-m.changed:
+			case <-t.C:
+			case <-s.stop:
+			}
+			t.Stop()
+			continue
 		}
 		body := map[string]any{"screeningId": s.screening, "count": want,
 			"requestId": fmt.Sprintf("surge-%d-best-%d", u.i, tries), "holdSeconds": s.cfg.HoldSeconds}
@@ -79,19 +100,24 @@ func (s *sim) holdBest(u *user, passUntil time.Time, m *seatMap, want int) (held
 				together = false
 			case left >= 1:
 				want = int(left)
-			default: // nothing left for now: wait for a hold to end
-				t := time.NewTimer(max(time.Until(passUntil), 10*time.Millisecond))
-				select {
-				case <-m.changed:
-				case <-t.C:
-				case <-s.stop:
-				}
-				t.Stop()
-			}
+			} // none left: the map shows nothing to ask for until a hold ends
 		default:
 			return heldRecord{}, "hold " + a.code()
 		}
 	}
+}
+
+// hall is the map as a best-available choice sees it: a seat is free
+// unless the map shows it booked or held.
+func (m *seatMap) hall(s *sim) booking.Hall {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	h := booking.Hall{Rows: s.rows(), SeatsPerRow: s.cfg.SeatsPerRow, Free: make([]bool, len(s.hall))}
+	for i, id := range s.hall {
+		_, taken := m.seats[id]
+		h.Free[i] = !taken
+	}
+	return h
 }
 
 // bestFigures compare best available with seat picking (issue #39).
