@@ -115,25 +115,46 @@ func (s *Service) HoldBest(ctx context.Context, executionID string, r BestReques
 	if s.hooks.bestChoice != nil {
 		best = s.hooks.bestChoice
 	}
-	for range bestRounds {
-		seats := s.picks.choose(r.ScreeningID, h, best, func(free []bool) {
+	seatsPath := s.client.Collection(Screenings).Doc(r.ScreeningID).Collection(SeatsCollection).Path
+	for claims, waits := 0, 0; claims < bestRounds && waits < 4*bestRounds; {
+		mine, wait := s.picks.choose(r.ScreeningID, h, best, func(free []bool) {
 			for i, b := range busy {
 				free[i] = free[i] && !b
 			}
-			for _, seat := range s.taken.seatsUnder(s.client.Collection(Screenings).Doc(r.ScreeningID).Collection(SeatsCollection).Path) {
+			for _, seat := range s.taken.seatsUnder(seatsPath) {
 				if i, ok := h.index(seat); ok {
 					free[i] = false
 				}
 			}
 		})
-		if seats == nil && read.held != nil && !read.checkedHeld {
+		if wait != nil {
+			// The only block left is being claimed by another request of
+			// this instance: rather than a claim that would lose to it, wait
+			// for its end. If it holds the seats now, they are taken.
+			waits++
+			select {
+			case <-wait.done:
+			case <-ctx.Done():
+				return Hold{}, false, ctx.Err()
+			}
+			if wait.won {
+				for _, seat := range wait.seats {
+					if i, ok := h.index(seat); ok {
+						h.Free[i], learned[i] = false, true
+					}
+				}
+			}
+			continue
+		}
+		if mine == nil && read.held != nil && !read.checkedHeld {
 			// The map lags the seats by up to a second: a hold it shows may
 			// have ended or been released since. Before telling the caller
 			// nothing is left, read the seats it shows held where their
-			// being free would make a block (one batched read; none if no
-			// such seat), and choose again.
+			// being free would make a block (one batched read, shared with
+			// the instance's other requests that need it; none if no such
+			// seat), and choose again.
 			read.checkedHeld = true
-			freed, err := s.freedSeats(ctx, r.ScreeningID, h, read.held, learned, r.Count, !r.Apart)
+			freed, err := s.freedSeats(ctx, r.ScreeningID, h, read.held, learned, r.Count, !r.Apart, read.sent)
 			if err != nil {
 				return Hold{}, false, err
 			}
@@ -144,7 +165,7 @@ func (s *Service) HoldBest(ctx context.Context, executionID string, r BestReques
 				continue
 			}
 		}
-		if seats == nil {
+		if mine == nil {
 			// A retry's first attempt may have landed since the read.
 			if snap, err := s.client.Collection(Holds).Doc(holdID(r.UID, r.RequestID)).Get(ctx); err == nil {
 				return s.holdAgain(ctx, executionID, r, d, snap)
@@ -153,9 +174,11 @@ func (s *Service) HoldBest(ctx context.Context, executionID string, r BestReques
 			}
 			return Hold{}, false, &NoSeatsError{Count: r.Count, Apart: r.Apart, SeatsLeft: h.FreeSeats()}
 		}
+		claims++
+		seats := mine.seats
 		req := Request{UID: r.UID, ScreeningID: r.ScreeningID, Seats: seats, RequestID: r.RequestID}
 		if err := req.validate(); err != nil { // a layout whose rows are no seat ids' rows
-			s.picks.leave(r.ScreeningID, seats)
+			s.picks.leave(r.ScreeningID, mine, false)
 			return Hold{}, false, err
 		}
 		// The first claim commits on the first read's decision, if it made
@@ -163,7 +186,7 @@ func (s *Service) HoldBest(ctx context.Context, executionID string, r BestReques
 		decided := read.decided
 		read.decided = nil
 		hold, created, err := s.hold(ctx, executionID, req, d, decided)
-		s.picks.leave(r.ScreeningID, seats)
+		s.picks.leave(r.ScreeningID, mine, err == nil)
 		var se *SeatsError
 		switch {
 		case errors.As(err, &se) && errors.Is(err, ErrSeatBusy):
@@ -231,6 +254,7 @@ type hallRead struct {
 	// read from it (nil: from the seat documents).
 	held        []bool
 	checkedHeld bool
+	sent        time.Time // when the read was sent (local clock)
 	// decided is the gate's decision on the read (during a sale), for the
 	// first claim to commit on without reading again.
 	decided *decision
@@ -240,17 +264,20 @@ type hallRead struct {
 // (less those a claim found taken), in the rows where their all being free
 // would make a block of count (every row, for seats apart), and returns
 // those that are free by the read's time: released, or whose hold ended.
-// A booked seat is freed only by a cancellation, which a sale does not
-// wait for.
-func (s *Service) freedSeats(ctx context.Context, screeningID string, h Hall, held, learned []bool, count int, together bool) ([]int, error) {
+// A read of those seats by another request of the instance that began
+// after since (the request's own first read) serves too. A booked seat is
+// freed only by a cancellation, which a sale does not wait for.
+func (s *Service) freedSeats(ctx context.Context, screeningID string, h Hall, held, learned []bool, count int, together bool, since time.Time) ([]int, error) {
 	could := h
 	could.Free = slices.Clone(h.Free)
 	for i := range held {
 		could.Free[i] = could.Free[i] || (held[i] && !learned[i])
 	}
+	if Best(could, nil, count, together) == nil {
+		return nil, nil
+	}
 	m := h.SeatsPerRow
-	var idx []int
-	var refs []*firestore.DocumentRef
+	var need []int
 	for r := range h.Rows {
 		row := Hall{Rows: h.Rows[r : r+1], SeatsPerRow: m, Free: could.Free[r*m : (r+1)*m]}
 		if together && Best(row, nil, count, true) == nil {
@@ -258,25 +285,77 @@ func (s *Service) freedSeats(ctx context.Context, screeningID string, h Hall, he
 		}
 		for i := r * m; i < (r+1)*m; i++ {
 			if held[i] && !learned[i] && !h.Free[i] {
-				idx = append(idx, i)
-				refs = append(refs, s.seatDoc(screeningID, h.SeatIDs(Block{i})[0]))
+				need = append(need, i)
 			}
 		}
 	}
-	if len(refs) == 0 || (!together && Best(could, nil, count, false) == nil) {
+	if len(need) == 0 {
 		return nil, nil
 	}
-	snaps, err := s.client.GetAll(ctx, refs)
+	c, err := s.heldCheck(ctx, screeningID, h, need, since)
 	if err != nil {
 		return nil, err
 	}
 	var freed []int
-	for j, snap := range snaps {
-		if seatState(snap, snap.ReadTime) == "" {
-			freed = append(freed, idx[j])
+	for _, i := range need {
+		if c.free[i] {
+			freed = append(freed, i)
 		}
 	}
 	return freed, nil
+}
+
+// heldCheck returns a finished read of at least the seats need, begun after
+// since: another request's, or its own.
+func (s *Service) heldCheck(ctx context.Context, screeningID string, h Hall, need []int, since time.Time) (*heldCheck, error) {
+	s.held.mu.Lock()
+	c := s.held.m[screeningID]
+	covers := c != nil && !c.began.Before(since)
+	for _, i := range need {
+		covers = covers && c.asked[i]
+	}
+	if covers {
+		select {
+		case <-c.done:
+			covers = c.err == nil // a read that failed is not shared after
+		default:
+		}
+	}
+	if !covers {
+		c = &heldCheck{began: time.Now(), asked: map[int]bool{}, done: make(chan struct{}), free: map[int]bool{}}
+		refs := make([]*firestore.DocumentRef, len(need))
+		for j, i := range need {
+			c.asked[i] = true
+			refs[j] = s.seatDoc(screeningID, h.SeatIDs(Block{i})[0])
+		}
+		if s.held.m == nil {
+			s.held.m = map[string]*heldCheck{}
+		}
+		s.held.m[screeningID] = c
+		s.held.mu.Unlock()
+		// Not the caller's ctx: other requests wait on this read.
+		rctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		snaps, err := s.client.GetAll(rctx, refs)
+		cancel()
+		for j, snap := range snaps {
+			if err == nil && seatState(snap, snap.ReadTime) == "" {
+				c.free[need[j]] = true
+			}
+		}
+		c.err = err
+		close(c.done)
+	} else {
+		s.held.mu.Unlock()
+	}
+	select {
+	case <-c.done:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	if c.err != nil {
+		return nil, c.err
+	}
+	return c, nil
 }
 
 // readHall reads, in one batched read, the request's own hold, the
@@ -319,7 +398,7 @@ func (s *Service) readHall(ctx context.Context, r BestRequest, d time.Duration) 
 	if sc.started(now) {
 		return hallRead{}, ErrScreeningStarted
 	}
-	hr := hallRead{hall: Hall{Rows: sc.Rows, SeatsPerRow: sc.SeatsPerRow}, preference: preferenceOf(snaps[1])}
+	hr := hallRead{hall: Hall{Rows: sc.Rows, SeatsPerRow: sc.SeatsPerRow}, preference: preferenceOf(snaps[1]), sent: sent}
 	if s.gate != nil && s.gate.Gated(snaps[1]) {
 		if limit := s.gate.SeatCap(snaps[1]); limit > 0 && r.Count > limit {
 			return hallRead{}, fmt.Errorf("%w: count %d is more than the %d seats one person may hold and book in this sale", ErrInvalidArgument, r.Count, limit)
@@ -410,25 +489,35 @@ func (h Hall) index(seat string) (int, bool) {
 	return row*h.SeatsPerRow + n - 1, true
 }
 
-// picks are the seats this instance's best-available requests are claiming
-// right now, by screening. A request that chooses meanwhile chooses around
-// them, so concurrent requests of one instance do not all try the same
-// best block and queue behind its one winner.
+// picks are the best-available claims this instance is making right now,
+// by screening and seat. A request that chooses meanwhile chooses around
+// them, so concurrent requests of one instance do not all try the same best
+// block and queue behind its one winner; when the only block left is being
+// claimed, it waits for that claim instead of making one that would lose.
 type picks struct {
 	mu sync.Mutex
-	m  map[string]map[string]int // screening -> seat -> requests claiming it
+	m  map[string]map[string]*claimInFlight // screening -> seat -> claim
 }
 
-// choose picks the best block of h and marks it as being
-// claimed (leave unmarks it). It chooses first around the seats other
-// requests of the instance are claiming and those hint marks taken; when
-// that leaves nothing, from h as it is. nil: h has no block.
-func (p *picks) choose(screening string, h Hall, best func(Hall) Block, hint func(free []bool)) []string {
+// claimInFlight is one such claim.
+type claimInFlight struct {
+	seats []string
+	done  chan struct{} // closed when the claim has ended
+	won   bool          // set before done closes: it holds its seats
+}
+
+// choose picks the best block of h and marks it as being claimed (mine;
+// leave ends it). It chooses first around the claims in flight and the
+// seats hint marks taken; when that leaves nothing, from h as it is. If
+// that block is being claimed, it returns that claim to wait for. Both nil:
+// h has no block.
+func (p *picks) choose(screening string, h Hall, best func(Hall) Block, hint func(free []bool)) (mine, wait *claimInFlight) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	inFlight := p.m[screening]
 	steered := h
 	steered.Free = slices.Clone(h.Free)
-	for seat := range p.m[screening] {
+	for seat := range inFlight {
 		if i, ok := h.index(seat); ok {
 			steered.Free[i] = false
 		}
@@ -439,33 +528,59 @@ func (p *picks) choose(screening string, h Hall, best func(Hall) Block, hint fun
 		b = best(h)
 	}
 	if b == nil {
-		return nil
+		return nil, nil
 	}
 	seats := h.SeatIDs(b)
-	if p.m == nil {
-		p.m = map[string]map[string]int{}
-	}
-	if p.m[screening] == nil {
-		p.m[screening] = map[string]int{}
-	}
 	for _, seat := range seats {
-		p.m[screening][seat]++
+		if c := inFlight[seat]; c != nil {
+			return nil, c
+		}
 	}
-	return seats
+	if inFlight == nil {
+		if p.m == nil {
+			p.m = map[string]map[string]*claimInFlight{}
+		}
+		inFlight = map[string]*claimInFlight{}
+		p.m[screening] = inFlight
+	}
+	c := &claimInFlight{seats: seats, done: make(chan struct{})}
+	for _, seat := range seats {
+		inFlight[seat] = c
+	}
+	return c, nil
 }
 
-// leave unmarks seats that choose marked.
-func (p *picks) leave(screening string, seats []string) {
+// leave ends a claim that choose marked; won: it holds its seats.
+func (p *picks) leave(screening string, c *claimInFlight, won bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	for _, seat := range seats {
-		if p.m[screening][seat]--; p.m[screening][seat] <= 0 {
+	for _, seat := range c.seats {
+		if p.m[screening][seat] == c {
 			delete(p.m[screening], seat)
 		}
 	}
 	if len(p.m[screening]) == 0 {
 		delete(p.m, screening)
 	}
+	c.won = won
+	close(c.done)
+}
+
+// heldChecks share the reads of the seats a sale's map shows held between
+// the instance's best-available requests that are about to refuse (a burst
+// of them comes at once, when the map shows the last seats): a read that
+// began after a request's own first read is as fresh as that request needs.
+type heldChecks struct {
+	mu sync.Mutex
+	m  map[string]*heldCheck // by screening: the latest read
+}
+
+type heldCheck struct {
+	began time.Time    // local clock, before it was sent
+	asked map[int]bool // the seats read, by layout index
+	done  chan struct{}
+	free  map[int]bool // of asked, those free by the read's time
+	err   error
 }
 
 // seatsUnder lists the ids of the documents in the collection at path that

@@ -116,7 +116,8 @@ type Service struct {
 	counters   map[string]cachedCounter
 	hooks      hooks
 	metrics    *bookingMetrics
-	picks      picks // best-available claims in flight (besthold.go)
+	picks      picks      // best-available claims in flight (besthold.go)
+	held       heldChecks // reads of held seats shared by best-available requests
 }
 
 // hooks are test-only: tests in this package set them to stall a request

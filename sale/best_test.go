@@ -305,3 +305,56 @@ func TestConcurrentBestHoldsDuringASaleKeepSeatsAndCaps(t *testing.T) {
 		}
 	}
 }
+
+// A burst of best-available requests that all find no block in a map of
+// held seats read those seats once between them, not once each: a read of
+// the held seats that began after a request's own first read serves it.
+// Of ten requests for the one pair whose hold ended, one holds it and nine
+// are refused.
+func TestBestAvailableRequestsShareTheReadOfHeldSeats(t *testing.T) {
+	b := newBestEnv(t)
+	other := booking.New(b.fs)
+	defer other.Close()
+	for i, seats := range [][]string{{"A1", "A2", "A3", "A4", "A5", "A6", "A7", "A8", "A9", "A10"}, {"B1", "B2", "B3", "B4", "B5", "B6", "B7", "B8"}} {
+		if _, _, err := other.Hold(b.ctx, "o", booking.Request{UID: "o", ScreeningID: "s1", Seats: seats, RequestID: string(rune('a' + i))}, time.Minute); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b.seatMap(strings.Repeat("h", 20)) // B9 and B10's hold ended a moment ago
+	var uids []string
+	for i := range 10 {
+		uids = append(uids, fmt.Sprint("u", i))
+		b.pass("s1", uids[i], StatusAdmitted, time.Now().Add(time.Hour), nil)
+	}
+	before := b.stats.Snapshot()
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	held, refused := 0, 0
+	for _, uid := range uids {
+		wg.Go(func() {
+			_, err := b.best(uid, "r", 2)
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case err == nil:
+				held++
+			case errors.Is(err, booking.ErrNoSeatsTogether):
+				refused++
+			default:
+				t.Errorf("%s: %v", uid, err)
+			}
+		})
+	}
+	wg.Wait()
+	cost := b.stats.Snapshot().Sub(before)
+	t.Logf("%d held, %d refused; %v", held, refused, cost)
+	if held != 1 || refused != 9 {
+		t.Fatalf("%d held, %d refused: want the one pair held and nine refused", held, refused)
+	}
+	// Each request's own reads: its first read (4 documents) and, refused,
+	// its own hold (1). Each read of the held seats is 20 documents: read
+	// once each, they would be 200.
+	if own := 10*4 + 9; cost.Reads-own >= 100 {
+		t.Fatalf("%d documents read, %d of them beyond the requests' own reads: the held seats were not read once between them", cost.Reads, cost.Reads-own)
+	}
+}
