@@ -133,6 +133,8 @@ type Service struct {
 	counters   map[string]cachedCounter
 	hooks      hooks
 	metrics    *bookingMetrics
+	picks      picks      // best-available claims in flight (besthold.go)
+	held       heldChecks // reads of held seats shared by best-available requests
 }
 
 // hooks are test-only: tests in this package set them to stall a request
@@ -146,6 +148,9 @@ type hooks struct {
 	noSeatPrecondition bool
 	// noHoldEndCheck plants a bug: ConfirmHold does not check the hold's end.
 	noHoldEndCheck bool
+	// bestChoice, if set, chooses HoldBest's block in place of Best (a
+	// planted bug: a choice without the orphan rule).
+	bestChoice func(Hall) Block
 }
 
 // Option configures a Service.

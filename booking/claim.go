@@ -36,6 +36,19 @@ type claim struct {
 	// (zero: no cutoff): a commit that lands at or after it is undone
 	// (late.go).
 	startsAt time.Time
+	// decided, if set, is the claim decided on a read its caller made
+	// (HoldBest's): take commits on that decision first, without a read.
+	decided *decision
+}
+
+// decision is a claim decided on a read made before take: at Firestore
+// time now, on the screening starting at startsAt, with the user's pass as
+// read and the gate's updates of it (pass nil: ungated).
+type decision struct {
+	now      time.Time
+	startsAt time.Time
+	pass     *firestore.DocumentSnapshot
+	passUps  []firestore.Update
 }
 
 const (
@@ -57,7 +70,12 @@ func (s *Service) take(ctx context.Context, c *claim) (*firestore.DocumentSnapsh
 	for i, seat := range c.seats {
 		refs[i] = s.seatDoc(c.r.ScreeningID, seat)
 	}
-	if now, ok := s.fastTime(c); ok && !s.taken.any(refs) {
+	if c.decided != nil && !s.taken.any(refs) {
+		done, err := s.takeDecided(ctx, c, refs)
+		if done || err != nil {
+			return nil, err
+		}
+	} else if now, ok := s.fastTime(c); ok && !s.taken.any(refs) {
 		// Of this instance's requests for a seat, one at a time tries the
 		// one commit; the others wait for it and then read: when it won,
 		// they lose in that one read instead of queueing their own doomed
@@ -215,6 +233,47 @@ func (s *Service) takeFast(ctx context.Context, c *claim, refs []*firestore.Docu
 		return false, nil
 	}
 	return false, err // ambiguous ones included: the read path settles them
+}
+
+// takeDecided is the one-commit path of a claim its caller decided on its
+// own read (c.decided; a gated one too): creates of the seat documents
+// (the read showed the seats free; one with a document fails the commit),
+// the create of c's document, the gate's updates of the pass on the
+// version read, and the counter, in one commit. done is false when a
+// precondition failed; the read path then finds out why.
+func (s *Service) takeDecided(ctx context.Context, c *claim, refs []*firestore.DocumentRef) (done bool, err error) {
+	d := c.decided
+	//lint:ignore SA1019 WriteBatch is the only atomic multi-document write that costs one RPC.
+	b := s.client.Batch()
+	for _, ref := range refs {
+		s.writeSeat(b, c, ref, nil, d.now)
+	}
+	b.Create(c.ref, c.doc(d.now))
+	if d.pass != nil && len(d.passUps) > 0 {
+		b.Update(d.pass.Ref, d.passUps, firestore.LastUpdateTime(d.pass.UpdateTime))
+	}
+	if err := s.count(ctx, b, c); err != nil {
+		return false, err
+	}
+	if h := s.hooks.beforeCommit; h != nil {
+		h(true)
+	}
+	c.startsAt = d.startsAt
+	sent := time.Now()
+	res, err := b.Commit(ctx)
+	switch {
+	case err == nil:
+		s.clock.observe(res[0].UpdateTime, sent, time.Now())
+		s.taken.mark(true, refs...)
+		c.committed = res[0].UpdateTime
+		if d.pass != nil && len(d.passUps) > 0 {
+			c.pass = d.pass.Ref
+		}
+		return true, nil
+	case isConflict(err):
+		return false, nil
+	}
+	return false, err // ambiguous ones included: a retry settles them
 }
 
 // observe records a commit's time in the clock estimate. A hold whose end

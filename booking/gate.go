@@ -34,6 +34,13 @@ type Gate interface {
 	// booking was made before the screening had a gate); Settle then
 	// returns nil.
 	Settle(pass *firestore.DocumentSnapshot, c Change, now time.Time) ([]firestore.Update, error)
+	// SeatMap is the document that shows a gated screening's seats in one
+	// string, for best-available holds (CONTRACT §7a, §11): its field
+	// "seats" has a character per seat in layout order, '.' for a free one.
+	SeatMap(screeningID string) *firestore.DocumentRef
+	// SeatCap is the most seats one user may hold and book under the
+	// screening's gate (0: no cap of the gate's own, or none it can read).
+	SeatCap(screening *firestore.DocumentSnapshot) int
 }
 
 // ClaimKind says what a Claim takes seats for.

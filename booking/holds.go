@@ -92,6 +92,21 @@ func (s *Service) Hold(ctx context.Context, executionID string, r Request, d tim
 	if err := r.validate(); err != nil {
 		return Hold{}, false, err
 	}
+	h, created, err := s.hold(ctx, executionID, r, d, nil)
+	if err != nil {
+		return Hold{}, false, err
+	}
+	if !sameRequest(h.UID, h.ScreeningID, h.Seats, r) {
+		return Hold{}, false, fmt.Errorf("%w: requestId %q was already used for other seats", ErrInvalidArgument, r.RequestID)
+	}
+	return h, created, nil
+}
+
+// hold takes r's seats (r valid, d checked) for a hold of length d: the
+// one claim path of Hold and HoldBest (decided: HoldBest's own read, nil
+// for Hold). It returns the hold and whether this call made it; a hold the
+// requestId made already comes back as stored, whatever seats it has.
+func (s *Service) hold(ctx context.Context, executionID string, r Request, d time.Duration, decided *decision) (Hold, bool, error) {
 	id := holdID(r.UID, r.RequestID)
 	seats := sortedSeats(r.Seats)
 	h := Hold{ID: id, UID: r.UID, ScreeningID: r.ScreeningID, Seats: seats, Status: StatusHeld, RequestID: r.RequestID}
@@ -106,6 +121,7 @@ func (s *Service) Hold(ctx context.Context, executionID string, r Request, d tim
 			h.HeldUntil = now.Add(d)
 			return h
 		},
+		decided: decided,
 	}
 	created := false
 	prev, err := s.take(ctx, c)
@@ -130,9 +146,6 @@ func (s *Service) Hold(ctx context.Context, executionID string, r Request, d tim
 		return Hold{}, false, err
 	}
 	h.ID = id
-	if !sameRequest(h.UID, h.ScreeningID, h.Seats, r) {
-		return Hold{}, false, fmt.Errorf("%w: requestId %q was already used for other seats", ErrInvalidArgument, r.RequestID)
-	}
 	return h, created, nil
 }
 

@@ -163,10 +163,11 @@ func withPaymentSweep(sweep jobs.Func, payments *payment.Service) jobs.Func {
 
 // apiError is the one error shape of CONTRACT §3.
 type apiError struct {
-	status int
-	Code   string   `json:"code"`
-	Msg    string   `json:"message"`
-	Seats  []string `json:"seats,omitempty"`
+	status    int
+	Code      string   `json:"code"`
+	Msg       string   `json:"message"`
+	Seats     []string `json:"seats,omitempty"`
+	SeatsLeft *int     `json:"seatsLeft,omitempty"` // no_seats_together (CONTRACT §11)
 }
 
 func (e *apiError) Error() string { return e.Msg }
@@ -228,6 +229,8 @@ func toAPIError(err error) *apiError {
 		return errorf(http.StatusPaymentRequired, code, "the screening is priced: hold the seats, then pay for the hold (CheckoutHold)")
 	case "hold_confirmed":
 		return errorf(http.StatusConflict, code, "the hold is confirmed already: it is a booking")
+	case "no_seats_together":
+		return noSeatsError(err)
 	case "unavailable":
 		if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
 			return errorf(http.StatusServiceUnavailable, code, "the request timed out; try again")
@@ -434,9 +437,12 @@ type holdRequest struct {
 	Seats       []string `json:"seats"`
 	RequestID   string   `json:"requestId"`
 	HoldSeconds *int     `json:"holdSeconds"`
+	// Best available (CONTRACT §11) in place of seats; checked by best.go.
+	Count    json.RawMessage `json:"count"`
+	Together json.RawMessage `json:"together"`
 }
 
-// HoldSeats is the HTTP function of CONTRACT §3.
+// HoldSeats is the HTTP function of CONTRACT §3, and of §11 with count.
 func (a *API) HoldSeats(w http.ResponseWriter, r *http.Request) {
 	var req holdRequest
 	a.serve(w, r, &req, func(ctx context.Context, execID, uid string) (int, any, error) {
@@ -447,7 +453,16 @@ func (a *API) HoldSeats(w http.ResponseWriter, r *http.Request) {
 				return 0, nil, err
 			}
 		}
-		h, created, err := a.Bookings.Hold(ctx, execID, booking.Request{UID: uid, ScreeningID: req.ScreeningID, Seats: req.Seats, RequestID: req.RequestID}, d)
+		var h booking.Hold
+		var created bool
+		var err error
+		if best, ok, berr := req.best(uid); berr != nil {
+			return 0, nil, berr
+		} else if ok {
+			h, created, err = a.Bookings.HoldBest(ctx, execID, best, d)
+		} else {
+			h, created, err = a.Bookings.Hold(ctx, execID, booking.Request{UID: uid, ScreeningID: req.ScreeningID, Seats: req.Seats, RequestID: req.RequestID}, d)
+		}
 		if err != nil {
 			return 0, nil, err
 		}

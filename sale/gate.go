@@ -39,6 +39,22 @@ func (s *Service) Pass(screeningID, uid string) *firestore.DocumentRef {
 	return s.place(QueueID(screeningID, uid))
 }
 
+// SeatMap is the sale's one-document seat map (CONTRACT §7a), which
+// best-available holds choose from.
+func (s *Service) SeatMap(screeningID string) *firestore.DocumentRef {
+	return s.client.Collection(SeatMaps).Doc(screeningID)
+}
+
+// SeatCap is the sale's maxSeatsPerUser (0 while the sale is misconfigured:
+// Admit refuses every claim then).
+func (s *Service) SeatCap(screening *firestore.DocumentSnapshot) int {
+	cfg, err := s.config(screening)
+	if err != nil {
+		return 0
+	}
+	return cfg.MaxSeatsPerUser
+}
+
 // tally is what a place's user holds and has booked, at Firestore time now.
 type tally struct {
 	seats     int      // in live holds and bookings

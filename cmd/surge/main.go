@@ -11,8 +11,8 @@
 // RunScheduledJob, as Cloud Scheduler does. Users join the queue around the
 // opening; while waiting they listen to sales/{id} and their own place, and
 // once admitted to the seat map, under the rules, as the app does. Each
-// admitted user holds 1-4 free seats (on a 409, others), then confirms, walks
-// away or releases. The run ends when the sale is sold out, everyone has
+// admitted user holds 1-4 free seats (on a 409, others; with -best, asks
+// for 1-4 best available seats), then confirms, walks away or releases. The run ends when the sale is sold out, everyone has
 // left, or the time limit passes.
 //
 // Then an audit reads every booking, hold, seat and place and checks
@@ -68,6 +68,9 @@ type config struct {
 	PayWalk       float64 `json:"payWalk"`
 	PayLate       float64 `json:"payLate"`
 	PayDuplicates float64 `json:"payDuplicates"`
+	// Best: shoppers ask for best available (HoldSeats with count,
+	// CONTRACT §11) instead of picking seats off the map (issue #39).
+	Best bool `json:"best"`
 
 	Limit time.Duration `json:"limit"` // the sale runs at most this long after opensAt
 	Seed  uint64        `json:"seed"`
@@ -99,6 +102,10 @@ type goals struct {
 	// (server and listeners) per seat sold (issue #31).
 	ConfirmBurstP99 time.Duration `json:"confirmBurstP99"`
 	ReadsPerSeat    float64       `json:"readsPerSeat"`
+	// With -best (issue #39): HoldSeats' p99 in the burst, and the share of
+	// the hall left as stranded single seats at the end.
+	HoldBurstP99  time.Duration `json:"holdBurstP99"`
+	StrandedShare float64       `json:"strandedShare"`
 }
 
 func defaults() config {
@@ -111,7 +118,8 @@ func defaults() config {
 		Limit:             4 * time.Minute,
 		SignupConcurrency: 16, Conns: 16, Progress: 3 * time.Second,
 		Goals: goals{HotWritesPer10s: 10, LateInversions: 0.01, SpearmanSigmas: 4,
-			FirstAdmission: 2 * time.Second, Refill: 3 * time.Second, SoldOut: true, ConfirmBurstP99: 2 * time.Second, ReadsPerSeat: 1000},
+			FirstAdmission: 2 * time.Second, Refill: 3 * time.Second, SoldOut: true, ConfirmBurstP99: 2 * time.Second, ReadsPerSeat: 1000,
+			HoldBurstP99: time.Second, StrandedShare: 0.02},
 	}
 }
 
@@ -136,6 +144,7 @@ func main() {
 	flag.Float64Var(&cfg.Walk, "walk", cfg.Walk, "share of holders who walk away (the hold lapses); the rest release")
 	flag.DurationVar(&cfg.ThinkMin, "think-min", cfg.ThinkMin, "shortest think time after a hold")
 	flag.DurationVar(&cfg.ThinkMax, "think-max", cfg.ThinkMax, "longest think time after a hold")
+	flag.BoolVar(&cfg.Best, "best", cfg.Best, "shoppers ask for best available seats (HoldSeats with count, -pick-min..-pick-max together) instead of picking them")
 	flag.DurationVar(&cfg.Limit, "limit", cfg.Limit, "stop this long after opensAt if the sale has not sold out (default: 4m for each 200 seats)")
 	flag.Uint64Var(&cfg.Seed, "seed", cfg.Seed, "seed of the users' random choices (0: from the clock)")
 	flag.IntVar(&cfg.SignupConcurrency, "signup-concurrency", cfg.SignupConcurrency, "sign-ups in flight at once")
@@ -149,6 +158,8 @@ func main() {
 	flag.BoolVar(&cfg.Goals.SoldOut, "goal-sold-out", cfg.Goals.SoldOut, "goal: the hall sells out")
 	flag.DurationVar(&cfg.Goals.ConfirmBurstP99, "goal-confirm-p99", cfg.Goals.ConfirmBurstP99, "goal: ConfirmHold's p99 in the burst within this")
 	flag.Float64Var(&cfg.Goals.ReadsPerSeat, "goal-reads-per-seat", cfg.Goals.ReadsPerSeat, "goal: reads (server and listeners) per seat sold")
+	flag.DurationVar(&cfg.Goals.HoldBurstP99, "goal-hold-p99", cfg.Goals.HoldBurstP99, "goal with -best: HoldSeats' p99 in the burst within this")
+	flag.Float64Var(&cfg.Goals.StrandedShare, "goal-stranded", cfg.Goals.StrandedShare, "goal with -best: at most this share of the hall left as stranded single seats at the end")
 	flag.StringVar(&jsonPath, "json", "surge-results.json", "where to write the JSON report ('-': stdout, '': nowhere)")
 	flag.StringVar(&logPath, "log", "surge-functions.log", "where the functions and the admitter log")
 	flag.Parse()
@@ -211,6 +222,8 @@ func (c config) check() error {
 		return fmt.Errorf("-think-min %v -think-max %v: want 0 <= min <= max", c.ThinkMin, c.ThinkMax)
 	case time.Duration(c.HoldSeconds)*time.Second < c.ThinkMax+2*time.Second:
 		return fmt.Errorf("-hold-seconds %d: a hold must outlast -think-max %v by 2 s, or nobody confirms in time", c.HoldSeconds, c.ThinkMax)
+	case c.Best && c.PickMax > c.MaxSeatsPerUser:
+		return fmt.Errorf("-best -pick-max %d: more than -max-seats-per-user %d is a bad request, not a shopper", c.PickMax, c.MaxSeatsPerUser)
 	case c.HoldTries < 1 || c.SignupConcurrency < 1 || c.Conns < 1:
 		return fmt.Errorf("-hold-tries, -signup-concurrency and -conns must be positive")
 	case c.EarlySpan < time.Second || c.LateSpan < 0 || c.Limit <= 0:

@@ -57,6 +57,9 @@ type Report struct {
 	ConfirmExpired    int     `json:"confirmExpired"`
 	ConfirmBurstP99ms float64 `json:"confirmBurstP99Ms"`
 
+	// Best available against seat picking (issue #39; best.go).
+	Best bestFigures `json:"best"`
+
 	// Cost.
 	ReadsPerSeatSold  float64       `json:"readsPerSeatSold"`
 	WritesPerSeatSold float64       `json:"writesPerSeatSold"`
@@ -227,6 +230,7 @@ func report(cfg config, st *salereport.Sale, s *sim, us []*user, be *backend, ad
 	c.ListenerReads, c.ListenerResent = ln.Reads, ln.Resent
 	c.ServerResent += an.Resent
 	r.Cost = c
+	r.Best = bestFiguresOf(cfg, st, s, r, end)
 	if sold := float64(r.SeatsSold); sold > 0 {
 		round := func(v float64) float64 { return math.Round(v*100) / 100 }
 		r.ReadsPerSeatSold = round(float64(c.ServerReads+c.ListenerReads) / sold)
@@ -385,6 +389,7 @@ func (r *Report) judge(g goals) {
 	if g.ReadsPerSeat > 0 && r.ReadsPerSeatSold > g.ReadsPerSeat {
 		add("goal", "%.0f reads per seat sold (goal %.0f)", r.ReadsPerSeatSold, g.ReadsPerSeat)
 	}
+	r.judgeBest(g, add)
 }
 
 // print writes the report as text.
@@ -430,6 +435,7 @@ func (r *Report) print(w io.Writer) {
 	for _, f := range r.Functions {
 		p("  %-14s %7d %7d %10.1f %10.1f %9.1f %9.1f %8.2f %8.2f %8.2f", f.Name, f.Calls, f.BurstCalls, f.BurstP50ms, f.BurstP99ms, f.P50ms, f.P99ms, f.RPCsPerCall, f.ReadsPer, f.WritesPer)
 	}
+	r.printBest(p)
 	p("\nhottest documents  (most writes in any 10 s; goal <= %d)", r.Config.Goals.HotWritesPer10s)
 	for _, h := range r.HottestByKind {
 		p("  %3d  %-42s %s  (%d writes in all)", h.WritesPer10s, h.Kind, h.Doc, h.Writes)

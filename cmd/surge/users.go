@@ -172,6 +172,8 @@ type sim struct {
 	confirmExpired atomic.Int64
 	payments       *payRun // -pay: the shoppers pay instead of confirming
 
+	noSeats noSeatsLog // -best: the no_seats_together answers (best.go)
+
 	mu       sync.Mutex
 	records  clientRecords
 	answers  map[string]int // every answer, "JoinQueue 201", "HoldSeats 409 seat_held", ...
@@ -535,6 +537,12 @@ func (s *sim) shop(ctx context.Context, u *user, passUntil time.Time) string {
 	want := s.cfg.PickMin + u.rng.IntN(s.cfg.PickMax-s.cfg.PickMin+1)
 	avoid := map[string]time.Time{}
 	var hold heldRecord
+	if s.cfg.Best {
+		var outcome string
+		if hold, outcome = s.holdBest(u, passUntil, m, want); hold.ID == "" {
+			return outcome
+		}
+	}
 	for tries := 0; hold.ID == ""; {
 		now := time.Now()
 		switch {

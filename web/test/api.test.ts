@@ -71,4 +71,21 @@ describe("Api retries", () => {
     await expect(new Api(srv.url, () => null).bookSeats("s", ["A1"])).rejects.toMatchObject({ code: "unauthenticated" });
     expect(srv.bodies).toHaveLength(0);
   });
+
+  it("asks for best available with count, together only when false, and reads seatsLeft from a no_seats_together", async () => {
+    const hold = { holdId: "h1", screeningId: "s", seats: ["G10", "G11"], status: "held", heldUntil: "2026-11-25T10:07:00Z" };
+    const srv = await serve([{ status: 201, body: hold }, { status: 201, body: hold }, { status: 409, body: { error: { code: "no_seats_together", message: "none", seatsLeft: 3 } } }]);
+    const api = new Api(srv.url, () => user, { backoffMs: 10 });
+    await expect(api.holdBest("s", 2, { holdSeconds: 60 }, "req-b")).resolves.toEqual(hold);
+    await expect(api.holdBest("s", 4, { together: false }, "req-c")).resolves.toEqual(hold);
+    expect(srv.bodies).toEqual([
+      { screeningId: "s", count: 2, requestId: "req-b", holdSeconds: 60 },
+      { screeningId: "s", count: 4, requestId: "req-c", together: false },
+    ]);
+    const err = await api.holdBest("s", 5).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ApiError);
+    expect((err as ApiError).code).toBe("no_seats_together");
+    expect((err as ApiError).seatsLeft).toBe(3);
+    expect(srv.bodies, "a refusal is not retried").toHaveLength(3);
+  });
 });

@@ -108,6 +108,14 @@ describe("errorMessage", () => {
     expect(errorMessage(err("seat_limit"))).toBe("That is more seats than one moviegoer may hold and book in this sale. Please choose fewer seats.");
   });
 
+  it("says how many seats are left when no block of the count is (CONTRACT §11)", () => {
+    expect(errorMessage({ ...err("no_seats_together"), seatsLeft: 3 }, { count: 4 })).toBe(
+      "Sorry, there are no 4 free seats side by side any more (3 seats are left). Try fewer seats, or pick seats on the map.",
+    );
+    expect(errorMessage({ ...err("no_seats_together"), seatsLeft: 1 })).toContain("(1 seat is left)");
+    expect(errorMessage({ ...err("no_seats_together"), seatsLeft: 0 }, { count: 2 })).toContain("every seat is booked or held right now");
+  });
+
   it("has words for every §3 and §7 code, and never shows a bare code", () => {
     for (const code of [
       "no_sale",
@@ -115,6 +123,7 @@ describe("errorMessage", () => {
       "sale_not_open",
       "not_admitted",
       "seat_limit",
+      "no_seats_together",
       "hold_expired",
       "screening_started",
       "screening_not_found",

@@ -1,6 +1,6 @@
 /**
- * The booking functions of CONTRACT §3 and the waiting room's `JoinQueue`
- * (§7), called from the browser with the signed-in user's ID token. Every
+ * The booking functions of CONTRACT §3 (and §11's best available) and the
+ * waiting room's `JoinQueue` (§7), called from the browser with the signed-in user's ID token. Every
  * failure becomes an {@link ApiError} with the contract's code; a network
  * failure is `unavailable`.
  *
@@ -69,6 +69,8 @@ export class ApiError extends Error {
     message: string,
     /** The seats a `409` names. */
     readonly seats: string[] = [],
+    /** The seats left, with `409 no_seats_together` (CONTRACT §11). */
+    readonly seatsLeft?: number,
   ) {
     super(message);
     this.name = "ApiError";
@@ -76,7 +78,7 @@ export class ApiError extends Error {
 }
 
 interface ErrorBody {
-  error?: { code?: unknown; message?: unknown; seats?: unknown };
+  error?: { code?: unknown; message?: unknown; seats?: unknown; seatsLeft?: unknown };
 }
 
 /** Turns an error answer into an ApiError, whatever its body. */
@@ -91,7 +93,7 @@ export async function errorFrom(res: Response): Promise<ApiError> {
   const code = typeof e.code === "string" ? e.code : res.status >= 500 ? "unavailable" : "unknown";
   const message = typeof e.message === "string" ? e.message : `HTTP ${String(res.status)}`;
   const seats = Array.isArray(e.seats) ? e.seats.filter((s): s is string => typeof s === "string") : [];
-  return new ApiError(res.status, code, message, seats);
+  return new ApiError(res.status, code, message, seats, typeof e.seatsLeft === "number" ? e.seatsLeft : undefined);
 }
 
 export interface ApiOptions {
@@ -123,6 +125,14 @@ export class Api {
 
   holdSeats(screeningId: string, seats: string[], holdSeconds?: number, requestId: string = crypto.randomUUID()): Promise<Hold> {
     return this.call("HoldSeats", holdSeconds === undefined ? { screeningId, seats, requestId } : { screeningId, seats, requestId, holdSeconds });
+  }
+
+  /** Holds `count` seats the server chooses, best first (CONTRACT §11); `together: false` takes them apart if need be. */
+  holdBest(screeningId: string, count: number, opts: { holdSeconds?: number; together?: boolean } = {}, requestId: string = crypto.randomUUID()): Promise<Hold> {
+    const body: Record<string, unknown> = { screeningId, count, requestId };
+    if (opts.holdSeconds !== undefined) body.holdSeconds = opts.holdSeconds;
+    if (opts.together === false) body.together = false;
+    return this.call("HoldSeats", body);
   }
 
   extendHold(holdId: string, holdSeconds: number): Promise<Hold> {

@@ -14,6 +14,7 @@
 import type { User } from "firebase/auth";
 import { type FirestoreError, type Timestamp, type Unsubscribe, collection, doc, onSnapshot, query, where } from "firebase/firestore";
 import { Api, ApiError, type Booking, type Hold } from "./api";
+import { BestCard, flash } from "./best";
 import { buildHall } from "./hall";
 import { services } from "./config";
 import {
@@ -66,6 +67,7 @@ async function main(): Promise<void> {
   holdButton.textContent = `Hold for ${String(Math.round(holdSeconds / 60)) || "<1"} min`;
 
   const joinButton = $as(HTMLButtonElement, '[data-action="join"]');
+  const bestCard = new BestCard($("#best-card"), (count) => void holdBest(count));
 
   let screening: Screening | undefined;
   let user: User | null = null;
@@ -252,6 +254,16 @@ async function main(): Promise<void> {
         ? `${seatList(sel)} (${String(sel.length)} seat${sel.length === 1 ? "" : "s"})`
         : "Tap free seats on the map to choose them.";
     bookButton.disabled = holdButton.disabled = !user || sel.length === 0 || busy;
+    bestCard.update({
+      shown: user !== null && mapShown(),
+      first: screening?.sale !== undefined,
+      stage: $(".stage"),
+      beforeInStage: $("#hall"),
+      panel: $(".panel"),
+      beforeInPanel: $("#holds-card"),
+      max: screening?.sale ? (screening.sale.maxSeatsPerUser ?? DEFAULT_MAX_SEATS_PER_USER) : undefined,
+      busy,
+    });
     paintHolds();
     paintBookings();
     paintQueue();
@@ -499,7 +511,7 @@ async function main(): Promise<void> {
   // ---- actions ----
 
   /** One action on the functions; a seat that was taken meanwhile leaves the selection by itself (paint). */
-  function act(pending: string, fn: () => Promise<string>): Promise<void> {
+  function act(pending: string, fn: () => Promise<string>, count?: number): Promise<void> {
     const setBusy = (on: boolean) => {
       busy = on;
       paint();
@@ -508,6 +520,7 @@ async function main(): Promise<void> {
       if (!(err instanceof ApiError)) return { code: "unavailable", message: `Something went wrong: ${err instanceof Error ? err.message : String(err)}` };
       const context: ErrorContext = { ownHoldSeats: new Set([...myHolds().values()].flatMap((x) => x.seats)) };
       if (screening?.sale) context.maxSeatsPerUser = screening.sale.maxSeatsPerUser ?? DEFAULT_MAX_SEATS_PER_USER;
+      if (count !== undefined) context.count = count;
       return { code: err.code, message: errorMessage(err, context) };
     });
   }
@@ -550,6 +563,24 @@ async function main(): Promise<void> {
       return `${seatList(hold.seats)} ${hold.seats.length === 1 ? "is" : "are"} yours for ${countdown(heldUntilMs - now())}. Confirm to book.`;
     });
   });
+
+  /** Best available (CONTRACT §11): the server chooses and holds `count` seats; they flash on the map as the user's. */
+  function holdBest(count: number): Promise<void> {
+    return act(
+      `Finding the best ${String(count)} seat${count === 1 ? "" : "s"} for you…`,
+      async () => {
+        const hold = await api.holdBest(screeningId, count, { holdSeconds });
+        const heldUntilMs = Date.parse(hold.heldUntil);
+        clock.sawAtLeast(heldUntilMs - holdSeconds * 1000);
+        answeredHolds.set(hold.holdId, { holdId: hold.holdId, seats: hold.seats, heldUntilMs });
+        for (const s of hold.seats) selected.delete(s);
+        paint();
+        flash(hold.seats.flatMap((s) => seatButtons.get(s) ?? []));
+        return `We found ${seatList(hold.seats)} for you: ${hold.seats.length === 1 ? "it is" : "they are"} yours for ${countdown(heldUntilMs - now())}. Confirm to book.`;
+      },
+      count,
+    );
+  }
 
   function confirmHold(holdId: string): Promise<void> {
     return act("Confirming your booking…", async () => {

@@ -1,6 +1,7 @@
 /**
  * The seat map's pure logic: seat ids, the §6 states of a seat, the time
- * left on a hold, and the words a moviegoer reads for each §3 and §7 outcome.
+ * left on a hold, and the words a moviegoer reads for each §3, §7 and §11
+ * outcome.
  */
 import type { Timestamp } from "firebase/firestore";
 import type { ApiError } from "./api";
@@ -98,10 +99,12 @@ export interface ErrorContext {
   ownHoldSeats?: ReadonlySet<string>;
   /** The sale's seat cap per user (CONTRACT §7). */
   maxSeatsPerUser?: number;
+  /** How many seats a best-available request asked for (CONTRACT §11). */
+  count?: number;
 }
 
 /** What a moviegoer reads when a call fails with this error. */
-export function errorMessage(err: Pick<ApiError, "code" | "message" | "seats">, context: ErrorContext = {}): string {
+export function errorMessage(err: Pick<ApiError, "code" | "message" | "seats"> & { seatsLeft?: number | undefined }, context: ErrorContext = {}): string {
   const seats = err.seats;
   const ownHoldSeats = context.ownHoldSeats ?? new Set();
   switch (err.code) {
@@ -132,6 +135,12 @@ export function errorMessage(err: Pick<ApiError, "code" | "message" | "seats">, 
       return context.maxSeatsPerUser === undefined
         ? "That is more seats than one moviegoer may hold and book in this sale. Please choose fewer seats."
         : `In this sale one moviegoer may hold and book ${String(context.maxSeatsPerUser)} seat${context.maxSeatsPerUser === 1 ? "" : "s"} at most, counting the seats you already hold or booked. Please choose fewer seats.`;
+    case "no_seats_together":
+      return err.seatsLeft === 0
+        ? "Sorry, every seat is booked or held right now. Held seats come free again if their holders do not book: try again in a minute."
+        : `Sorry, there are no ${context.count === undefined ? "" : `${String(context.count)} `}free seats side by side any more${
+            err.seatsLeft === undefined ? "" : ` (${String(err.seatsLeft)} seat${err.seatsLeft === 1 ? " is" : "s are"} left)`
+          }. Try fewer seats, or pick seats on the map.`;
     case "screening_not_found":
       return "We could not find this screening. Check the link.";
     case "booking_not_found":
