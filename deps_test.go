@@ -5,12 +5,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
 
 // A new user's first `make run` or `make test` installs what is missing and
-// says what it is doing and about how long it takes; the tools' npm ci
+// says what it is doing, without promising how long it takes; the tools' npm ci
 // compiles no native module (re2, built with node-gyp when no prebuilt
 // binary downloads, took minutes of silence on a fresh 2-core machine:
 // issue #29.13). deps.sh runs in a scratch copy of the layout, with fake
@@ -56,9 +57,12 @@ func TestDepsSaysWhatItInstallsAndBuildsNoNativeModules(t *testing.T) {
 			t.Errorf("deps.sh did not run %q; its calls:\n%s", want, calls)
 		}
 	}
+	// What it does, and no promise of how long: "about 15 s" took 47 s and
+	// 25 s on a fresh machine (issue #38), and no figure holds everywhere.
+	promise := regexp.MustCompile(`(?i)\b(\d+\s*(s|sec|seconds?|min|minutes?)|(a )?few minutes|seconds)\b`)
 	for _, line := range strings.Split(strings.TrimSpace(stderr.String()), "\n") {
-		if strings.HasPrefix(line, "deps: ") && !strings.Contains(line, "about") && !strings.Contains(line, "few minutes") {
-			t.Errorf("deps.sh says what it does but not how long it takes: %q", line)
+		if strings.HasPrefix(line, "deps: ") && promise.MatchString(line) {
+			t.Errorf("deps.sh promises a time it cannot keep: %q", line)
 		}
 	}
 	for _, want := range []string{"deps: installing", "deps: npm ci in tools/", "deps: npm ci in web/"} {

@@ -818,6 +818,24 @@ func operatorCases() []rulesCase {
 			return e.olive.get("queue/" + sale.QueueID(withLog(t, e), "alice"))
 		}},
 		{"operator lists the queue", true, func(t *testing.T, e rulesEnv) error { withLog(t, e); return e.olive.query("queue", "") }},
+		{"operator reads someone's hold", true, func(t *testing.T, e rulesEnv) error {
+			h := uniq("holds/h")
+			must(t, func() error {
+				_, err := e.admin.Doc(h).Set(ctx, map[string]any{"uid": "alice", "status": "held"})
+				return err
+			}())
+			return e.olive.get(h)
+		}},
+		{"operator reads someone's booking", true, func(t *testing.T, e rulesEnv) error {
+			b := uniq("bookings/b")
+			must(t, func() error {
+				_, err := e.admin.Doc(b).Set(ctx, map[string]any{"uid": "alice", "status": "confirmed"})
+				return err
+			}())
+			return e.olive.get(b)
+		}},
+		{"operator queries someone's holds by uid", true, func(t *testing.T, e rulesEnv) error { return e.olive.query("holds", "alice") }},
+		{"operator queries someone's bookings by uid", true, func(t *testing.T, e rulesEnv) error { return e.olive.query("bookings", "alice") }},
 		{"operator reads the sale's seat map without a pass", true, func(t *testing.T, e rulesEnv) error { return e.olive.get("seatMaps/" + withLog(t, e)) }},
 		{"user with a live pass reads the sale's seat map", true, func(t *testing.T, e rulesEnv) error {
 			id := onSale(t, e, "open", map[string]map[string]any{"alice": livePass()})
@@ -848,9 +866,27 @@ func operatorCases() []rulesCase {
 			rulesCase{who.name + " reads a sale's minute figures", false, func(t *testing.T, e rulesEnv) error {
 				return who.u(e).get("saleStats/" + withLog(t, e) + "/minutes/202611241200")
 			}},
+			rulesCase{who.name + " reads bob's hold", false, func(t *testing.T, e rulesEnv) error {
+				h := uniq("holds/h")
+				must(t, func() error {
+					_, err := e.admin.Doc(h).Set(ctx, map[string]any{"uid": "bob", "status": "held"})
+					return err
+				}())
+				return who.u(e).get(h)
+			}},
+			rulesCase{who.name + " reads bob's booking", false, func(t *testing.T, e rulesEnv) error {
+				b := uniq("bookings/b")
+				must(t, func() error {
+					_, err := e.admin.Doc(b).Set(ctx, map[string]any{"uid": "bob", "status": "confirmed"})
+					return err
+				}())
+				return who.u(e).get(b)
+			}},
+			rulesCase{who.name + " queries bob's holds", false, func(t *testing.T, e rulesEnv) error { return who.u(e).query("holds", "bob") }},
+			rulesCase{who.name + " queries bob's bookings", false, func(t *testing.T, e rulesEnv) error { return who.u(e).query("bookings", "bob") }},
 		)
 	}
-	for _, p := range []string{"saleLog/s1/entries/e1", "saleStats/s1/minutes/202611241200", "seatMaps/s1", "sales/s1", "queue/q1", "screenings/s1"} {
+	for _, p := range []string{"saleLog/s1/entries/e1", "saleStats/s1/minutes/202611241200", "seatMaps/s1", "sales/s1", "queue/q1", "screenings/s1", "holds/h1", "bookings/b1"} {
 		cs = append(cs,
 			rulesCase{"operator writes server-only " + p, false, func(t *testing.T, e rulesEnv) error {
 				return e.olive.commit(e.olive.set(p, map[string]any{"state": "open", "action": "close", "seats": "..."}, nil, nil))

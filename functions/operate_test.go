@@ -268,3 +268,47 @@ func TestAClientCannotGrantItselfTheOperatorClaim(t *testing.T) {
 		t.Fatalf("after trying to grant itself the claim: %d %v", r.Status, r.Body)
 	}
 }
+
+// A place keeps its joiner's email (from the ID token, in lowercase), so
+// that operators find a person by it; revoking a waiting place records
+// when, and the log names the person by email as well as uid (issue #38).
+func TestRevokeOfAJoinerFoundByEmailIsLoggedWithTheirEmail(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	e.onSale("byemail", time.Now().Add(2*time.Hour), map[string]any{"opensAt": time.Now().Add(time.Hour), "admitPerMinute": 10, "maxActive": 5})
+	op := operatorToken(t, "oona")
+	if r := e.joinQueue("yannick", "byemail"); r.Status != 201 {
+		t.Fatalf("join: %d %v", r.Status, r.Body)
+	}
+	found, err := e.fs.Collection(sale.Queue).Where("screeningId", "==", "byemail").Where("email", "==", "yannick@example.com").Documents(ctx).GetAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(found) != 1 || found[0].Ref.ID != sale.QueueID("byemail", userID(t, "yannick")) || found[0].Data()["uid"] != userID(t, "yannick") {
+		t.Fatalf("the place found by email: %d places %v", len(found), found)
+	}
+	if r := e.operate(op, map[string]any{"screeningId": "byemail", "action": "revoke", "uid": userID(t, "yannick"), "reason": "two accounts"}); r.Status != 200 {
+		t.Fatalf("revoke: %d %v", r.Status, r.Body)
+	}
+	p, err := found[0].Ref.Get(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	at, _ := p.Data()[sale.FieldRevokedAt].(time.Time)
+	if p.Data()["status"] != sale.StatusExpired || at.After(p.UpdateTime) || !at.After(p.Data()["joinedAt"].(time.Time)) {
+		t.Errorf("the revoked place: %v (updated %v), want expired with revokedAt the revoke's time", p.Data(), p.UpdateTime)
+	}
+	log := e.logEntries("byemail")
+	if len(log) != 1 || log[0]["action"] != "revoke" || log[0]["reason"] != "two accounts" {
+		t.Fatalf("log %v", log)
+	}
+	for _, side := range []string{"before", "after"} {
+		m, _ := log[0][side].(map[string]any)
+		if m["user"] != userID(t, "yannick") || m["userEmail"] != "yannick@example.com" {
+			t.Errorf("the revoke's %s names %v, want the uid and yannick@example.com", side, m)
+		}
+	}
+	if before := log[0]["before"].(map[string]any); before["status"] != sale.StatusWaiting {
+		t.Errorf("before %v: a waiting place", before)
+	}
+}

@@ -30,7 +30,7 @@ func (a *API) JoinQueue(w http.ResponseWriter, r *http.Request) {
 		if req.ScreeningID == "" {
 			return 0, nil, errorf(http.StatusBadRequest, "invalid_argument", "screeningId is required")
 		}
-		p, created, err := a.Sales.Join(ctx, uid, req.ScreeningID)
+		p, created, err := a.Sales.Join(ctx, uid, req.ScreeningID, sale.JoinerEmail(callerOf(ctx).Email))
 		if err != nil {
 			return 0, nil, err
 		}

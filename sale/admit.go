@@ -567,16 +567,20 @@ const Stats = "saleStats"
 // minute is over, in its guarded transaction; a minute during which no
 // admitter looked after the sale is counted into the next one it writes.
 type Minute struct {
-	At         time.Time `firestore:"at" json:"at"`
-	Waiting    int64     `firestore:"waiting" json:"waiting"`
-	Admitted   int64     `firestore:"admitted" json:"admitted"`
-	Active     int64     `firestore:"active" json:"active"`
-	SeatsLeft  int64     `firestore:"seatsLeft" json:"seatsLeft"`
-	Joins      int64     `firestore:"joins" json:"joins"`
-	Admissions int64     `firestore:"admissions" json:"admissions"`
-	Holds      int64     `firestore:"holds" json:"holds"`
-	Bookings   int64     `firestore:"bookings" json:"bookings"`
-	Expired    int64     `firestore:"expired" json:"expired"`
+	At        time.Time `firestore:"at" json:"at"`
+	Waiting   int64     `firestore:"waiting" json:"waiting"`
+	Admitted  int64     `firestore:"admitted" json:"admitted"`
+	Active    int64     `firestore:"active" json:"active"`
+	SeatsLeft int64     `firestore:"seatsLeft" json:"seatsLeft"`
+	// SeatsHeld and SeatsSold split the taken seats at the minute's end:
+	// under live holds, and booked (seatsLeft is the rest of the hall).
+	SeatsHeld  int64 `firestore:"seatsHeld" json:"seatsHeld"`
+	SeatsSold  int64 `firestore:"seatsSold" json:"seatsSold"`
+	Joins      int64 `firestore:"joins" json:"joins"`
+	Admissions int64 `firestore:"admissions" json:"admissions"`
+	Holds      int64 `firestore:"holds" json:"holds"`
+	Bookings   int64 `firestore:"bookings" json:"bookings"`
+	Expired    int64 `firestore:"expired" json:"expired"`
 	// Revenue and Refunds are the amounts paid and refunded within the
 	// minute, in the currency's smallest unit, and LatePayments the late
 	// payments booked (CONTRACT §10; zero for a free screening).
@@ -972,6 +976,7 @@ func (a *Admitter) close(r *saleRun, cfg Config, sc booking.Screening, known boo
 func figures(st admitState, c counts, live int64, now time.Time) Minute {
 	return Minute{
 		At: now, Waiting: c.waiting, Admitted: st.Admitted, Active: live, SeatsLeft: max(0, c.seats-c.booked-c.held),
+		SeatsHeld: c.held, SeatsSold: c.booked,
 		Admissions: st.Admitted - st.Minute.Admitted, Expired: st.Minute.Expired,
 		Joins: max(0, c.waiting+st.Admitted-st.Minute.Waiting-st.Minute.Admitted),
 		Holds: c.minute.holds, Bookings: c.minute.bookings,

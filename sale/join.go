@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"cloud.google.com/go/firestore"
@@ -48,6 +49,17 @@ func newDraw() (string, error) {
 	return hex.EncodeToString(b), nil
 }
 
+// JoinOption adds what the caller knows of the joiner to a Join.
+type JoinOption func(*joiner)
+
+type joiner struct{ email string }
+
+// JoinerEmail records the joiner's email (from their verified ID token) on
+// the place, in lowercase, so that operators can find the person by it.
+func JoinerEmail(email string) JoinOption {
+	return func(j *joiner) { j.email = strings.ToLower(strings.TrimSpace(email)) }
+}
+
 // Join gives uid a place in the queue of the screening's sale, or returns
 // the place uid has (created false): one place per user and sale, and
 // joining again changes nothing.
@@ -68,18 +80,22 @@ func newDraw() (string, error) {
 // Errors: booking.ErrInvalidArgument, booking.ErrScreeningNotFound,
 // ErrNoSale, ErrMisconfigured, booking.ErrScreeningStarted, ErrClosed, ErrSoldOut,
 // ErrJoinTimedOut, or a Firestore error.
-func (s *Service) Join(ctx context.Context, uid, screeningID string) (Place, bool, error) {
+func (s *Service) Join(ctx context.Context, uid, screeningID string, opts ...JoinOption) (Place, bool, error) {
 	if uid == "" {
 		return Place{}, false, fmt.Errorf("%w: no user", booking.ErrInvalidArgument)
 	}
 	if screeningID == "" || len(screeningID) > 200 || lock.ValidateKey(screeningID) != nil {
 		return Place{}, false, fmt.Errorf("%w: screeningId %q is not a valid id", booking.ErrInvalidArgument, screeningID)
 	}
+	var who joiner
+	for _, opt := range opts {
+		opt(&who)
+	}
 	var err error
 	for range 2 {
 		var p Place
 		var created bool
-		p, created, err = s.join(ctx, uid, screeningID)
+		p, created, err = s.join(ctx, uid, screeningID, who)
 		if !errors.Is(err, ErrJoinTimedOut) {
 			return p, created, err
 		}
@@ -87,7 +103,7 @@ func (s *Service) Join(ctx context.Context, uid, screeningID string) (Place, boo
 	return Place{}, false, err
 }
 
-func (s *Service) join(ctx context.Context, uid, screeningID string) (Place, bool, error) {
+func (s *Service) join(ctx context.Context, uid, screeningID string, who joiner) (Place, bool, error) {
 	id := QueueID(screeningID, uid)
 	ref := s.place(id)
 	start := time.Now() // the local clock only bounds how long the commit may take
@@ -127,7 +143,7 @@ func (s *Service) join(ctx context.Context, uid, screeningID string) (Place, boo
 		return Place{}, false, booking.ErrScreeningStarted
 	}
 
-	p := Place{ID: id, UID: uid, ScreeningID: screeningID, Status: StatusWaiting, JoinedAt: now, Shard: shardOf(id)}
+	p := Place{ID: id, UID: uid, ScreeningID: screeningID, Status: StatusWaiting, JoinedAt: now, Shard: shardOf(id), Email: who.email}
 	//lint:ignore SA1019 WriteBatch is the only atomic multi-document write that costs one RPC.
 	b := s.client.Batch()
 	commitBy := now.Add(s.o.joinWindow) // Firestore time

@@ -185,7 +185,7 @@ func (s *Service) Operate(ctx context.Context, op Operation, holds HoldReleaser)
 			if p.Status != StatusWaiting && p.Status != StatusAdmitted {
 				break // expired or done already: nothing but holds to release
 			}
-			ups := []firestore.Update{{Path: "status", Value: StatusExpired}}
+			ups := []firestore.Update{{Path: "status", Value: StatusExpired}, {Path: FieldRevokedAt, Value: now}}
 			if p.Status == StatusAdmitted && p.PassUntil != nil && p.PassUntil.After(now) {
 				ups = append(ups, firestore.Update{Path: "passUntil", Value: now})
 			}
@@ -193,8 +193,8 @@ func (s *Service) Operate(ctx context.Context, op Operation, holds HoldReleaser)
 				return err
 			}
 			entry = map[string]any{
-				"before": map[string]any{"user": op.UID, "status": p.Status},
-				"after":  map[string]any{"user": op.UID, "status": StatusExpired, "holdsReleased": len(release)},
+				"before": revoked(op.UID, p.Email, map[string]any{"status": p.Status}),
+				"after":  revoked(op.UID, p.Email, map[string]any{"status": StatusExpired, "holdsReleased": len(release)}),
 			}
 		}
 		out = Outcome{ScreeningID: op.ScreeningID, State: stateOf(cur, ctl, started, now), Sale: saleView(cur, Control{}), Changed: entry != nil}
@@ -223,6 +223,22 @@ func (s *Service) Operate(ctx context.Context, op Operation, holds HoldReleaser)
 		out.Changed = true
 	}
 	return out, errors.Join(errs...)
+}
+
+// FieldRevokedAt is when an operator revoked a place (CONTRACT §8): the
+// commit of the revoke, on the place beside its expired status. A revoked
+// waiting place left the line then; a revoked pass ended then (passUntil
+// moves to it too).
+const FieldRevokedAt = "revokedAt"
+
+// revoked is a revoke's before or after in the log: whose place (uid, and
+// email when the place has one) and fields.
+func revoked(uid, email string, fields map[string]any) map[string]any {
+	fields["user"] = uid
+	if email != "" {
+		fields["userEmail"] = email
+	}
+	return fields
 }
 
 // checkOperation refuses an unknown action and fields that do not belong

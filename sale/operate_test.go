@@ -274,6 +274,11 @@ func TestSaleStatsMinutesAddUp(t *testing.T) {
 	if sum.Joins+st.Minute.Waiting > 6 || sum.Joins < 2 {
 		t.Errorf("minutes add up to %d joins (%d waiting when the minute in progress began) of 6 places, 2 of them after the opening", sum.Joins, st.Minute.Waiting)
 	}
+	// The seats at the end of the last minute: the hold and the booking
+	// (the 1-s hold lapsed before the run ended, its seat counted free).
+	if last.SeatsSold != int64(booked) || last.SeatsHeld+last.SeatsSold+last.SeatsLeft != 200 {
+		t.Errorf("the last minute's seats: %d sold, %d held, %d left of 200; want %d sold", last.SeatsSold, last.SeatsHeld, last.SeatsLeft, booked)
+	}
 	if sum.Holds != int64(held) || sum.Bookings != int64(booked) {
 		t.Errorf("minutes add up to %d holds and %d bookings, want %d and %d", sum.Holds, sum.Bookings, held, booked)
 	}

@@ -443,6 +443,10 @@ type Place struct {
 	PassUntil  *time.Time `firestore:"passUntil,omitempty"`
 	// Shard is the place's range of the waiting line's index.
 	Shard int `firestore:"shard"`
+	// Email is the joiner's email, from their ID token, in lowercase (""
+	// when the token had none): operators find a person by it, and the
+	// log names whom a revoke ended.
+	Email string `firestore:"email,omitempty"`
 }
 
 func placeOf(snap *firestore.DocumentSnapshot) (Place, error) {

@@ -22,7 +22,7 @@ sdk_has platform/pubsub-emulator/bin/cloud-pubsub-emulator || missing+=(google-c
 # CHROMIUM_PATH names another Chromium for the browser tests.
 [ -x "${CHROMIUM_PATH:-/usr/bin/chromium}" ] || missing+=(chromium)
 if [ ${#missing[@]} -gt 0 ]; then
-  echo "deps: installing ${missing[*]} with apt-get (a few minutes on a fresh machine: Chromium alone is about 100 MB)" >&2
+  echo "deps: installing ${missing[*]} with apt-get (Chromium alone downloads about 100 MB)" >&2
   if [ "$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi
   if ! { $SUDO apt-get update -qq && $SUDO apt-get install -y -qq "${missing[@]}"; }; then
     echo "deps: could not install ${missing[*]}." >&2
@@ -40,7 +40,7 @@ if [ -f tools/package.json ]; then
     # a native module that npm would compile with node-gyp when no prebuilt
     # binary can be downloaded (minutes of silence on two cores). The Auth
     # emulator does not use it, and superstatic falls back without it.
-    echo "deps: npm ci in tools/ (firebase-tools for the Auth emulator, no native builds: about 15 s)" >&2
+    echo "deps: npm ci in tools/: firebase-tools for the Auth emulator, without native builds (once; offline after)" >&2
     (cd tools && npm ci --omit=optional --no-audit --no-fund --loglevel=error)
   fi
 fi
@@ -50,7 +50,7 @@ fi
 if [ -f web/package.json ]; then
   command -v npm >/dev/null || { echo "deps: npm not found; web/ needs Node.js 20.19+ (apt-get install nodejs npm)" >&2; exit 1; }
   if [ ! -d web/node_modules ] || [ web/package-lock.json -nt web/node_modules/.package-lock.json ]; then
-    echo "deps: npm ci in web/ (the Firebase JS SDK, Vite, Vitest, Playwright's library: about 15 s)" >&2
+    echo "deps: npm ci in web/: the Firebase JS SDK, Vite, Vitest and Playwright's library (once, and again when web/package-lock.json changes)" >&2
     (cd web && PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --no-audit --no-fund --loglevel=error)
   fi
 fi

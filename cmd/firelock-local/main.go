@@ -43,6 +43,7 @@ import (
 	"github.com/firelock/firelock/functions"
 	"github.com/firelock/firelock/internal/emulators"
 	"github.com/firelock/firelock/internal/operators"
+	"github.com/firelock/firelock/internal/when"
 	"github.com/firelock/firelock/jobs"
 	"github.com/firelock/firelock/lock"
 )
@@ -88,12 +89,14 @@ func main() {
 		fmt.Fprintf(os.Stderr, "firelock-local: the functions log to %s\n", *logFile) // f lives until os.Exit
 		os.Stdout = f
 	}
+	giveBack := takeTerminal()
 	code, err := run(config{
 		stdout: stdout,
 		port:   *port, web: *web, webPort: *webPort, origins: *origins,
 		sched: scheduler{*schedule, *zone}, jobs: strings.Split(*jobsFlag, ","), command: flag.Args(),
 		envFile: *envFile, stripe: *stripeMode,
 	})
+	giveBack()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "firelock-local:", err)
 		os.Exit(1)
@@ -135,8 +138,9 @@ func (s scheduler) message(job string) []byte {
 	return b
 }
 
-// run starts everything and blocks until Ctrl-C, or until cfg.command ends
-// (its exit code is returned).
+// run starts everything and blocks until Ctrl-C or SIGTERM (a stop the
+// user asked for: 0), or until cfg.command ends (its exit code is
+// returned).
 func run(cfg config) (int, error) {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -174,12 +178,9 @@ func run(cfg config) (int, error) {
 	defer pay.stop()
 
 	serveErr := make(chan error, 1)
-	go func() { serveErr <- Serve("127.0.0.1", fmt.Sprint(port)) }()
 	base := fmt.Sprintf("http://127.0.0.1:%d", port)
-	select {
-	case err := <-serveErr:
+	if err := serveQuietly(ctx, port, serveErr); err != nil {
 		return 0, fmt.Errorf("functions server on %s: %w", base, err)
-	case <-time.After(300 * time.Millisecond):
 	}
 
 	fs, err := firestore.NewClient(ctx, project)
@@ -249,7 +250,7 @@ func run(cfg config) (int, error) {
 		select {
 		case <-ctx.Done():
 			fmt.Println("\nstopping ...")
-			return 130, nil
+			return 0, nil
 		case code := <-commandDone:
 			return code, nil
 		case err := <-serveErr:
@@ -410,7 +411,7 @@ func printBanner(out *os.File, emu *emulators.Running, base string, app *webApp,
 		saleLine = app.URL + "/?screening=" + DemoSale
 		consoleLine = app.URL + "/operate.html?screening=" + DemoSale + "   (sign in as the demo user: an operator)"
 	}
-	saleLine += fmt.Sprintf("   (opens %s; one pass at a time)", opensAt.Local().Format(time.TimeOnly))
+	saleLine += fmt.Sprintf("   (opens %s; one pass at a time)", when.Clock(opensAt.Local()))
 	returnURL := "http://127.0.0.1:5173/?screening=demo"
 	if app != nil {
 		returnURL = app.URL + "/?screening=demo"

@@ -5,9 +5,13 @@ package main
 // RunScheduledJob (the stand-in for Cloud Scheduler is in main.go).
 
 import (
+	"bufio"
 	"context"
 	"fmt"
+	"net"
+	"os"
 	"strings"
+	"time"
 
 	"cloud.google.com/go/pubsub/v2"
 	pubsubpb "cloud.google.com/go/pubsub/v2/apiv1/pubsubpb"
@@ -70,4 +74,54 @@ func Serve(host, port string) error {
 		return err
 	}
 	return funcframework.StartHostPort(host, port)
+}
+
+// serveQuietly starts Serve on port and returns once it listens (or
+// failed, or ctx ended). The Functions Framework prints a line "Serving
+// function: NAME" for each function as it starts, and NAME is "" for the
+// two served by path (RunScheduledJob's push paths and the metrics): the
+// banner lists every URL instead, so those lines are left out of stdout
+// while the server starts. Serve's error, later, goes to serveErr.
+func serveQuietly(ctx context.Context, port int, serveErr chan<- error) error {
+	out := os.Stdout
+	r, w, err := os.Pipe()
+	if err != nil {
+		return err
+	}
+	os.Stdout = w
+	copied := make(chan struct{})
+	go func() {
+		defer close(copied)
+		sc := bufio.NewScanner(r)
+		for sc.Scan() {
+			if !strings.HasPrefix(sc.Text(), "Serving function: ") {
+				fmt.Fprintln(out, sc.Text())
+			}
+		}
+	}()
+	failed := make(chan error, 1)
+	go func() {
+		err := Serve("127.0.0.1", fmt.Sprint(port))
+		failed <- err
+		serveErr <- err
+	}()
+	var ready error
+	for {
+		if c, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", port), 100*time.Millisecond); err == nil {
+			c.Close()
+			break
+		}
+		select {
+		case ready = <-failed:
+		case <-ctx.Done():
+			ready = ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+			continue
+		}
+		break
+	}
+	os.Stdout = out
+	w.Close()
+	<-copied
+	return ready
 }

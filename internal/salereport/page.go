@@ -3,6 +3,7 @@ package salereport
 import (
 	"context"
 	"encoding/csv"
+	"encoding/json"
 	"fmt"
 	"html/template"
 	"io"
@@ -16,17 +17,22 @@ import (
 
 	"cloud.google.com/go/firestore"
 	"github.com/firelock/firelock/booking"
+	"github.com/firelock/firelock/internal/when"
 	"github.com/firelock/firelock/sale"
 )
 
 // Report is a sale's report: its configuration, what it sold, how fair and
-// how metered it was, and its minutes.
+// how metered it was, its log and its minutes. Every figure is derived
+// from one read of the sale's records (Sale): the places, holds,
+// bookings and the operators' log.
 type Report struct {
 	ScreeningID string    `json:"screeningId"`
 	Title       string    `json:"title"`
 	State       string    `json:"state"` // sales/{id}.state, as last published
+	Zone        string    `json:"zone"`  // of the times the page shows
 	GeneratedAt time.Time `json:"generatedAt"`
 	OpensAt     time.Time `json:"opensAt"`
+	StartsAt    time.Time `json:"startsAt"`
 	Rate        int       `json:"admitPerMinute"`
 	MaxActive   int       `json:"maxActive"`
 	PassSeconds int       `json:"passSeconds"`
@@ -34,33 +40,56 @@ type Report struct {
 	Summary     Summary   `json:"summary"`
 	Fairness    Fairness  `json:"fairness"`
 	Metering    Metering  `json:"metering"`
-	Minutes     []Minute  `json:"minutes"`
+	// Pauses and Limits are what the log tells: when admissions were
+	// paused, and the rate and maxActive from each change on.
+	Pauses  []Span     `json:"pauses"`
+	Limits  []Limits   `json:"limits"`
+	Log     []LogEntry `json:"log"`
+	Minutes []Minute   `json:"minutes"`
 
-	sale *Sale
+	sale  *Sale
+	story story
+	loc   *time.Location
 }
 
-// Build reads the sale of screening id and judges it, at now.
+// Build reads the sale of screening id and judges it, at now; the page
+// shows times in now's location.
 func Build(ctx context.Context, fs *firestore.Client, id string, now time.Time) (*Report, error) {
 	st, err := Read(ctx, fs, id)
 	if err != nil {
 		return nil, err
 	}
-	minutes, err := ReadMinutes(ctx, fs, id)
-	if err != nil {
-		return nil, err
-	}
-	r := &Report{
-		ScreeningID: id, GeneratedAt: now, OpensAt: st.OpensAt, Rate: st.AdmitPerMinute, MaxActive: st.MaxActive,
-		PassSeconds: cmpOr(st.PassSeconds, int(sale.DefaultPass/time.Second)), MaxSeats: cmpOr(st.MaxSeatsPerUser, sale.DefaultMaxSeatsPerUser),
-		Summary: st.Summarize(), Fairness: st.AuditFairness(), Metering: st.AuditMetering(now), Minutes: minutes, sale: st,
-	}
+	var title, state string
 	if snap, err := fs.Collection(booking.Screenings).Doc(id).Get(ctx); err == nil {
-		r.Title, _ = snap.Data()["title"].(string)
+		title, _ = snap.Data()["title"].(string)
 	}
 	if snap, err := fs.Collection(sale.Sales).Doc(id).Get(ctx); err == nil {
-		r.State, _ = snap.Data()["state"].(string)
+		state, _ = snap.Data()["state"].(string)
 	}
-	return r, nil
+	return New(st, title, state, now), nil
+}
+
+// New judges a sale read with Read, at now.
+func New(st *Sale, title, state string, now time.Time) *Report {
+	story := st.tell(now)
+	r := &Report{
+		ScreeningID: st.ScreeningID, Title: title, State: state, Zone: when.Zone(now), GeneratedAt: now.UTC(),
+		OpensAt: st.OpensAt, StartsAt: st.StartsAt, Rate: st.AdmitPerMinute, MaxActive: st.MaxActive,
+		PassSeconds: cmpOr(st.PassSeconds, int(sale.DefaultPass/time.Second)), MaxSeats: cmpOr(st.MaxSeatsPerUser, sale.DefaultMaxSeatsPerUser),
+		Summary: st.Summarize(now), Fairness: st.AuditFairness(), Metering: st.audit(story),
+		Pauses: story.pauses, Limits: story.limits, Log: st.Log, Minutes: st.minutes(story, now),
+		sale: st, story: story, loc: now.Location(),
+	}
+	if r.Pauses == nil {
+		r.Pauses = []Span{}
+	}
+	if r.Log == nil {
+		r.Log = []LogEntry{}
+	}
+	if r.Minutes == nil {
+		r.Minutes = []Minute{}
+	}
+	return r
 }
 
 func cmpOr(v, def int) int {
@@ -70,180 +99,325 @@ func cmpOr(v, def int) int {
 	return v
 }
 
-// Chart is one inline SVG chart of the minutes.
-type Chart struct {
-	Name, Title string
-	SVG         template.HTML
+// When is t as the page shows every time: date, time and zone.
+func (r *Report) When(t time.Time) string { return when.Format(t.In(r.loc)) }
+
+// minuteLabel is a minute's start, as the charts and the table label it:
+// "11:05", with the date when the minutes span several days.
+func (r *Report) minuteLabel(t time.Time) string {
+	t = t.In(r.loc)
+	if n := len(r.Minutes); n > 0 && r.Minutes[0].Start.In(r.loc).YearDay() != r.Minutes[n-1].Start.In(r.loc).YearDay() {
+		return t.Format("01-02 15:04")
+	}
+	return t.Format("15:04")
 }
 
-// Charts are the four of CONTRACT §8: waiting, admissions per minute,
-// active passes, seats left.
-func (r *Report) Charts() []Chart {
-	series := func(f func(Minute) int64) []float64 {
-		out := make([]float64, len(r.Minutes))
-		for i, m := range r.Minutes {
-			out[i] = float64(f(m))
-		}
-		return out
+// Line is one line of the page: a figure, a verdict, a log entry.
+type Line struct {
+	Key, Label, Value, Note string
+	// Verdict: "ok" or "bad" when the line judges, else "".
+	Verdict string
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
 	}
-	labels := make([]string, len(r.Minutes))
+	return strconv.Itoa(n) + " " + many
+}
+
+func secs(v float64) string { return fmt.Sprintf("%.1f s", v) }
+
+func duration(v float64) string {
+	d := time.Duration(math.Round(v)) * time.Second
+	switch {
+	case d < time.Minute:
+		return fmt.Sprintf("%d s", d/time.Second)
+	case d < time.Hour:
+		return fmt.Sprintf("%d min %d s", d/time.Minute, d%time.Minute/time.Second)
+	}
+	return fmt.Sprintf("%d h %d min", d/time.Hour, d%time.Hour/time.Minute)
+}
+
+func verdict(ok bool) string {
+	if ok {
+		return "ok"
+	}
+	return "bad"
+}
+
+// Opening is the header's line on the opening and the configuration.
+func (r *Report) Opening() Line {
+	word := "Opened"
+	if r.GeneratedAt.Before(r.OpensAt) {
+		word = "Opens"
+	}
+	return Line{Key: "opening", Label: word + " " + r.When(r.OpensAt),
+		Value: fmt.Sprintf("%d admitted a minute at most, %s at once, %d s each, %s a person",
+			r.Rate, plural(r.MaxActive, "pass", "passes"), r.PassSeconds, plural(r.MaxSeats, "seat", "seats"))}
+}
+
+// Status is the header's line on the state and the report's time.
+func (r *Report) Status() Line {
+	state := r.State
+	if state == "" {
+		state = "not published yet"
+	}
+	return Line{Key: "state", Label: "State " + state + ", as last published", Value: "report written " + r.When(r.GeneratedAt)}
+}
+
+// Figures are the sale's headline figures.
+func (r *Report) Figures() []Line {
+	s := r.Summary
+	conv := "–"
+	if !math.IsNaN(float64(s.Conversion)) {
+		conv = fmt.Sprintf("%.1f%%", 100*float64(s.Conversion))
+	}
+	paused := Line{Key: "paused", Label: "Paused", Value: "never"}
+	if r.Metering.Pauses > 0 {
+		paused.Value, paused.Note = duration(r.Metering.PausedSeconds), plural(r.Metering.Pauses, "pause", "pauses")
+	}
+	return []Line{
+		{Key: "sold", Label: "Sold", Value: fmt.Sprintf("%d of %s", s.Sold, plural(s.Seats, "seat", "seats"))},
+		{Key: "joined", Label: "Joined", Value: strconv.Itoa(s.Places),
+			Note: fmt.Sprintf("%d admitted, %d still waiting, %d revoked while waiting", s.Admitted, s.StillWaiting, s.RevokedWaiting)},
+		{Key: "conversion", Label: "Admitted who booked", Value: conv, Note: fmt.Sprintf("%d of %d", s.Booked, s.Admitted)},
+		{Key: "passes", Label: "Passes", Value: strconv.Itoa(s.Admitted),
+			Note: fmt.Sprintf("%d ended by a booking, %d ran out (%d unused), %d revoked, %d live", s.PassesDone, s.PassesRanOut, s.ExpiredUnused, s.PassesRevoked, s.PassesLive)},
+		{Key: "wait", Label: "Time in line, p50 / p90 / max", Value: fmt.Sprintf("%s / %s / %s", secs(s.WaitP50), secs(s.WaitP90), secs(s.WaitMax))},
+		paused,
+	}
+}
+
+// FairnessLines judge who was admitted when.
+func (r *Report) FairnessLines() []Line {
+	f := r.Fairness
+	yes := map[bool]string{true: "yes", false: "no"}
+	rho := Line{Key: "early-rho", Label: fmt.Sprintf("Early joiners %d, admitted %d; Spearman's ρ of join order against admission order", f.EarlyJoiners, f.EarlyAdmitted)}
+	switch {
+	case f.EarlyAdmitted < MinSpearmanPairs:
+		rho.Value = fmt.Sprintf("too few to tell: ρ needs %d admitted early joiners", MinSpearmanPairs)
+	case math.IsNaN(float64(f.EarlySpearman)):
+		rho.Value = "–"
+	default:
+		lo, hi := float64(f.EarlySpearmanLow), float64(f.EarlySpearmanHigh)
+		fair := lo <= 0 && hi >= 0
+		rho.Value = fmt.Sprintf("%+.3f (95%% CI %+.3f to %+.3f)", float64(f.EarlySpearman), lo, hi)
+		rho.Note = map[bool]string{true: "consistent with a random draw", false: "the draw followed join order"}[fair]
+		rho.Verdict = verdict(fair)
+	}
+	return []Line{
+		{Key: "early-first", Label: "Everyone who joined before the opening, and was still in line, was admitted before anyone who joined after it",
+			Value: yes[f.EarlyBeforeLate], Verdict: verdict(f.EarlyBeforeLate)},
+		rho,
+		{Key: "late-order", Label: fmt.Sprintf("Later joiners %d, admitted %d; pairs admitted out of join order", f.LateJoiners, f.LateAdmitted),
+			Value: fmt.Sprintf("%d of %d", f.LateInverted, f.LatePairs), Verdict: verdict(f.LateInverted == 0)},
+		{Key: "skipped", Label: "Places still waiting behind someone admitted", Value: strconv.Itoa(f.Skipped), Verdict: verdict(f.Skipped == 0)},
+	}
+}
+
+// limitsText lists a limit's values over the sale: "2, then 3".
+func (r *Report) limitsText(f func(Limits) int) string {
+	var vs []string
+	for _, l := range r.Limits {
+		v := strconv.Itoa(f(l))
+		if len(vs) == 0 || vs[len(vs)-1] != v {
+			vs = append(vs, v)
+		}
+	}
+	return strings.Join(vs, ", then ")
+}
+
+func (r *Report) mostLimit(f func(Limits) int) int {
+	most := 0
+	for _, l := range r.Limits {
+		most = max(most, f(l))
+	}
+	return most
+}
+
+// MeteringLines judge how admission was metered.
+func (r *Report) MeteringLines() []Line {
+	m := r.Metering
+	rate := func(l Limits) int { return l.AdmitPerMinute }
+	active := func(l Limits) int { return l.MaxActive }
+	first := Line{Key: "first", Label: "From the opening to the first admission", Value: "nobody admitted yet"}
+	if m.FirstAdmission >= 0 {
+		first.Value, first.Verdict = secs(m.FirstAdmission), verdict(m.FirstAdmission <= RefillPromise.Seconds())
+	}
+	refill := Line{Key: "refill", Label: "A pass ending while every slot was taken, to the next admission (paused time left out), p50 / max",
+		Value: "none: the slots were never all taken while people waited"}
+	worst := Line{Key: "refill-worst", Label: "The slowest refill", Value: "–"}
+	if m.Refills > 0 {
+		refill.Value = fmt.Sprintf("%s / %s", secs(m.RefillP50), secs(m.RefillMax))
+		refill.Note = fmt.Sprintf("over %d; %d over the %.0f s promise", m.Refills, m.RefillsOverPromise, RefillPromise.Seconds())
+		refill.Verdict = verdict(m.RefillsOverPromise == 0)
+		w := m.RefillWorst
+		who := w.Email
+		if who == "" {
+			who = "uid " + w.UID
+		}
+		worst.Value = fmt.Sprintf("%s after the pass of %s ended at %s", secs(w.Seconds), who, r.When(w.EndedAt))
+		worst.Note = "queue id " + w.QueueID
+		if !w.Refilled {
+			worst.Note += "; no admission came before the end of the report"
+		}
+	}
+	return []Line{
+		{Key: "rate", Label: "Most admitted in any 60 s", Value: strconv.Itoa(m.MaxAdmittedPerMinute),
+			Note: "limit " + r.limitsText(rate), Verdict: verdict(m.MaxAdmittedPerMinute <= r.mostLimit(rate))},
+		{Key: "live", Label: "Most passes live at once", Value: strconv.Itoa(m.MaxLivePasses),
+			Note: "limit " + r.limitsText(active), Verdict: verdict(m.MaxLivePasses <= r.mostLimit(active))},
+		first,
+		refill,
+		worst,
+	}
+}
+
+// LogLine is one log entry as the page shows it.
+type LogLine struct {
+	Key, When, Who, Action, Change, Reason string
+}
+
+// LogLines are the operators' log, oldest first.
+func (r *Report) LogLines() []LogLine {
+	out := make([]LogLine, len(r.Log))
+	for i, e := range r.Log {
+		reason := ""
+		if e.Reason != "" {
+			reason = "“" + e.Reason + "”"
+		}
+		out[i] = LogLine{Key: fmt.Sprintf("log-%d", i+1), When: r.When(e.At), Who: e.Who(), Action: e.Action, Change: e.Change(r.loc), Reason: reason}
+	}
+	return out
+}
+
+// MinuteRow is one minute as the table shows it.
+type MinuteRow struct {
+	Key, Label string
+	Cells      []int
+	Paused     bool
+}
+
+// MinuteColumns head the minutes table and minutes.csv.
+var MinuteColumns = []string{"joins", "admissions", "expired", "revoked", "holds", "bookings", "waiting", "active", "seats held", "seats sold", "seats left"}
+
+func (m Minute) cells() []int {
+	return []int{m.Joins, m.Admissions, m.Expired, m.Revoked, m.Holds, m.Bookings, m.Waiting, m.Active, m.SeatsHeld, m.SeatsSold, m.SeatsLeft}
+}
+
+// MinuteRows are the table's minutes, each labelled by its start.
+func (r *Report) MinuteRows() []MinuteRow {
+	out := make([]MinuteRow, len(r.Minutes))
 	for i, m := range r.Minutes {
-		labels[i] = m.At.UTC().Format("15:04")
+		out[i] = MinuteRow{Key: "minute-" + m.Start.UTC().Format("200601021504"), Label: r.minuteLabel(m.Start), Cells: m.cells(), Paused: m.Paused}
 	}
-	return []Chart{
-		{"waiting", "Waiting", svgChart(series(func(m Minute) int64 { return m.Waiting }), labels, false)},
-		{"admissions", "Admissions per minute", svgChart(series(func(m Minute) int64 { return m.Admissions }), labels, true)},
-		{"active", "Active passes", svgChart(series(func(m Minute) int64 { return m.Active }), labels, false)},
-		{"seats-left", "Seats left", svgChart(series(func(m Minute) int64 { return m.SeatsLeft }), labels, false)},
-	}
+	return out
 }
 
-// svgChart draws values over labels as a line (or bars), with its axis
-// marks: plain SVG, no script, nothing fetched.
-func svgChart(values []float64, labels []string, bars bool) template.HTML {
-	const w, h, left, bottom, top, right = 560.0, 200.0, 44.0, 24.0, 10.0, 10.0
-	var b strings.Builder
-	fmt.Fprintf(&b, `<svg viewBox="0 0 %.0f %.0f" role="img" xmlns="http://www.w3.org/2000/svg">`, w, h)
-	if len(values) == 0 {
-		fmt.Fprintf(&b, `<text x="%.0f" y="%.0f" text-anchor="middle" class="none">no minutes recorded yet</text></svg>`, w/2, h/2)
-		return template.HTML(b.String()) //nolint:gosec // built from numbers and fixed text only
-	}
-	top0 := slices.Max(values)
-	if top0 <= 0 {
-		top0 = 1
-	}
-	step := niceStep(top0 / 4)
-	ymax := math.Ceil(top0/step) * step
-	// Each minute a slot of the width; a point (or a bar) in its middle.
-	slot := (w - left - right) / float64(len(values))
-	x := func(i int) float64 { return left + (float64(i)+0.5)*slot }
-	y := func(v float64) float64 { return h - bottom - v/ymax*(h-bottom-top) }
-	for v := 0.0; v <= ymax+step/2; v += step {
-		fmt.Fprintf(&b, `<line class="grid" x1="%.1f" x2="%.1f" y1="%.1f" y2="%.1f"/>`, left, w-right, y(v), y(v))
-		fmt.Fprintf(&b, `<text class="axis" x="%.1f" y="%.1f" text-anchor="end">%s</text>`, left-6, y(v)+4, strconv.FormatFloat(v, 'f', -1, 64))
-	}
-	every := max(1, (len(labels)+5)/6)
-	for i, l := range labels {
-		if i%every == 0 {
-			fmt.Fprintf(&b, `<text class="axis" x="%.1f" y="%.1f" text-anchor="middle">%s</text>`, x(i), h-6, template.HTMLEscapeString(l))
+// MinuteTotals add up the table's counts (the first six columns).
+func (r *Report) MinuteTotals() []int {
+	t := make([]int, 6)
+	for _, m := range r.Minutes {
+		for i, v := range m.cells()[:6] {
+			t[i] += v
 		}
 	}
-	if bars {
-		bw := math.Max(1, math.Min(slot*0.7, 28))
-		for i, v := range values {
-			fmt.Fprintf(&b, `<rect class="bar" x="%.1f" y="%.1f" width="%.1f" height="%.1f"><title>%s: %s</title></rect>`,
-				x(i)-bw/2, y(v), bw, h-bottom-y(v), template.HTMLEscapeString(labels[i]), strconv.FormatFloat(v, 'f', -1, 64))
-		}
-	} else {
-		var pts []string
-		for i, v := range values {
-			pts = append(pts, fmt.Sprintf("%.1f,%.1f", x(i), y(v)))
-		}
-		fmt.Fprintf(&b, `<polyline class="line" points="%s"/>`, strings.Join(pts, " "))
-		for i, v := range values {
-			fmt.Fprintf(&b, `<circle class="dot" cx="%.1f" cy="%.1f" r="2.5"><title>%s: %s</title></circle>`, x(i), y(v), template.HTMLEscapeString(labels[i]), strconv.FormatFloat(v, 'f', -1, 64))
-		}
-	}
-	b.WriteString(`</svg>`)
-	return template.HTML(b.String()) //nolint:gosec // built from numbers and escaped labels only
+	return t
 }
 
-// niceStep rounds a step up to 1, 2 or 5 times a power of ten.
-func niceStep(raw float64) float64 {
-	if raw <= 0 {
-		return 1
-	}
-	p := math.Pow(10, math.Floor(math.Log10(raw)))
-	for _, m := range []float64{1, 2, 5, 10} {
-		if m*p >= raw {
-			return math.Max(1, m*p)
-		}
-	}
-	return 10 * p
-}
-
-var page = template.Must(template.New("report").Funcs(template.FuncMap{
-	"pct": func(m Maybe) string {
-		if math.IsNaN(float64(m)) {
-			return "–"
-		}
-		return fmt.Sprintf("%.1f%%", 100*float64(m))
-	},
-	"rho": func(m Maybe) string {
-		if math.IsNaN(float64(m)) {
-			return "– (too few to tell)"
-		}
-		return fmt.Sprintf("%+.3f", float64(m))
-	},
-	"bound": func(n int) string {
-		b := SpearmanBound(n, 4)
-		if math.IsInf(b, 1) {
-			return "–"
-		}
-		return fmt.Sprintf("±%.3f", b)
-	},
-	"when": func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05 UTC") },
-}).Parse(`<!doctype html>
+var page = template.Must(template.New("report").Parse(`<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 <title>Sale report · {{.Title}} ({{.ScreeningID}})</title>
 <style>
+*{box-sizing:border-box}
 body{font:15px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:0;background:#111318;color:#eceef3}
-main{max-width:62rem;margin:0 auto;padding:1.25rem}
-h1{margin:.2rem 0 0;font-size:1.6rem} h2{font-size:1.1rem;margin:1.6rem 0 .6rem}
-.muted{color:#9aa3b5}.grid3{display:grid;grid-template-columns:repeat(auto-fit,minmax(10rem,1fr));gap:.75rem}
+main{max-width:64rem;margin:0 auto;padding:1.25rem}
+h1{margin:.2rem 0 0;font-size:1.6rem;overflow-wrap:anywhere} h2{font-size:1.1rem;margin:1.6rem 0 .6rem}
+p{margin:.3rem 0}.muted{color:#9aa3b5}.grid3{display:grid;grid-template-columns:repeat(auto-fit,minmax(10rem,1fr));gap:.75rem}
 .fig{background:#1b1e26;border:1px solid #2c313d;border-radius:.7rem;padding:.7rem .9rem}
-.fig b{display:block;font-size:1.5rem}.charts{display:grid;grid-template-columns:repeat(auto-fit,minmax(24rem,1fr));gap:1rem}
-figure{margin:0;background:#1b1e26;border:1px solid #2c313d;border-radius:.7rem;padding:.6rem .8rem}
-figcaption{font-weight:600;margin-bottom:.3rem} svg{width:100%;height:auto;display:block}
-.grid{stroke:#2c313d}.axis{fill:#9aa3b5;font-size:11px}.line{fill:none;stroke:#4f8cff;stroke-width:2}.dot{fill:#4f8cff}.bar{fill:#35b37e}.none{fill:#9aa3b5}
-table{border-collapse:collapse;width:100%}td,th{padding:.35rem .5rem;border-bottom:1px solid #2c313d;text-align:left}td.n{text-align:right;font-variant-numeric:tabular-nums}
-.ok{color:#9be7c4}.bad{color:#ff7a7a}
+.fig b{display:block;font-size:1.5rem}.charts{display:grid;grid-template-columns:repeat(auto-fit,minmax(min(100%,24rem),1fr));gap:1rem}
+figure{margin:0;background:#1b1e26;border:1px solid #2c313d;border-radius:.7rem;padding:.6rem .8rem;min-width:0}
+figcaption{font-weight:600;margin-bottom:.3rem}.legend{font-size:.8rem;margin-top:.3rem;display:flex;flex-wrap:wrap;gap:.2rem .8rem}
+.key i{display:inline-block;width:.8rem;height:.8rem;border-radius:2px;margin-right:.3rem;vertical-align:-1px}
+i.s-sold{background:#e0689a}i.s-held{background:#f0b44c}i.s-left{background:#3a4152}i.limit{background:#ff7a7a;height:2px;vertical-align:3px}
+i.paused{background:rgba(240,180,76,.22)}i.change{background:#b48cff;width:2px}
+svg{width:100%;height:auto;display:block}
+.grid{stroke:#2c313d}.axis{fill:#9aa3b5;font-size:14px}.line{fill:none;stroke:#4f8cff;stroke-width:2}.dot{fill:#4f8cff}
+.bar{fill:#35b37e}.bar.s-join{fill:#4f8cff}.bar.s-sold{fill:#e0689a}.bar.s-held{fill:#f0b44c}.bar.s-left{fill:#3a4152}
+.limit{fill:none;stroke:#ff7a7a;stroke-width:2;stroke-dasharray:6 4}.paused{fill:rgba(240,180,76,.18)}.change{stroke:#b48cff;stroke-width:2}.none{fill:#9aa3b5}
+.scroll{overflow-x:auto;max-width:100%}
+table{border-collapse:collapse;width:100%}td,th{padding:.35rem .5rem;border-bottom:1px solid #2c313d;text-align:left;vertical-align:top}
+td.n,th.n{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
+table.minutes td,table.minutes th{padding:.25rem .4rem;font-size:.85rem}tr.paused td:first-child{box-shadow:inset 3px 0 0 #f0b44c}
+tr.total td{font-weight:600;border-top:2px solid #2c313d}
+.ok{color:#9be7c4}.bad{color:#ff7a7a}.note{display:block;color:#9aa3b5;font-size:.85rem;font-weight:400}
+table[data-report=log]{min-width:44rem}table.minutes{min-width:40rem}.note{overflow-wrap:anywhere}
+@media (max-width:40rem){main{padding:.75rem}figure{padding:.5rem}
+table.judge tr,table.judge td{display:block}table.judge td{border:0;padding:.1rem 0}table.judge tr{padding:.45rem 0;border-bottom:1px solid #2c313d}
+table.judge td.n{text-align:left;white-space:normal;font-weight:600}
+table[data-report=log]{min-width:0}table[data-report=log] tr[data-line=log-head]{display:none}
+table[data-report=log] tr{display:block;padding:.45rem 0;border-bottom:1px solid #2c313d}
+table[data-report=log] td{display:inline;border:0;padding:0 .5rem 0 0;white-space:normal}
+table[data-report=log] td:nth-child(1),table[data-report=log] td:nth-child(4),table[data-report=log] td:nth-child(5){display:block}
+table[data-report=log] td:nth-child(1){color:#9aa3b5;text-align:left}}
 </style></head><body><main>
 <p class="muted">firelock sale report</p>
-<h1>{{.Title}} <span class="muted">({{.ScreeningID}})</span></h1>
-<p class="muted">Opened {{when .OpensAt}} · {{.Rate}} admitted a minute at most, {{.MaxActive}} passes at once, {{.PassSeconds}} s each, {{.MaxSeats}} seats a person · state {{if .State}}{{.State}}{{else}}not published{{end}} · written {{when .GeneratedAt}}</p>
+<h1 data-line="title">{{.Title}} <span class="muted">({{.ScreeningID}})</span></h1>
+{{with .Opening}}<p data-line="{{.Key}}">{{.Label}} · {{.Value}}</p>{{end}}
+{{with .Status}}<p class="muted" data-line="{{.Key}}">{{.Label}} · {{.Value}}</p>{{end}}
 
 <div class="grid3" data-report="figures">
-<div class="fig"><span class="muted">Sold</span><b data-figure="sold">{{.Summary.Sold}} / {{.Summary.Seats}}</b></div>
-<div class="fig"><span class="muted">Joined</span><b data-figure="joined">{{.Summary.Places}}</b></div>
-<div class="fig"><span class="muted">Admitted</span><b data-figure="admitted">{{.Summary.Admitted}}</b></div>
-<div class="fig"><span class="muted">Admitted who booked</span><b data-figure="conversion">{{pct .Summary.Conversion}}</b><span class="muted">{{.Summary.Booked}} of {{.Summary.Admitted}}</span></div>
-<div class="fig"><span class="muted">Passes expired unused</span><b data-figure="expired-unused">{{.Summary.ExpiredUnused}}</b></div>
-<div class="fig"><span class="muted">Time in line, p50 / p90</span><b data-figure="wait">{{printf "%.0f" .Summary.WaitP50}} s / {{printf "%.0f" .Summary.WaitP90}} s</b></div>
-</div>
+{{range .Figures}}<div class="fig" data-line="{{.Key}}"><span class="muted">{{.Label}}</span> <b>{{.Value}}</b>{{if .Note}} <span class="note">{{.Note}}</span>{{end}}</div>
+{{end}}</div>
 
 <h2>Over time</h2>
-<div class="charts">{{range .Charts}}<figure data-chart="{{.Name}}"><figcaption>{{.Title}}</figcaption>{{.SVG}}</figure>{{end}}</div>
+<div class="charts">{{range .Charts}}<figure data-chart="{{.Name}}"><figcaption>{{.Title}}</figcaption>{{.SVG}}<div class="legend">{{.Legend}}</div></figure>{{end}}</div>
 
 <h2>Fairness</h2>
-<table data-report="fairness">
-<tr><td>Everyone who joined before the opening was admitted before anyone who joined after it</td><td class="n {{if .Fairness.EarlyBeforeLate}}ok{{else}}bad{{end}}">{{if .Fairness.EarlyBeforeLate}}yes{{else}}no{{end}}</td></tr>
-<tr><td>Early joiners: {{.Fairness.EarlyJoiners}}, admitted {{.Fairness.EarlyAdmitted}}; Spearman's ρ of join order against admission order (a random draw stays near 0)</td><td class="n">{{rho .Fairness.EarlySpearman}} <span class="muted">({{bound .Fairness.EarlyAdmitted}})</span></td></tr>
-<tr><td>Later joiners: {{.Fairness.LateJoiners}}, admitted {{.Fairness.LateAdmitted}}; pairs admitted out of join order</td><td class="n">{{.Fairness.LateInverted}} of {{.Fairness.LatePairs}}</td></tr>
-<tr><td>Places still waiting behind someone admitted</td><td class="n">{{.Fairness.Skipped}}</td></tr>
-</table>
+<table class="judge" data-report="fairness">
+{{range .FairnessLines}}<tr data-line="{{.Key}}"><td>{{.Label}}</td><td class="n{{if .Verdict}} {{.Verdict}}{{end}}">{{.Value}}{{if .Note}} <span class="note">{{.Note}}</span>{{end}}</td></tr>
+{{end}}</table>
 
 <h2>Metering</h2>
-<table data-report="metering">
-<tr><td>Most admitted in any 60 s</td><td class="n">{{.Metering.MaxAdmittedPerMinute}} <span class="muted">(≤ {{.Rate}})</span></td></tr>
-<tr><td>Most passes live at once</td><td class="n">{{.Metering.MaxLivePasses}} <span class="muted">(≤ {{.MaxActive}})</span></td></tr>
-<tr><td>From the opening to the first admission</td><td class="n">{{if lt .Metering.FirstAdmission 0.0}}–{{else}}{{printf "%.2f" .Metering.FirstAdmission}} s{{end}}</td></tr>
-<tr><td>A full house's ended pass to the next admission, p50 / max (over {{.Metering.Refills}})</td><td class="n">{{printf "%.2f" .Metering.RefillP50}} s / {{printf "%.2f" .Metering.RefillMax}} s</td></tr>
-</table>
+<table class="judge" data-report="metering">
+{{range .MeteringLines}}<tr data-line="{{.Key}}"><td>{{.Label}}</td><td class="n{{if .Verdict}} {{.Verdict}}{{end}}">{{.Value}}{{if .Note}} <span class="note">{{.Note}}</span>{{end}}</td></tr>
+{{end}}</table>
+
+<h2>Log</h2>
+{{with .LogLines}}<div class="scroll"><table data-report="log"><tr data-line="log-head"><th>when</th><th>who</th><th>action</th><th>change</th><th>why</th></tr>
+{{range .}}<tr data-line="{{.Key}}"><td class="n">{{.When}}</td><td>{{.Who}}</td><td>{{.Action}}</td><td>{{.Change}}</td><td>{{.Reason}}</td></tr>
+{{end}}</table></div>{{else}}<p class="muted" data-line="log-none">Nothing logged: no operator acted on this sale.</p>{{end}}
 
 <h2>Minutes</h2>
-<table data-report="minutes"><tr><th>minute (UTC)</th><th>waiting</th><th>admitted</th><th>active</th><th>seats left</th><th>joins</th><th>admissions</th><th>holds</th><th>bookings</th><th>expired</th></tr>
-{{range .Minutes}}<tr><td>{{when .At}}</td><td class="n">{{.Waiting}}</td><td class="n">{{.Admitted}}</td><td class="n">{{.Active}}</td><td class="n">{{.SeatsLeft}}</td><td class="n">{{.Joins}}</td><td class="n">{{.Admissions}}</td><td class="n">{{.Holds}}</td><td class="n">{{.Bookings}}</td><td class="n">{{.Expired}}</td></tr>
-{{end}}</table>
+<div class="scroll"><table class="minutes" data-report="minutes"><tr data-line="minutes-head"><th>minute from ({{.Zone}})</th>{{range .Columns}}<th class="n">{{.}}</th>{{end}}</tr>
+{{range .MinuteRows}}<tr data-line="{{.Key}}"{{if .Paused}} class="paused"{{end}}><td>{{.Label}}</td>{{range .Cells}}<td class="n">{{.}}</td>{{end}}</tr>
+{{end}}<tr class="total" data-line="minutes-total"><td>total</td>{{range .MinuteTotals}}<td class="n">{{.}}</td>{{end}}<td colspan="5"></td></tr>
+</table></div>
+<p class="muted">Counts within each minute, levels at its end; a marked row was paused for some of the minute.</p>
 </main></body></html>
 `))
+
+// Columns head the minutes table.
+func (r *Report) Columns() []string { return MinuteColumns }
 
 // HTML writes the report as one self-contained page: inline CSS and SVG,
 // no script, nothing to fetch.
 func (r *Report) HTML(w io.Writer) error { return page.Execute(w, r) }
 
-// CSV writes the raw tables into dir: minutes.csv, admissions.csv (every
-// place) and bookings.csv.
+// JSON writes the report as JSON, indented.
+func (r *Report) JSON(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(r)
+}
+
+// CSVFiles are the files CSV writes.
+var CSVFiles = []string{"minutes.csv", "admissions.csv", "bookings.csv", "log.csv"}
+
+// CSV writes the raw tables into dir: minutes.csv (each minute by its
+// start), admissions.csv (every place), bookings.csv and log.csv. Times
+// are RFC 3339 in UTC.
 func (r *Report) CSV(dir string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
@@ -254,18 +428,25 @@ func (r *Report) CSV(dir string) error {
 		}
 		return t.UTC().Format(time.RFC3339Nano)
 	}
-	minutes := [][]string{{"minute", "at", "waiting", "admitted", "active", "seatsLeft", "joins", "admissions", "holds", "bookings", "expired"}}
-	for _, m := range r.Minutes {
-		at := m.At
-		minutes = append(minutes, []string{m.Key, ts(&at), itoa(m.Waiting), itoa(m.Admitted), itoa(m.Active), itoa(m.SeatsLeft),
-			itoa(m.Joins), itoa(m.Admissions), itoa(m.Holds), itoa(m.Bookings), itoa(m.Expired)})
+	head := []string{"minute"}
+	for _, c := range MinuteColumns {
+		head = append(head, strings.ReplaceAll(c, " ", "_"))
 	}
-	places := [][]string{{"queueId", "uid", "status", "joinedAt", "order", "admittedAt", "passUntil", "doneAt"}}
+	minutes := [][]string{head}
+	for _, m := range r.Minutes {
+		start := m.Start
+		row := []string{ts(&start)}
+		for _, v := range m.cells() {
+			row = append(row, strconv.Itoa(v))
+		}
+		minutes = append(minutes, row)
+	}
+	places := [][]string{{"queueId", "uid", "email", "status", "joinedAt", "order", "admittedAt", "passUntil", "doneAt", "revokedAt"}}
 	ps := slices.Clone(r.sale.Places)
 	slices.SortFunc(ps, func(a, b Place) int { return a.JoinedAt.Compare(b.JoinedAt) })
 	for _, p := range ps {
 		j := p.JoinedAt
-		places = append(places, []string{p.ID, p.UID, p.Status, ts(&j), p.Order, ts(p.AdmittedAt), ts(p.PassUntil), ts(p.DoneAt)})
+		places = append(places, []string{p.ID, p.UID, p.Email, p.Status, ts(&j), p.Order, ts(p.AdmittedAt), ts(p.PassUntil), ts(p.DoneAt), ts(p.RevokedAt)})
 	}
 	bookings := [][]string{{"bookingId", "uid", "status", "seats", "holdId", "createdAt"}}
 	bs := slices.Clone(r.sale.Bookings)
@@ -274,7 +455,13 @@ func (r *Report) CSV(dir string) error {
 		c := b.CreatedAt
 		bookings = append(bookings, []string{b.ID, b.UID, b.Status, strings.Join(b.Seats, " "), b.HoldID, ts(&c)})
 	}
-	for name, rows := range map[string][][]string{"minutes.csv": minutes, "admissions.csv": places, "bookings.csv": bookings} {
+	logRows := [][]string{{"at", "uid", "email", "action", "change", "reason"}}
+	for _, e := range r.Log {
+		at := e.At
+		logRows = append(logRows, []string{ts(&at), e.UID, e.Email, e.Action, e.Change(time.UTC), e.Reason})
+	}
+	for i, rows := range [][][]string{minutes, places, bookings, logRows} {
+		name := CSVFiles[i]
 		f, err := os.Create(filepath.Join(dir, name))
 		if err != nil {
 			return err
@@ -290,5 +477,3 @@ func (r *Report) CSV(dir string) error {
 	}
 	return nil
 }
-
-func itoa(n int64) string { return strconv.FormatInt(n, 10) }

@@ -32,6 +32,7 @@ func nan() float64 { return math.NaN() }
 // reads it: every place, hold, booking and seat of the screening.
 type Sale struct {
 	ScreeningID     string
+	StartsAt        time.Time
 	OpensAt         time.Time
 	AdmitPerMinute  int
 	MaxActive       int
@@ -42,6 +43,9 @@ type Sale struct {
 	Holds           []Hold
 	Bookings        []Booking
 	Seats           map[string]Seat
+	// Log is the operators' log, oldest first: pauses, configuration
+	// changes, revokes and the close.
+	Log []LogEntry
 	// AdmissionsRecorded is what the admitter counted (saleStates/{id}.admitted).
 	AdmissionsRecorded int64
 	// The tickets-sold counter: its shards (0: none) and its count.
@@ -51,8 +55,41 @@ type Sale struct {
 
 type Place struct {
 	ID, UID, Status, Order        string
+	Email                         string
 	JoinedAt                      time.Time
 	AdmittedAt, PassUntil, DoneAt *time.Time
+	// RevokedAt: an operator revoked the place then (a waiting place left
+	// the line; a pass ended).
+	RevokedAt *time.Time
+}
+
+// Revoked says whether an operator revoked the place. Places revoked
+// before revokedAt was recorded show as an expired place that was never
+// admitted.
+func (p Place) Revoked() bool {
+	return p.RevokedAt != nil || (p.Status == sale.StatusExpired && p.AdmittedAt == nil)
+}
+
+// LeftLine is when a place left the line other than by admission: its
+// revoke (zero: it did not).
+func (p Place) LeftLine() time.Time {
+	switch {
+	case p.AdmittedAt != nil && (p.RevokedAt == nil || !p.RevokedAt.Before(*p.AdmittedAt)):
+		return time.Time{}
+	case p.RevokedAt != nil:
+		return *p.RevokedAt
+	case p.Revoked():
+		return p.JoinedAt // unknown: as early as it could have been
+	}
+	return time.Time{}
+}
+
+// Name is how a report names the place's person: email, else uid.
+func (p Place) Name() string {
+	if p.Email != "" {
+		return p.Email
+	}
+	return "uid " + p.UID
 }
 
 type Hold struct {
@@ -84,7 +121,7 @@ func Read(ctx context.Context, fs *firestore.Client, id string) (*Sale, error) {
 		return nil, err
 	}
 	cfg, _ := scr.Data()["sale"].(map[string]any)
-	st := &Sale{ScreeningID: id, Seats: map[string]Seat{}}
+	st := &Sale{ScreeningID: id, Seats: map[string]Seat{}, StartsAt: sc.StartsAt}
 	st.OpensAt, _ = cfg["opensAt"].(time.Time)
 	for name, dst := range map[string]*int{"admitPerMinute": &st.AdmitPerMinute, "maxActive": &st.MaxActive,
 		"passSeconds": &st.PassSeconds, "maxSeatsPerUser": &st.MaxSeatsPerUser} {
@@ -106,16 +143,18 @@ func Read(ctx context.Context, fs *firestore.Client, id string) (*Sale, error) {
 			UID        string     `firestore:"uid"`
 			Status     string     `firestore:"status"`
 			Order      string     `firestore:"order"`
+			Email      string     `firestore:"email"`
 			JoinedAt   time.Time  `firestore:"joinedAt"`
 			AdmittedAt *time.Time `firestore:"admittedAt"`
 			PassUntil  *time.Time `firestore:"passUntil"`
 			DoneAt     *time.Time `firestore:"doneAt"`
+			RevokedAt  *time.Time `firestore:"revokedAt"`
 		}
 		if err := s.DataTo(&p); err != nil {
 			return nil, fmt.Errorf("place %s: %w", s.Ref.ID, err)
 		}
-		st.Places = append(st.Places, Place{ID: s.Ref.ID, UID: p.UID, Status: p.Status, Order: p.Order,
-			JoinedAt: p.JoinedAt, AdmittedAt: p.AdmittedAt, PassUntil: p.PassUntil, DoneAt: p.DoneAt})
+		st.Places = append(st.Places, Place{ID: s.Ref.ID, UID: p.UID, Status: p.Status, Order: p.Order, Email: p.Email,
+			JoinedAt: p.JoinedAt, AdmittedAt: p.AdmittedAt, PassUntil: p.PassUntil, DoneAt: p.DoneAt, RevokedAt: p.RevokedAt})
 	}
 
 	holds, err := fs.Collection(booking.Holds).Where("screeningId", "==", id).Documents(ctx).GetAll()
@@ -158,6 +197,9 @@ func Read(ctx context.Context, fs *firestore.Client, id string) (*Sale, error) {
 		st.Seats[s.Ref.ID] = sd
 	}
 
+	if st.Log, err = ReadLog(ctx, fs, id); err != nil {
+		return nil, err
+	}
 	if s, err := fs.Collection(sale.States).Doc(id).Get(ctx); err == nil {
 		st.AdmissionsRecorded, _ = s.Data()["admitted"].(int64)
 	}
@@ -225,19 +267,25 @@ func DoneCommit(p Place, bookings []Booking) time.Time {
 	return first
 }
 
-// fairness is the audit's verdict on who was admitted when.
+// Fairness is the audit's verdict on who was admitted when.
 type Fairness struct {
 	EarlyJoiners  int `json:"earlyJoiners"`
 	LateJoiners   int `json:"lateJoiners"`
 	EarlyAdmitted int `json:"earlyAdmitted"`
 	LateAdmitted  int `json:"lateAdmitted"`
-	// EarlyBeforeLate: every early joiner was admitted before the first
-	// later joiner (true, and vacuous, when no later joiner was admitted).
+	// EarlyBeforeLate: every early joiner still in line when the first
+	// later joiner was admitted had been admitted before (true, and
+	// vacuous, when no later joiner was admitted). An early joiner revoked
+	// before then had left the line.
 	EarlyBeforeLate bool `json:"earlyBeforeLate"`
 	// EarlySpearman: ρ of join order against admission order over the
-	// admitted early joiners; EarlyLineSpearman over every early joiner,
-	// against their place in the line (order), admitted or not.
+	// admitted early joiners, with its 95% confidence interval
+	// (EarlySpearmanLow, EarlySpearmanHigh); EarlyLineSpearman over every
+	// early joiner, against their place in the line (order), admitted or
+	// not. NaN (null in JSON) below MinSpearmanPairs pairs.
 	EarlySpearman     Maybe   `json:"earlySpearman"`
+	EarlySpearmanLow  Maybe   `json:"earlySpearmanLow"`
+	EarlySpearmanHigh Maybe   `json:"earlySpearmanHigh"`
 	EarlyLineSpearman Maybe   `json:"earlyLineSpearman"`
 	LatePairs         int     `json:"latePairs"`
 	LateInverted      int     `json:"lateInverted"`
@@ -247,6 +295,23 @@ type Fairness struct {
 	Skipped  int      `json:"skipped"`
 	Unranked int      `json:"unranked"` // early joiners without an order at the end
 	Examples []string `json:"fairnessExamples,omitempty"`
+}
+
+// MinSpearmanPairs is the fewest pairs a report judges ρ over. Below it
+// the statistic swings over most of [-1, 1] by chance alone: with 5 pairs
+// a fair draw gives |ρ| ≥ 0.9 one time in twelve.
+const MinSpearmanPairs = 10
+
+// SpearmanInterval is the 95% confidence interval of Spearman's ρ over n
+// pairs: Fisher's z-transform with the variance 1.06/(n-3) of Fieller,
+// Hartley and Pearson (1957). NaNs below MinSpearmanPairs.
+func SpearmanInterval(rho float64, n int) (lo, hi float64) {
+	if n < MinSpearmanPairs || math.IsNaN(rho) {
+		return math.NaN(), math.NaN()
+	}
+	r := math.Max(-1+1e-12, math.Min(1-1e-12, rho))
+	z, se := math.Atanh(r), math.Sqrt(1.06/float64(n-3))
+	return math.Tanh(z - 1.96*se), math.Tanh(z + 1.96*se)
 }
 
 // admissionOrder sorts admitted places in the order they were admitted:
@@ -275,7 +340,8 @@ func (st *Sale) AuditFairness() Fairness {
 	}
 	slices.SortFunc(admitted, admissionOrder)
 	pos := map[string]int{}
-	lastEarly, firstLate := -1, -1
+	firstLate := -1
+	var firstLateAt time.Time
 	var lateJoin []Place
 	var ej, ea []float64
 	maxOrder := ""
@@ -284,34 +350,54 @@ func (st *Sale) AuditFairness() Fairness {
 		maxOrder = max(maxOrder, p.Order)
 		if p.JoinedAt.Before(st.OpensAt) {
 			f.EarlyAdmitted++
-			lastEarly = i
 			ej = append(ej, float64(p.JoinedAt.UnixMicro()))
 			ea = append(ea, float64(i))
 		} else {
-			f.LateAdmitted++
 			if firstLate < 0 {
-				firstLate = i
+				firstLate, firstLateAt = i, *p.AdmittedAt
 			}
+			f.LateAdmitted++
 			lateJoin = append(lateJoin, p)
 		}
 	}
-	f.EarlyBeforeLate = f.LateAdmitted == 0 || (f.EarlyAdmitted == f.EarlyJoiners && lastEarly < firstLate)
-	if !f.EarlyBeforeLate && len(f.Examples) < MaxExamples {
-		f.Examples = append(f.Examples, fmt.Sprintf("%d of %d early joiners admitted, the last at position %d; the first later joiner at %d",
-			f.EarlyAdmitted, f.EarlyJoiners, lastEarly, firstLate))
+	f.EarlyBeforeLate = true
+	if firstLate >= 0 {
+		for _, p := range early {
+			i, in := pos[p.ID]
+			left := p.LeftLine()
+			if (in && i < firstLate) || (!in && !left.IsZero() && !left.After(firstLateAt)) {
+				continue
+			}
+			f.EarlyBeforeLate = false
+			if len(f.Examples) < MaxExamples {
+				where := "still not admitted"
+				if in {
+					where = fmt.Sprintf("admitted at position %d", i)
+				}
+				f.Examples = append(f.Examples, fmt.Sprintf("early joiner %s (place %s) was %s when the first later joiner was admitted at position %d", p.Name(), p.ID, where, firstLate))
+			}
+		}
 	}
 	f.EarlySpearman = Maybe(Spearman(ej, ea))
+	if len(ej) < MinSpearmanPairs {
+		f.EarlySpearman = Maybe(nan())
+	}
+	lo, hi := SpearmanInterval(float64(f.EarlySpearman), len(ej))
+	f.EarlySpearmanLow, f.EarlySpearmanHigh = Maybe(lo), Maybe(hi)
 
 	// The whole line of early joiners: join order against draw order.
 	slices.SortFunc(early, func(a, b Place) int { return cmp.Compare(a.Order, b.Order) })
-	var lj, lo []float64
+	var lj, lo2 []float64
 	for i, p := range early {
 		if p.Order != "" {
 			lj = append(lj, float64(p.JoinedAt.UnixMicro()))
-			lo = append(lo, float64(i))
+			lo2 = append(lo2, float64(i))
 		}
 	}
-	f.EarlyLineSpearman = Maybe(Spearman(lj, lo))
+	f.EarlyLineSpearman = Maybe(Spearman(lj, lo2))
+	if len(lj) < MinSpearmanPairs {
+		f.EarlyLineSpearman = Maybe(nan())
+	}
 
 	// Later joiners: pairs admitted in the other order than they joined.
 	slices.SortFunc(lateJoin, func(a, b Place) int { return cmp.Or(a.JoinedAt.Compare(b.JoinedAt), cmp.Compare(a.ID, b.ID)) })
@@ -325,8 +411,10 @@ func (st *Sale) AuditFairness() Fairness {
 		f.LateInversions = float64(f.LateInverted) / float64(f.LatePairs)
 	}
 
+	// Passed by: still waiting (a revoked place is not), yet before an
+	// admitted one in the line.
 	for _, p := range st.Places {
-		if p.AdmittedAt == nil && p.Order != "" && p.Order < maxOrder {
+		if p.Status == sale.StatusWaiting && p.Order != "" && p.Order < maxOrder {
 			f.Skipped++
 			if len(f.Examples) < MaxExamples {
 				f.Examples = append(f.Examples, fmt.Sprintf("place %s (order %s) still waits behind admitted order %s", p.ID, p.Order, maxOrder))
@@ -336,21 +424,44 @@ func (st *Sale) AuditFairness() Fairness {
 	return f
 }
 
-// metering is the audit's verdict on how admission was metered.
+// Metering is the audit's verdict on how admission was metered.
 type Metering struct {
 	Admitted             int     `json:"admitted"`
 	MaxAdmittedPerMinute int     `json:"maxAdmittedPerMinute"` // in any 60 s
 	MaxLivePasses        int     `json:"maxLivePasses"`
 	FirstAdmission       float64 `json:"firstAdmissionSeconds"` // after opensAt; -1: nobody admitted
 	// Refills: from a pass ending while every slot was taken (and someone
-	// waited, and the rate allowed) to the next admission.
-	Refills   int     `json:"refills"`
-	RefillP50 float64 `json:"refillP50Seconds"`
-	RefillMax float64 `json:"refillMaxSeconds"`
+	// waited, and the rate allowed) to the next admission, leaving out
+	// the time the sale was paused.
+	Refills            int     `json:"refills"`
+	RefillP50          float64 `json:"refillP50Seconds"`
+	RefillMax          float64 `json:"refillMaxSeconds"`
+	RefillsOverPromise int     `json:"refillsOverPromise"` // over RefillPromise
+	// RefillWorst names the pass behind RefillMax.
+	RefillWorst *Refill `json:"refillWorst,omitempty"`
+	// Pauses and the time paused, up to the end of the report.
+	Pauses        int     `json:"pauses"`
+	PausedSeconds float64 `json:"pausedSeconds"`
+}
+
+// RefillPromise is the contract's bound (§7) from a pass ending to the
+// next admission, while people wait and the limits allow.
+const RefillPromise = 2 * time.Second
+
+// Refill is one pass end and how long its slot stayed empty.
+type Refill struct {
+	QueueID string    `json:"queueId"`
+	UID     string    `json:"uid"`
+	Email   string    `json:"email,omitempty"`
+	EndedAt time.Time `json:"endedAt"`
+	Seconds float64   `json:"seconds"`
+	// Refilled: an admission came; false, the slot was still empty at
+	// the end of the report.
+	Refilled bool `json:"refilled"`
 }
 
 // PassEnd is when a pass stopped counting against maxActive: its
-// passUntil, or the commit that made it done.
+// passUntil (moved to the revoke by one), or the commit that made it done.
 func PassEnd(p Place, bookings []Booking) time.Time {
 	end := *p.PassUntil
 	if d := DoneCommit(p, bookings); !d.IsZero() && d.Before(end) {
@@ -359,17 +470,31 @@ func PassEnd(p Place, bookings []Booking) time.Time {
 	return end
 }
 
+// AuditMetering judges the admissions up to runEnd (or the sale's close,
+// or its start, if earlier), against the limits in force at each moment
+// (the log's configuration changes).
 func (st *Sale) AuditMetering(runEnd time.Time) Metering {
-	m := Metering{FirstAdmission: -1}
+	story := st.tell(runEnd)
+	return st.audit(story)
+}
+
+func (st *Sale) audit(story story) Metering {
+	m := Metering{FirstAdmission: -1, Pauses: len(story.pauses)}
+	for _, p := range story.pauses {
+		m.PausedSeconds += Seconds(p.To.Sub(p.From))
+	}
 	var times []time.Time
-	type pass struct{ start, end time.Time }
+	type pass struct {
+		p          Place
+		start, end time.Time
+	}
 	var passes []pass
 	for _, p := range st.Places {
 		if p.AdmittedAt == nil || p.PassUntil == nil {
 			continue
 		}
 		times = append(times, *p.AdmittedAt)
-		passes = append(passes, pass{*p.AdmittedAt, PassEnd(p, st.Bookings)})
+		passes = append(passes, pass{p, *p.AdmittedAt, PassEnd(p, st.Bookings)})
 	}
 	m.Admitted = len(times)
 	if len(times) == 0 {
@@ -386,16 +511,19 @@ func (st *Sale) AuditMetering(runEnd time.Time) Metering {
 	}
 	m.MaxLivePasses, _ = MostAtOnce(ivs)
 
-	// Refills: ends of passes that held the last slot.
-	var gaps []time.Duration
+	// Refills: ends of passes that held the last slot. Passes that end at
+	// one instant (admitted together) are one refill, named by the first.
+	slices.SortFunc(passes, func(a, b pass) int { return cmp.Or(a.end.Compare(b.end), cmp.Compare(a.p.ID, b.p.ID)) })
+	var refills []Refill
 	seen := map[time.Time]bool{}
 	soldAt := st.LastSale()
 	for _, e := range passes {
 		at := e.end
-		if seen[at] || !at.Before(runEnd) {
+		if seen[at] || !at.Before(story.end) {
 			continue
 		}
 		seen[at] = true
+		limits := story.limitsAt(at)
 		live := 0
 		for _, p := range passes {
 			if p.start.Before(at) && !p.end.Before(at) {
@@ -410,28 +538,43 @@ func (st *Sale) AuditMetering(runEnd time.Time) Metering {
 		}
 		waiting := false
 		for _, p := range st.Places {
-			if p.JoinedAt.Before(at.Add(-time.Second)) && (p.AdmittedAt == nil || p.AdmittedAt.After(at)) {
+			left := p.LeftLine()
+			if p.JoinedAt.Before(at.Add(-time.Second)) && (p.AdmittedAt == nil || p.AdmittedAt.After(at)) && (left.IsZero() || left.After(at)) {
 				waiting = true
 				break
 			}
 		}
 		soldOut := !soldAt.IsZero() && !at.Before(soldAt)
-		if live < st.MaxActive || inRate >= st.AdmitPerMinute || !waiting || soldOut {
+		if live < limits.MaxActive || inRate >= limits.AdmitPerMinute || !waiting || soldOut {
 			continue
 		}
-		i, _ := slices.BinarySearchFunc(times, at, time.Time.Compare)
-		if i < len(times) {
-			gaps = append(gaps, times[i].Sub(at))
-		} else {
-			gaps = append(gaps, runEnd.Sub(at)) // never refilled
+		r := Refill{QueueID: e.p.ID, UID: e.p.UID, Email: e.p.Email, EndedAt: at}
+		next := story.end
+		if i, _ := slices.BinarySearchFunc(times, at, time.Time.Compare); i < len(times) && times[i].Before(story.end) {
+			next, r.Refilled = times[i], true
+		}
+		r.Seconds = Seconds(next.Sub(at) - story.pausedWithin(at, next))
+		refills = append(refills, r)
+	}
+	m.Refills = len(refills)
+	if len(refills) == 0 {
+		return m
+	}
+	gaps := make([]time.Duration, len(refills))
+	worst := 0
+	for i, r := range refills {
+		gaps[i] = time.Duration(r.Seconds * float64(time.Second))
+		if r.Seconds > refills[worst].Seconds {
+			worst = i
+		}
+		if gaps[i] > RefillPromise {
+			m.RefillsOverPromise++
 		}
 	}
 	slices.Sort(gaps)
-	m.Refills = len(gaps)
 	m.RefillP50 = Seconds(Quantile(gaps, 0.5))
-	if len(gaps) > 0 {
-		m.RefillMax = Seconds(gaps[len(gaps)-1])
-	}
+	m.RefillMax = refills[worst].Seconds
+	m.RefillWorst = &refills[worst]
 	return m
 }
 

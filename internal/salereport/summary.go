@@ -1,16 +1,16 @@
 package salereport
 
 import (
-	"context"
-	"fmt"
 	"slices"
 	"time"
 
-	"cloud.google.com/go/firestore"
+	"github.com/firelock/firelock/booking"
 	"github.com/firelock/firelock/sale"
 )
 
 // Summary is what operators read of a sale afterwards (CONTRACT §8).
+// Every figure counts the same records the minutes do, so that the
+// minutes add up to it.
 type Summary struct {
 	Seats    int `json:"seats"`    // in the hall
 	Sold     int `json:"sold"`     // seats in confirmed bookings
@@ -20,8 +20,17 @@ type Summary struct {
 	// Conversion that over Admitted (NaN: nobody admitted).
 	Booked     int   `json:"booked"`
 	Conversion Maybe `json:"conversion"`
-	// ExpiredUnused: passes that ended (expired) with nothing booked.
+	// How the passes ended: by a booking (done, early), by running out
+	// (ExpiredUnused of them with nothing booked), by a revoke; or live.
+	PassesDone    int `json:"passesDone"`
+	PassesRanOut  int `json:"passesRanOut"`
 	ExpiredUnused int `json:"expiredUnused"`
+	PassesRevoked int `json:"passesRevoked"`
+	PassesLive    int `json:"passesLive"`
+	// Places that never got a pass: revoked while waiting, or waiting
+	// still.
+	RevokedWaiting int `json:"revokedWaiting"`
+	StillWaiting   int `json:"stillWaiting"`
 	// Time in line, from joining (or from the opening, for those who
 	// joined before it) to admission, over the admitted.
 	WaitP50 float64 `json:"waitP50Seconds"`
@@ -29,36 +38,76 @@ type Summary struct {
 	WaitMax float64 `json:"waitMaxSeconds"`
 }
 
-// Summarize sums the sale up as Firestore holds it.
-func (st *Sale) Summarize() Summary {
+// passEnding is how a pass ended by now.
+type passEnding int
+
+const (
+	passLive passEnding = iota
+	passDone
+	passRanOut
+	passRevoked
+)
+
+// ending says how p's pass ended by now, and when (zero while live).
+func (st *Sale) ending(p Place, now time.Time) (passEnding, time.Time) {
+	switch {
+	case p.RevokedAt != nil && !p.RevokedAt.Before(*p.AdmittedAt):
+		return passRevoked, *p.RevokedAt
+	case p.Status == sale.StatusDone || p.DoneAt != nil:
+		return passDone, PassEnd(p, st.Bookings)
+	case p.PassUntil != nil && (p.Status == sale.StatusExpired || !p.PassUntil.After(now)):
+		return passRanOut, *p.PassUntil
+	}
+	return passLive, time.Time{}
+}
+
+// Summarize sums the sale up as Firestore holds it, at now.
+func (st *Sale) Summarize(now time.Time) Summary {
 	s := Summary{Seats: len(st.Hall), Places: len(st.Places)}
 	booked := map[string]bool{}
 	for _, b := range st.Bookings {
-		if b.Status == "confirmed" {
+		if b.Status == booking.StatusOK {
 			s.Sold += len(b.Seats)
 			booked[b.UID] = true
 		}
 	}
 	var waits []time.Duration
 	for _, p := range st.Places {
-		if p.AdmittedAt != nil {
-			s.Admitted++
-			if booked[p.UID] {
-				s.Booked++
+		if p.AdmittedAt == nil {
+			switch {
+			case p.Revoked():
+				s.RevokedWaiting++
+			case p.Status == sale.StatusWaiting:
+				s.StillWaiting++
 			}
-			from := p.JoinedAt
-			if from.Before(st.OpensAt) {
-				from = st.OpensAt
-			}
-			waits = append(waits, max(0, p.AdmittedAt.Sub(from)))
+			continue
 		}
-		if p.Status == sale.StatusExpired && !booked[p.UID] {
-			s.ExpiredUnused++
+		s.Admitted++
+		if booked[p.UID] {
+			s.Booked++
+		}
+		from := p.JoinedAt
+		if from.Before(st.OpensAt) {
+			from = st.OpensAt
+		}
+		waits = append(waits, max(0, p.AdmittedAt.Sub(from)))
+		switch how, _ := st.ending(p, now); how {
+		case passDone:
+			s.PassesDone++
+		case passRanOut:
+			s.PassesRanOut++
+			if !booked[p.UID] {
+				s.ExpiredUnused++
+			}
+		case passRevoked:
+			s.PassesRevoked++
+		default:
+			s.PassesLive++
 		}
 	}
-	s.Conversion = Maybe(float64(s.Booked) / float64(s.Admitted))
-	if s.Admitted == 0 {
-		s.Conversion = Maybe(nan())
+	s.Conversion = Maybe(nan())
+	if s.Admitted > 0 {
+		s.Conversion = Maybe(float64(s.Booked) / float64(s.Admitted))
 	}
 	slices.Sort(waits)
 	s.WaitP50, s.WaitP90 = Seconds(Quantile(waits, 0.5)), Seconds(Quantile(waits, 0.9))
@@ -66,27 +115,4 @@ func (st *Sale) Summarize() Summary {
 		s.WaitMax = Seconds(waits[len(waits)-1])
 	}
 	return s
-}
-
-// Minute is one saleStats minute, with its key (YYYYMMDDHHmm, UTC).
-type Minute struct {
-	Key string `json:"minute"`
-	sale.Minute
-}
-
-// ReadMinutes reads a sale's minute figures, in time order.
-func ReadMinutes(ctx context.Context, fs *firestore.Client, id string) ([]Minute, error) {
-	snaps, err := fs.Collection(sale.Stats).Doc(id).Collection("minutes").OrderBy(firestore.DocumentID, firestore.Asc).Documents(ctx).GetAll()
-	if err != nil {
-		return nil, fmt.Errorf("salereport: minutes of %s: %w", id, err)
-	}
-	out := make([]Minute, 0, len(snaps))
-	for _, s := range snaps {
-		var m sale.Minute
-		if err := s.DataTo(&m); err != nil {
-			return nil, fmt.Errorf("salereport: minute %s of %s: %w", s.Ref.ID, id, err)
-		}
-		out = append(out, Minute{Key: s.Ref.ID, Minute: m})
-	}
-	return out, nil
 }
