@@ -576,13 +576,26 @@ func (l *Locker) Acquire(ctx context.Context, key string, opts ...AcquireOption)
 
 // AcquireAll is TryAcquireAll that waits like Acquire. A try that got no
 // answer in time (ErrUnanswered: settled, nothing granted) is tried again.
+// When ctx ends, between tries or inside one, the wait is given up and
+// counted under what the last answered try found (held, as a rule).
 func (l *Locker) AcquireAll(ctx context.Context, keys []string, opts ...AcquireOption) (Leases, error) {
 	start := time.Now()
+	var last error // the last answered try's ErrHeld
 	for attempt := 0; ; attempt++ {
 		ls, err := l.tryAcquireAll(ctx, keys, opts...)
+		if last != nil && err != nil && ctx.Err() != nil {
+			// The context ended inside this try: the caller gave up waiting,
+			// as below, and the try's own error (the context's) says nothing
+			// of the key.
+			l.metrics.acquired(ctx, start, last)
+			return nil, fmt.Errorf("lock: waiting for %v: %w (last: %v)", keys, context.Cause(ctx), last)
+		}
 		if !errors.Is(err, ErrHeld) && !(errors.Is(err, ErrUnanswered) && ctx.Err() == nil) {
 			l.metrics.acquired(ctx, start, err)
 			return ls, err
+		}
+		if errors.Is(err, ErrHeld) {
+			last = err
 		}
 		wait := l.backoff.next(attempt)
 		var held *HeldError

@@ -74,6 +74,37 @@ func TestMetricsRecordEachAcquisitionOnceByResult(t *testing.T) {
 	}
 }
 
+// An Acquire that found the key held and whose context ends while a
+// later try is on the wire gave up waiting: it counts as held, as one whose
+// context ends between tries does, never as an error. Every answer comes
+// 300 ms late, so the deadline strikes inside a try (the waits between
+// tries are at most 3 ms), and however loaded the machine the first try is
+// answered long before the deadline.
+func TestMetricsCountAnAcquireWhoseDeadlineStrikesMidTryAsHeld(t *testing.T) {
+	m := telemetrytest.New(t)
+	p, l, direct := proxied(t, lock.WithMeterProvider(m.Provider), lock.WithBackoff(time.Millisecond, 2*time.Millisecond))
+	ctx := context.Background()
+	holder := newLocker(t, direct)
+	lease, err := holder.TryAcquire(ctx, "metrics-mid-try")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lease.Release(ctx)
+	if err := p.Delay(300 * time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	wctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	if _, err := l.Acquire(wctx, "metrics-mid-try"); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Acquire of a held key: %v, want the deadline", err)
+	}
+	held := m.Value(t, telemetry.LockAcquireDuration, telemetry.Result.String(telemetry.Held))
+	failed := m.Value(t, telemetry.LockAcquireDuration, telemetry.Result.String(telemetry.Error))
+	if held != 1 || failed != 0 {
+		t.Fatalf("held, error = %v, %v, want 1, 0; %s", held, failed, m.Dump(t, telemetry.LockAcquireDuration))
+	}
+}
+
 // A lease taken over after it ended counts as lost once, however many of
 // its operations find it lost; leases released cleanly never count.
 func TestMetricsCountALostLeaseOnce(t *testing.T) {
