@@ -191,8 +191,10 @@ func atSIGTERM(shutdown func(context.Context) error) {
 }
 
 // spacedExporter holds an export back until exportGap after the previous
-// one: the periodic ones are far apart already, but the flush at shutdown
-// may come right after one, and Cloud Monitoring would refuse its points.
+// one ended: the periodic ones are far apart already, but the flush at
+// shutdown may come right after one, and Cloud Monitoring would refuse its
+// points. The gap is counted from the end of the previous export, when its
+// points have arrived, so a slow write cannot eat into it.
 type spacedExporter struct {
 	sdkmetric.Exporter
 	mu   sync.Mutex
@@ -211,6 +213,6 @@ func (e *spacedExporter) Export(ctx context.Context, rm *metricdata.ResourceMetr
 		case <-t.C:
 		}
 	}
-	e.last = time.Now()
+	defer func() { e.last = time.Now() }()
 	return e.Exporter.Export(ctx, rm)
 }

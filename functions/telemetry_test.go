@@ -20,9 +20,14 @@ import (
 	"go.opentelemetry.io/otel/sdk/resource"
 )
 
-// printExporter writes each export as one JSON line on stdout: when, and
-// the sums it carries by name.
-type printExporter struct{}
+// printExporter writes each export as one JSON line on stdout: when it
+// arrived, and the sums it carries by name. The first export takes
+// firstTakes to arrive, as a write to Cloud Monitoring takes its time on a
+// slow network or a loaded machine: the spacing must hold between
+// arrivals, not only between starts.
+type printExporter struct{ first *bool }
+
+const firstTakes = 300 * time.Millisecond
 
 func (printExporter) Temporality(k sdkmetric.InstrumentKind) metricdata.Temporality {
 	return sdkmetric.DefaultTemporalitySelector(k)
@@ -32,7 +37,11 @@ func (printExporter) Aggregation(k sdkmetric.InstrumentKind) sdkmetric.Aggregati
 }
 func (printExporter) ForceFlush(context.Context) error { return nil }
 func (printExporter) Shutdown(context.Context) error   { return nil }
-func (printExporter) Export(_ context.Context, rm *metricdata.ResourceMetrics) error {
+func (e printExporter) Export(_ context.Context, rm *metricdata.ResourceMetrics) error {
+	if *e.first {
+		*e.first = false
+		time.Sleep(firstTakes)
+	}
 	sums := map[string]int64{}
 	for _, sm := range rm.ScopeMetrics {
 		for _, m := range sm.Metrics {
@@ -54,7 +63,8 @@ func TestSIGTERMFlushesMetricsChild(t *testing.T) {
 	if os.Getenv("FIRELOCK_SIGTERM_CHILD") != "1" {
 		t.Skip("run by TestSIGTERMFlushesMetrics")
 	}
-	mp := functions.ExportMetrics(printExporter{}, resource.Empty(), time.Hour)
+	first := true
+	mp := functions.ExportMetrics(printExporter{first: &first}, resource.Empty(), time.Hour)
 	c, _ := otel.Meter("test").Int64Counter(telemetry.BookingRequests)
 	c.Add(context.Background(), 1)
 	mp.ForceFlush(context.Background()) // an export just now: the flush must keep its distance
