@@ -90,6 +90,10 @@ type Change struct {
 	BookingID string // the booking (HoldConfirmed, BookingCancelled)
 	Seats     int
 	Until     time.Time
+	// Paid (HoldConfirmed): the hold was paid for. The gate refuses an
+	// unpaid confirmation of a revoked user's hold; a paid one is money
+	// taken, and books (an operator refunds it by cancelling).
+	Paid bool
 }
 
 // Gate errors; the HTTP layer maps them (CONTRACT §7).

@@ -220,7 +220,7 @@ func (s *Service) NoteRefund(tx *firestore.Transaction, bookingID, refundID stri
 // counter. Seats that still show the hold stay locked by the execution
 // that held them; others (a late payment's) are taken by executionID.
 func (s *Service) confirmIn(ctx context.Context, tx *firestore.Transaction, h *Hold, docs heldDocs, b *Booking, now time.Time, executionID string) error {
-	if err := s.settle(tx, docs.pass, Change{Kind: HoldConfirmed, HoldID: h.ID, BookingID: b.ID, Seats: len(h.Seats)}, now); err != nil {
+	if err := s.settle(tx, docs.pass, Change{Kind: HoldConfirmed, HoldID: h.ID, BookingID: b.ID, Seats: len(h.Seats), Paid: b.Payment != nil}, now); err != nil {
 		return err
 	}
 	ctr, err := s.counter(ctx, h.ScreeningID)

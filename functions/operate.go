@@ -29,8 +29,9 @@ func (a *API) OperateSale(w http.ResponseWriter, r *http.Request) {
 		}
 		op := sale.Operation{ScreeningID: req.ScreeningID, Action: req.Action, UID: req.UID, Reason: req.Reason, By: sale.Operator{UID: who.UID, Email: who.Email}}
 		if len(req.Sale) > 0 && string(req.Sale) != "null" {
-			if err := json.Unmarshal(req.Sale, &op.Sale); err != nil || op.Sale == nil {
-				return 0, nil, errorf(http.StatusBadRequest, "invalid_argument", "sale must be an object of §7 fields, e.g. {\"admitPerMinute\": 600}")
+			var err error
+			if op.Sale, err = sale.DecodeSale(req.Sale); err != nil {
+				return 0, nil, err
 			}
 		}
 		out, err := a.Sales.Operate(ctx, op, a.Payments) // a paying hold's session is expired at once

@@ -177,6 +177,12 @@ func (s *Service) Settle(pass *firestore.DocumentSnapshot, c booking.Change, now
 	bookings, _ := d[fieldBookings].(map[string]any)
 	_, counted := holds[c.HoldID]
 	holdPath := firestore.FieldPath{fieldHolds, c.HoldID}
+	if _, revoked := d[FieldRevokedAt]; revoked && counted && (c.Kind == booking.HoldPaying || (c.Kind == booking.HoldConfirmed && !c.Paid)) {
+		// The revoke's commit marked the place; its holds are being
+		// released. A confirm or a checkout after the revoke's answer
+		// must not keep them.
+		return nil, fmt.Errorf("%w: an operator revoked your pass, and its holds are released", booking.ErrNotAdmitted)
+	}
 	switch c.Kind {
 	case booking.HoldExtended, booking.HoldPlaced, booking.HoldPaying:
 		if !counted { // made before the sale: not the pass's to govern

@@ -7,6 +7,7 @@ import (
 	"maps"
 	"slices"
 	"time"
+	"unicode/utf8"
 
 	"cloud.google.com/go/firestore"
 	"github.com/firelock/firelock/booking"
@@ -44,9 +45,10 @@ type Operation struct {
 	ScreeningID string
 	Action      string
 	// Sale (configure) holds §7 fields as decoded JSON: opensAt an RFC 3339
-	// string, the others numbers. They are merged over the sale as stored:
-	// a field left out keeps its value, null resets passSeconds or
-	// maxSeatsPerUser to its default. A new sale needs opensAt,
+	// string, the others numbers (DecodeSale). They are merged over the
+	// sale's §7 fields as stored: a field left out keeps its value, null
+	// resets passSeconds or maxSeatsPerUser to its default, and a stored
+	// field §7 does not know is dropped. A new sale needs opensAt,
 	// admitPerMinute and maxActive.
 	Sale   map[string]any
 	UID    string // revoke: whose pass ends
@@ -182,19 +184,31 @@ func (s *Service) Operate(ctx context.Context, op Operation, holds HoldReleaser)
 				return err
 			}
 			release = liveHolds(place, now)
-			if p.Status != StatusWaiting && p.Status != StatusAdmitted {
-				break // expired or done already: nothing but holds to release
+			live := p.Status == StatusWaiting || p.Status == StatusAdmitted
+			if !live && len(release) == 0 {
+				break // expired or done already, and nothing held: nothing to change
 			}
-			ups := []firestore.Update{{Path: "status", Value: StatusExpired}, {Path: FieldRevokedAt, Value: now}}
+			// revokedAt goes on the place in this commit, whatever its
+			// status: a confirm of one of its holds reads the place in its
+			// own commit and is refused from now on, before the holds
+			// are released below.
+			ups := []firestore.Update{{Path: FieldRevokedAt, Value: now}}
+			if live {
+				ups = append(ups, firestore.Update{Path: "status", Value: StatusExpired})
+			}
 			if p.Status == StatusAdmitted && p.PassUntil != nil && p.PassUntil.After(now) {
 				ups = append(ups, firestore.Update{Path: "passUntil", Value: now})
 			}
 			if err := tx.Update(place.Ref, ups, firestore.LastUpdateTime(place.UpdateTime)); err != nil {
 				return err
 			}
+			afterStatus := p.Status
+			if live {
+				afterStatus = StatusExpired
+			}
 			entry = map[string]any{
 				"before": revoked(op.UID, p.Email, map[string]any{"status": p.Status}),
-				"after":  revoked(op.UID, p.Email, map[string]any{"status": StatusExpired, "holdsReleased": len(release)}),
+				"after":  revoked(op.UID, p.Email, map[string]any{"status": afterStatus, "holdsReleased": len(release)}),
 			}
 		}
 		out = Outcome{ScreeningID: op.ScreeningID, State: stateOf(cur, ctl, started, now), Sale: saleView(cur, Control{}), Changed: entry != nil}
@@ -224,6 +238,9 @@ func (s *Service) Operate(ctx context.Context, op Operation, holds HoldReleaser)
 	}
 	return out, errors.Join(errs...)
 }
+
+// MaxReason is the longest reason an action may give, in characters.
+const MaxReason = 500
 
 // FieldRevokedAt is when an operator revoked a place (CONTRACT §8): the
 // commit of the revoke, on the place beside its expired status. A revoked
@@ -264,8 +281,8 @@ func checkOperation(op Operation) error {
 		return bad("uid %q is not a Firebase Auth uid", op.UID)
 	case op.Action != ActionRevoke && op.UID != "":
 		return bad("uid belongs to revoke only, not %s", op.Action)
-	case len(op.Reason) > 500:
-		return bad("reason is longer than 500 characters")
+	case utf8.RuneCountInString(op.Reason) > MaxReason:
+		return bad("reason is longer than %d characters", MaxReason)
 	}
 	return nil
 }
@@ -276,6 +293,9 @@ func checkOperation(op Operation) error {
 func (s *Service) configured(cur map[string]any, hasSale bool, set map[string]any, startsAt any, now time.Time) (map[string]any, error) {
 	merged := map[string]any{}
 	for k, v := range cur { // as JSON would carry it
+		if !slices.Contains(saleFields, k) {
+			continue // written by hand: configure replaces it (the log's before keeps it)
+		}
 		switch x := v.(type) {
 		case time.Time:
 			merged[k] = x.UTC().Format(time.RFC3339Nano)
@@ -296,6 +316,9 @@ func (s *Service) configured(cur map[string]any, hasSale bool, set map[string]an
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrInvalidSale, err)
 	}
+	// Firestore keeps microseconds: compare and store at that precision,
+	// so the same configure again is the same sale.
+	c.OpensAt = c.OpensAt.Truncate(time.Microsecond)
 	if hasSale {
 		if was, ok := cur["opensAt"].(time.Time); ok && !now.Before(was) && !c.OpensAt.Equal(was) {
 			return nil, fmt.Errorf("%w: it opened at %s; opensAt can no longer change (admitPerMinute, maxActive, passSeconds and maxSeatsPerUser still can)",

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -399,6 +400,8 @@ func describe(v any) string {
 		return fmt.Sprintf("the number %d", x)
 	case float64:
 		return "the number " + strconv.FormatFloat(x, 'g', -1, 64)
+	case json.Number: // one no float64 holds (DecodeSale)
+		return "the number " + string(x)
 	case time.Time:
 		return "the timestamp " + x.UTC().Format(time.RFC3339Nano)
 	case map[string]any:

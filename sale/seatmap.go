@@ -136,14 +136,8 @@ func (p *seatMapPublisher) load(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	var sc booking.Screening
-	if err := snaps[0].DataTo(&sc); err != nil {
-		return fmt.Errorf("screening %q: %w", p.id, err)
-	}
-	p.order = Layout(sc)
-	p.index = make(map[string]int, len(p.order))
-	for i, s := range p.order {
-		p.index[s] = i
+	if err := p.setLayout(snaps[0]); err != nil {
+		return err
 	}
 	if snaps[1].Exists() {
 		var m SeatMap
@@ -152,6 +146,45 @@ func (p *seatMapPublisher) load(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// setLayout takes the screening's layout: the map's seats and their order.
+func (p *seatMapPublisher) setLayout(screening *firestore.DocumentSnapshot) error {
+	var sc booking.Screening
+	if err := screening.DataTo(&sc); err != nil {
+		return fmt.Errorf("screening %q: %w", p.id, err)
+	}
+	p.order = Layout(sc)
+	p.index = make(map[string]int, len(p.order))
+	for i, s := range p.order {
+		p.index[s] = i
+	}
+	return nil
+}
+
+// watchLayout sends each version of the screening document until ctx ends,
+// listening again after a failure: a row added during a sale shows on the
+// map.
+func (p *seatMapPublisher) watchLayout(ctx context.Context, out chan<- *firestore.DocumentSnapshot) {
+	ref := p.a.s.client.Collection(booking.Screenings).Doc(p.id)
+	for ctx.Err() == nil {
+		it := ref.Snapshots(ctx)
+		for {
+			snap, err := it.Next()
+			if err != nil {
+				break
+			}
+			select {
+			case out <- snap:
+			case <-ctx.Done():
+			}
+		}
+		it.Stop()
+		select {
+		case <-time.After(seatMapRetry):
+		case <-ctx.Done():
+		}
+	}
 }
 
 func (p *seatMapPublisher) run(ctx context.Context) error {
@@ -195,6 +228,8 @@ func (p *seatMapPublisher) run(ctx context.Context) error {
 	}
 	listen()
 	defer func() { stopListener() }()
+	layouts := make(chan *firestore.DocumentSnapshot)
+	go p.watchLayout(ctx, layouts)
 	refresh := time.NewTicker(seatMapRefresh)
 	defer refresh.Stop()
 
@@ -210,6 +245,14 @@ func (p *seatMapPublisher) run(ctx context.Context) error {
 			listen()
 			fresh = true
 			continue
+		case screening := <-layouts:
+			if !screening.Exists() {
+				continue
+			}
+			if err := p.setLayout(screening); err != nil {
+				p.a.s.o.log.Warn("sale: seat map: the screening's layout", "screeningId", p.id, "error", err.Error())
+				continue
+			}
 		case d := <-deliveries:
 			switch {
 			case d.gen != gen:

@@ -328,3 +328,30 @@ func TestTheSeatMapConvergesThroughFaultsAndTakeovers(t *testing.T) {
 	}
 	t.Logf("converged to %s at %v; %d versions; faults %d + %d", got.Seats, got.UpdatedAt.Format("15:04:05.000"), len(v), pa.Faults(), pb.Faults())
 }
+
+// A row added to the screening during a sale shows on the seat map: the
+// publisher reads the layout again when the screening changes, not once
+// per run (issue #36.5).
+func TestTheSeatMapFollowsALayoutChange(t *testing.T) {
+	t.Parallel() // its own project; it mostly waits
+	e := newEnv(t, 2, 3, saleOpening(time.Now().Add(time.Hour), 60, 10, 60))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	maps := e.watchSeatMap(ctx)
+	done := make(chan error, 1)
+	go func() { done <- e.admitter().Run(ctx, time.Now().Add(20*time.Second)) }()
+	maps.waitFor(t, "......", 5*time.Second)
+	e.setSeat("A1", booking.StatusBooked, time.Time{})
+	maps.waitFor(t, "b.....", 5*time.Second)
+	screening := e.fs.Collection(booking.Screenings).Doc(e.id)
+	if _, err := screening.Update(ctx, []firestore.Update{{Path: "rows", Value: []string{"A", "B", "C"}}}); err != nil {
+		t.Fatal(err)
+	}
+	maps.waitFor(t, "b........", 5*time.Second)
+	e.setSeat("C3", booking.StatusBooked, time.Time{})
+	maps.waitFor(t, "b.......b", 5*time.Second)
+	cancel()
+	if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
+		t.Fatal(err)
+	}
+}
