@@ -77,8 +77,23 @@ function saleValue(sale: Sale): Value {
   return { mapValue: { fields } };
 }
 
-/** Writes a screening that starts in a day (or at `startsAt`), with a sale if given: its id. */
-export async function createScreening(opts: { rows?: string[]; seatsPerRow?: number; title?: string; startsAt?: Date; sale?: Sale } = {}): Promise<string> {
+/** A screening's price (CONTRACT §10), as an admin writes it: amounts in cents. */
+export interface Price {
+  amount: number;
+  currency: string;
+  rows?: Record<string, number>;
+  payHoldSeconds?: number;
+}
+
+function priceValue(p: Price): Value {
+  const fields: Record<string, Value> = { amount: { integerValue: String(p.amount) }, currency: { stringValue: p.currency } };
+  if (p.rows) fields.rows = { mapValue: { fields: Object.fromEntries(Object.entries(p.rows).map(([r, a]) => [r, { integerValue: String(a) }])) } };
+  if (p.payHoldSeconds !== undefined) fields.payHoldSeconds = { integerValue: String(p.payHoldSeconds) };
+  return { mapValue: { fields } };
+}
+
+/** Writes a screening that starts in a day (or at `startsAt`), with a sale and a price if given: its id. */
+export async function createScreening(opts: { rows?: string[]; seatsPerRow?: number; title?: string; startsAt?: Date; sale?: Sale; price?: Price } = {}): Promise<string> {
   const id = `e2e-${randomUUID().slice(0, 8)}`;
   const rows = opts.rows ?? ["A", "B", "C", "D", "E", "F"];
   const fields: Record<string, Value> = {
@@ -88,6 +103,7 @@ export async function createScreening(opts: { rows?: string[]; seatsPerRow?: num
     seatsPerRow: { integerValue: String(opts.seatsPerRow ?? 12) },
   };
   if (opts.sale) fields.sale = saleValue(opts.sale);
+  if (opts.price) fields.price = priceValue(opts.price);
   const res = await fetch(`${docsURL()}/screenings/${id}`, { method: "PATCH", headers: owner, body: JSON.stringify({ fields }) });
   if (!res.ok) throw new Error(`create screening: ${String(res.status)} ${await res.text()}`);
   return id;
@@ -186,6 +202,7 @@ export function watchSeatListeners(page: Page, screeningId: string): { opened: n
 
 type Value = {
   stringValue?: string;
+  booleanValue?: boolean;
   integerValue?: string;
   arrayValue?: { values?: Value[] };
   mapValue?: { fields?: Record<string, Value> };
@@ -200,6 +217,13 @@ export interface StoredDoc {
 export async function putDoc(path: string, fields: Record<string, Value>): Promise<void> {
   const res = await fetch(`${docsURL()}/${path}`, { method: "PATCH", headers: owner, body: JSON.stringify({ fields }) });
   if (!res.ok) throw new Error(`put ${path}: ${String(res.status)} ${await res.text()}`);
+}
+
+/** Changes some fields of a document as the owner would (bypassing the rules): only those fields. */
+export async function patchDoc(path: string, fields: Record<string, Value>): Promise<void> {
+  const mask = Object.keys(fields).map((f) => `updateMask.fieldPaths=${encodeURIComponent(f)}`).join("&");
+  const res = await fetch(`${docsURL()}/${path}?${mask}&currentDocument.exists=true`, { method: "PATCH", headers: owner, body: JSON.stringify({ fields }) });
+  if (!res.ok) throw new Error(`patch ${path}: ${String(res.status)} ${await res.text()}`);
 }
 
 /** The documents of a collection as Firestore holds them (as the owner). */

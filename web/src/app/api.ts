@@ -22,7 +22,7 @@ export interface Hold {
   holdId: string;
   screeningId: string;
   seats: string[];
-  status: "held" | "confirmed" | "released" | "expired";
+  status: "held" | "paying" | "confirmed" | "released" | "expired";
   /** RFC 3339, the server's time. */
   heldUntil: string;
 }
@@ -34,6 +34,16 @@ export interface QueuePlace {
   status: "waiting" | "admitted" | "done" | "expired";
   /** RFC 3339, the server's time; with `admitted`. */
   passUntil?: string;
+}
+
+/** CheckoutHold's answer (CONTRACT §10): where to pay, and what. */
+export interface Checkout {
+  holdId: string;
+  checkoutUrl: string;
+  /** RFC 3339: the hold is kept for paying until then. */
+  heldUntil: string;
+  amount: number;
+  currency: string;
 }
 
 /** The §7 fields of a sale, as OperateSale takes and answers them (opensAt in RFC 3339). */
@@ -141,6 +151,11 @@ export class Api {
 
   confirmHold(holdId: string): Promise<Booking> {
     return this.call("ConfirmHold", { holdId });
+  }
+
+  /** Starts paying for a hold (§10): a retry answers the same Checkout Session. `returnUrl`: where the checkout sends the buyer back. */
+  checkoutHold(holdId: string, returnUrl: string): Promise<Checkout> {
+    return this.call("CheckoutHold", { holdId, returnUrl });
   }
 
   releaseHold(holdId: string): Promise<Hold> {

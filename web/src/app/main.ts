@@ -10,11 +10,16 @@
  * `sales/{id}`, and, live from the user's own place `queue/{queueId}`, the
  * map once admitted, with the pass's countdown. The per-seat listener is
  * open only while the pass is live: waiting users never open it.
+ *
+ * A priced screening (§10) is held, then paid through Stripe Checkout: the
+ * hold shows its price and a Pay button that opens the checkout page; back
+ * here, the payment's state shows live from `payments/{holdId}`.
  */
 import type { User } from "firebase/auth";
 import { type FirestoreError, type Timestamp, type Unsubscribe, collection, doc, onSnapshot, query, where } from "firebase/firestore";
 import { Api, ApiError, type Booking, type Hold } from "./api";
 import { BestCard, flash } from "./best";
+import { type PaymentDoc, money, paymentState, paymentWords, totalOf } from "./pay";
 import { buildHall } from "./hall";
 import { services } from "./config";
 import {
@@ -49,6 +54,8 @@ interface HoldView {
   holdId: string;
   seats: string[];
   heldUntilMs: number;
+  /** Being paid for (§10): its checkout session is open. */
+  paying?: boolean;
 }
 
 async function main(): Promise<void> {
@@ -88,6 +95,14 @@ async function main(): Promise<void> {
   const holds = new Map<string, HoldView>();
   const answeredHolds = new Map<string, HoldView>();
   const gone = new Set<string>(); // cancelled bookings and ended holds, until the queries agree
+  const payments = new Map<string, PaymentDoc>(); // the user's payments for this screening, by hold (§10)
+  // Back from the checkout page: ?checkout=paid|cancelled&hold=<holdId>.
+  const returned = { outcome: params.get("checkout"), hold: params.get("hold") };
+  if (returned.outcome) {
+    params.delete("checkout");
+    params.delete("hold");
+    history.replaceState(null, "", `${location.pathname}?${params.toString()}`);
+  }
 
   // The waiting room (§7), for a screening with a sale.
   let sale: SaleDoc | undefined; // sales/{id}, live; undefined until the admitter first writes it
@@ -248,12 +263,16 @@ async function main(): Promise<void> {
     mapEl.classList.toggle("readonly", !user);
 
     const sel = [...selected].sort(seatOrder);
+    const price = screening?.price;
     $("#selection").textContent = !user
       ? "Sign in to choose seats."
       : sel.length > 0
-        ? `${seatList(sel)} (${String(sel.length)} seat${sel.length === 1 ? "" : "s"})`
+        ? `${seatList(sel)} (${String(sel.length)} seat${sel.length === 1 ? "" : "s"}${price ? `, ${money(totalOf(price, sel), price.currency)}` : ""})`
         : "Tap free seats on the map to choose them.";
     bookButton.disabled = holdButton.disabled = !user || sel.length === 0 || busy;
+    // A priced screening is held, then paid (BookSeats answers 402).
+    bookButton.hidden = price !== undefined;
+    holdButton.classList.toggle("primary", price !== undefined);
     bestCard.update({
       shown: user !== null && mapShown(),
       first: screening?.sale !== undefined,
@@ -266,6 +285,7 @@ async function main(): Promise<void> {
     });
     paintHolds();
     paintBookings();
+    paintPayments();
     paintQueue();
   }
 
@@ -462,22 +482,36 @@ async function main(): Promise<void> {
       let li = list.querySelector<HTMLElement>(`[data-hold="${CSS.escape(hv.holdId)}"]`);
       if (!li) {
         const confirm = h("button", { type: "button", class: "primary", "data-action": "confirm" }, "Confirm booking");
+        const pay = h("button", { type: "button", class: "primary", "data-action": "pay" }, "Pay");
         const extend = h("button", { type: "button", "data-action": "extend" }, "More time");
         const release = h("button", { type: "button", "data-action": "release" }, "Release");
         extend.setAttribute("aria-label", `More time: hold for ${countdown(holdSeconds * 1000)} from now`);
         confirm.addEventListener("click", () => void confirmHold(hv.holdId));
+        pay.addEventListener("click", () => void payHold(hv.holdId));
         extend.addEventListener("click", () => void extendHold(hv.holdId));
         release.addEventListener("click", () => void releaseHold(hv.holdId));
         li = h(
           "li",
           { "data-hold": hv.holdId },
           h("span", { class: "seats" }),
+          h("span", { class: "price", "data-price": "" }),
           h("span", { class: "timer" }, h("span", { class: "sr-only" }, "Time left: "), h("span", { "data-countdown": "", role: "timer" })),
-          h("span", { class: "buttons" }, confirm, extend, release),
+          h("span", { class: "buttons" }, confirm, pay, extend, release),
         );
         list.append(li);
       }
       $(".seats", li).textContent = seatList(hv.seats);
+      const price = screening?.price;
+      const total = price ? money(totalOf(price, hv.seats), price.currency) : "";
+      setText($("[data-price]", li), total);
+      $('[data-action="confirm"]', li).hidden = price !== undefined;
+      const pay = $('[data-action="pay"]', li);
+      pay.hidden = price === undefined;
+      setText(pay, hv.paying ? `Continue to payment (${total})` : `Pay ${total}`);
+      // A hold being paid for is kept for paying (payHoldSeconds); it is not extended.
+      $('[data-action="extend"]', li).hidden = hv.paying === true;
+      if (hv.paying) li.dataset.paymentState = "paying";
+      else delete li.dataset.paymentState;
       const left = hv.heldUntilMs - now();
       const cd = $("[data-countdown]", li);
       const text = countdown(left);
@@ -505,6 +539,26 @@ async function main(): Promise<void> {
         list.append(li);
       }
       for (const b of li.querySelectorAll("button")) b.disabled = busy;
+    }
+  }
+
+  /** The user's payments for this screening (§10), live: `data-payment-state` on each. */
+  function paintPayments(): void {
+    const list = $("#payments");
+    const items = [...payments.values()];
+    $("#payments-card").hidden = items.length === 0;
+    const keep = new Set(items.map((p) => p.holdId));
+    for (const li of list.querySelectorAll<HTMLElement>("[data-payment]")) if (!keep.has(li.dataset.payment ?? "")) li.remove();
+    for (const p of items) {
+      let li = list.querySelector<HTMLElement>(`[data-payment="${CSS.escape(p.holdId)}"]`);
+      if (!li) {
+        li = h("li", { "data-payment": p.holdId }, h("span", { class: "seats" }), h("span", { class: "words" }));
+        list.append(li);
+      }
+      const state = paymentState(p);
+      if (li.dataset.paymentState !== state) li.dataset.paymentState = state;
+      setText($(".seats", li), p.seats ? seatList(p.seats) : "");
+      setText($(".words", li), paymentWords(p));
     }
   }
 
@@ -560,7 +614,7 @@ async function main(): Promise<void> {
       clock.sawAtLeast(heldUntilMs - holdSeconds * 1000);
       answeredHolds.set(hold.holdId, { holdId: hold.holdId, seats: hold.seats, heldUntilMs });
       for (const s of seats) selected.delete(s);
-      return `${seatList(hold.seats)} ${hold.seats.length === 1 ? "is" : "are"} yours for ${countdown(heldUntilMs - now())}. Confirm to book.`;
+      return `${seatList(hold.seats)} ${hold.seats.length === 1 ? "is" : "are"} yours for ${countdown(heldUntilMs - now())}. ${screening?.price ? "Pay to book." : "Confirm to book."}`;
     });
   });
 
@@ -576,7 +630,7 @@ async function main(): Promise<void> {
         for (const s of hold.seats) selected.delete(s);
         paint();
         flash(hold.seats.flatMap((s) => seatButtons.get(s) ?? []));
-        return `We found ${seatList(hold.seats)} for you: ${hold.seats.length === 1 ? "it is" : "they are"} yours for ${countdown(heldUntilMs - now())}. Confirm to book.`;
+        return `We found ${seatList(hold.seats)} for you: ${hold.seats.length === 1 ? "it is" : "they are"} yours for ${countdown(heldUntilMs - now())}. ${screening?.price ? "Pay to book." : "Confirm to book."}`;
       },
       count,
     );
@@ -589,6 +643,22 @@ async function main(): Promise<void> {
         answeredBookings.set(b.bookingId, b);
         forget(holdId);
         return `Booked ${seatList(b.seats)}. Enjoy the film!`;
+      } catch (err) {
+        if (err instanceof ApiError && (err.code === "hold_expired" || err.code === "hold_not_found")) forget(holdId);
+        throw err;
+      }
+    });
+  }
+
+  /** Opens the hold's checkout (§10): a retry answers the same session. */
+  function payHold(holdId: string): Promise<void> {
+    return act("Opening the checkout…", async () => {
+      try {
+        const back = new URL(location.href);
+        back.search = new URLSearchParams({ screening: screeningId }).toString();
+        const c = await api.checkoutHold(holdId, back.toString());
+        location.assign(c.checkoutUrl);
+        return `Taking you to the checkout to pay ${money(c.amount, c.currency)}…`;
       } catch (err) {
         if (err instanceof ApiError && (err.code === "hold_expired" || err.code === "hold_not_found")) forget(holdId);
         throw err;
@@ -674,6 +744,7 @@ async function main(): Promise<void> {
     answeredBookings.clear();
     holds.clear();
     answeredHolds.clear();
+    payments.clear();
     gone.clear();
     if (u) {
       unsubscribeMine = [
@@ -692,18 +763,34 @@ async function main(): Promise<void> {
           (err) => status.error("unavailable", `Your bookings could not be loaded (${err.code}).`),
         ),
         onSnapshot(
-          query(collection(db, "holds"), where("uid", "==", u.uid), where("screeningId", "==", screeningId), where("status", "==", "held")),
+          query(collection(db, "holds"), where("uid", "==", u.uid), where("screeningId", "==", screeningId), where("status", "in", ["held", "paying"])),
           (snap) => {
             holds.clear();
             for (const d of snap.docs) {
-              const data = d.data() as { seats: string[]; heldUntil: { toMillis(): number } };
-              holds.set(d.id, { holdId: d.id, seats: data.seats, heldUntilMs: data.heldUntil.toMillis() });
+              const data = d.data() as { seats: string[]; heldUntil: { toMillis(): number }; status: string };
+              holds.set(d.id, { holdId: d.id, seats: data.seats, heldUntilMs: data.heldUntil.toMillis(), paying: data.status === "paying" });
               answeredHolds.delete(d.id);
             }
             for (const id of gone) if (!bookings.has(id) && !holds.has(id)) gone.delete(id);
             paint();
           },
           (err) => status.error("unavailable", `Your holds could not be loaded (${err.code}).`),
+        ),
+        onSnapshot(
+          query(collection(db, "payments"), where("uid", "==", u.uid), where("screeningId", "==", screeningId)),
+          (snap) => {
+            payments.clear();
+            for (const d of snap.docs) payments.set(d.id, { ...(d.data() as Omit<PaymentDoc, "holdId">), holdId: d.id });
+            const back = returned.hold ? payments.get(returned.hold) : undefined;
+            if (back) {
+              // Said once, on the way back from the checkout page.
+              returned.hold = null;
+              if (returned.outcome === "cancelled" && paymentState(back) !== "paid") status.ok("You left the checkout without paying, so nothing was charged and the seats were let go.");
+              else status.ok(paymentWords(back));
+            }
+            paint();
+          },
+          (err) => status.error("unavailable", `Your payments could not be loaded (${err.code}).`),
         ),
       ];
       // The place's id is derived as the rules derive it; then paint listens to it.

@@ -5,6 +5,7 @@
  */
 import type { Timestamp } from "firebase/firestore";
 import type { ApiError } from "./api";
+import type { Price } from "./pay";
 import type { SaleConfig } from "./queue";
 
 /** The §6 `data-state` of a seat. */
@@ -22,6 +23,8 @@ export interface Screening {
   seatsPerRow: number;
   /** CONTRACT §7: the screening is sold through a waiting room. */
   sale?: SaleConfig;
+  /** CONTRACT §10: seats are paid for; without it the screening is free. */
+  price?: Price;
 }
 
 /** The seat ids of a screening, row by row: `[["A1", ...], ...]`. */
@@ -141,6 +144,12 @@ export function errorMessage(err: Pick<ApiError, "code" | "message" | "seats"> &
         : `Sorry, there are no ${context.count === undefined ? "" : `${String(context.count)} `}free seats side by side any more${
             err.seatsLeft === undefined ? "" : ` (${String(err.seatsLeft)} seat${err.seatsLeft === 1 ? " is" : "s are"} left)`
           }. Try fewer seats, or pick seats on the map.`;
+    case "payment_required":
+      return "Seats for this screening are paid for: hold them, then pay.";
+    case "hold_confirmed":
+      return "That hold is booked already: see your bookings.";
+    case "not_priced":
+      return "This screening is free: confirm the hold to book it.";
     case "screening_not_found":
       return "We could not find this screening. Check the link.";
     case "booking_not_found":

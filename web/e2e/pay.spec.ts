@@ -1,0 +1,148 @@
+// Paying for seats in the browser (CONTRACT §10): on a priced screening the
+// hold shows its price and a Pay button (`data-action="pay"`) that opens the
+// checkout page (locally, the stand-in for Stripe's hosted page, whose Pay
+// and Cancel send Stripe's signed events to StripeWebhook); back in the app,
+// `data-payment-state` follows `payments/{holdId}` live. Judged on the
+// data-* hooks and on what Firestore holds afterwards.
+import { type Page } from "@playwright/test";
+import { type Price, confirmedBookings, createScreening, createUser, env, expect, getDoc, patchDoc, signIn, test } from "./bundle";
+
+const seat = (page: Page, id: string) => page.locator(`[data-seat="${id}"]`);
+const action = (page: Page, name: string) => page.locator(`[data-action="${name}"]`);
+const status = (page: Page) => page.locator("[data-status]");
+const price: Price = { amount: 1250, currency: "eur", rows: { A: 1500 } };
+
+/** A signed-in user on a new priced screening who has held seats: the page, the screening and the hold. */
+async function held(open: () => Promise<Page>, seats: string[], width = 1280): Promise<{ page: Page; screening: string; holdId: string; uid: string }> {
+  const screening = await createScreening({ price });
+  const user = await createUser("payer");
+  const page = await open();
+  await page.setViewportSize({ width, height: 860 });
+  await page.goto(`/?screening=${screening}`);
+  await signIn(page, user);
+  for (const s of seats) await seat(page, s).click();
+  await expect(action(page, "book"), "a priced screening is held, then paid").toBeHidden();
+  await action(page, "hold").click();
+  await expect(status(page)).toHaveAttribute("data-code", "ok");
+  await expect(status(page)).toContainText("Pay to book");
+  const hold = page.locator("[data-hold]");
+  await expect(hold).toHaveCount(1);
+  const holdId = (await hold.getAttribute("data-hold")) ?? "";
+  return { page, screening, holdId, uid: user.uid };
+}
+
+/** Presses Pay in the app, and lands on the checkout page. */
+async function toCheckout(page: Page, total: string): Promise<void> {
+  const pay = page.locator('[data-hold] [data-action="pay"]');
+  await expect(pay).toHaveText(`Pay ${total}`);
+  await expect(page.locator('[data-hold] [data-action="confirm"]')).toBeHidden();
+  await pay.click();
+  await page.waitForURL((u) => u.pathname === "/checkout" && u.searchParams.get("hold") !== null);
+  await expect(page.locator("[data-checkout-total]")).toBeVisible();
+}
+
+test("hold, pay on the checkout page, and come back to the seats booked", async ({ open }) => {
+  const { page, screening, holdId, uid } = await held(open, ["A1", "C3"]);
+  await expect(page.locator("[data-hold] [data-price]")).toHaveText("€27.50"); // 15.00 in row A, 12.50 elsewhere
+  await toCheckout(page, "€27.50");
+  await expect(page.locator("[data-checkout-line]")).toHaveCount(2);
+  await expect(page.locator("[data-checkout-total]")).toHaveText("27.50 EUR");
+  await page.locator('[data-checkout="pay"]').click();
+
+  await page.waitForURL((u) => u.href.startsWith(env.web) && !u.search.includes("checkout="));
+  const paid = page.locator(`[data-payment="${holdId}"]`);
+  await expect(paid).toHaveAttribute("data-payment-state", "paid");
+  await expect(paid).toContainText("Paid €27.50");
+  await expect(seat(page, "A1")).toHaveAttribute("data-state", "mine-booked");
+  await expect(seat(page, "C3")).toHaveAttribute("data-state", "mine-booked");
+  await expect(page.locator("[data-hold]")).toHaveCount(0);
+  await expect(page.locator("[data-booking]")).toHaveCount(1);
+
+  const stored = await confirmedBookings(screening);
+  expect([...stored.values()]).toEqual([{ uid, seats: ["A1", "C3"] }]);
+  const payment = await getDoc(`payments/${holdId}`);
+  expect(payment?.fields.status?.stringValue).toBe("paid");
+  expect(payment?.fields.amount?.integerValue).toBe("2750");
+  expect(payment?.fields.bookingId?.stringValue).toBe([...stored.keys()][0]);
+});
+
+test("cancel on the checkout page lets the seats go and charges nothing", async ({ open }) => {
+  const { page, screening, holdId } = await held(open, ["D4", "D5"]);
+  await toCheckout(page, "€25.00");
+  await page.locator('[data-checkout="cancel"]').click();
+
+  await page.waitForURL((u) => u.href.startsWith(env.web));
+  await expect(page.locator(`[data-payment="${holdId}"]`)).toHaveAttribute("data-payment-state", "expired");
+  await expect(status(page)).toContainText("nothing was charged");
+  await expect(seat(page, "D4")).toHaveAttribute("data-state", "free");
+  await expect(page.locator("[data-hold]")).toHaveCount(0);
+  expect((await getDoc(`holds/${holdId}`))?.fields.status?.stringValue).toBe("released");
+  expect(await confirmedBookings(screening)).toEqual(new Map());
+});
+
+/** Ends a paying hold now, as its payHoldSeconds running out would: on the hold and its seats. */
+async function lapse(screening: string, holdId: string, seats: string[]): Promise<void> {
+  const past = { timestampValue: new Date(Date.now() - 5_000).toISOString() };
+  await patchDoc(`holds/${holdId}`, { heldUntil: past });
+  for (const s of seats) await patchDoc(`screenings/${screening}/seats/${s}`, { heldUntil: past });
+}
+
+test("a payment that completes after the hold lapsed books the seats late while they are free", async ({ open }) => {
+  const { page, screening, holdId, uid } = await held(open, ["E7", "E8"]);
+  await toCheckout(page, "€25.00");
+  await lapse(screening, holdId, ["E7", "E8"]);
+  await page.locator('[data-checkout="pay"]').click();
+
+  await page.waitForURL((u) => u.href.startsWith(env.web));
+  const p = page.locator(`[data-payment="${holdId}"]`);
+  await expect(p).toHaveAttribute("data-payment-state", "paid");
+  await expect(p).toContainText("still free");
+  await expect(seat(page, "E7")).toHaveAttribute("data-state", "mine-booked");
+  expect([...(await confirmedBookings(screening)).values()]).toEqual([{ uid, seats: ["E7", "E8"] }]);
+  expect((await getDoc(`payments/${holdId}`))?.fields.lateAccepted).toEqual({ booleanValue: true });
+});
+
+test("a payment that completes after the hold lapsed and a seat was taken is refunded in full", async ({ open }) => {
+  const { page, screening, holdId } = await held(open, ["F1", "F2"]);
+  await toCheckout(page, "€25.00");
+  await lapse(screening, holdId, ["F1", "F2"]);
+  // Someone else holds F2 meanwhile.
+  const other = await createUser("other");
+  const res = await fetch(`${env.functions}/HoldSeats`, {
+    method: "POST",
+    headers: { "Content-Type": "application/json", Authorization: `Bearer ${other.idToken}` },
+    body: JSON.stringify({ screeningId: screening, seats: ["F2"], requestId: "other-f2" }),
+  });
+  expect(res.status, await res.clone().text()).toBe(201);
+  await page.locator('[data-checkout="pay"]').click();
+
+  await page.waitForURL((u) => u.href.startsWith(env.web));
+  const p = page.locator(`[data-payment="${holdId}"]`);
+  await expect(p).toHaveAttribute("data-payment-state", "refunded");
+  await expect(p).toContainText("refunded in full");
+  await expect(seat(page, "F1")).toHaveAttribute("data-state", "free");
+  await expect(seat(page, "F2")).toHaveAttribute("data-state", "held");
+  expect(await confirmedBookings(screening)).toEqual(new Map());
+  const payment = await getDoc(`payments/${holdId}`);
+  expect(payment?.fields.refundReason?.stringValue).toBe("seats_lost");
+});
+
+test("paying on a phone: the hold's price, Pay and the payment's state fit 360 px", async ({ open }) => {
+  const { page, holdId } = await held(open, ["B2"], 360);
+  const pay = page.locator('[data-hold] [data-action="pay"]');
+  await pay.scrollIntoViewIfNeeded();
+  const box = await pay.boundingBox();
+  expect(box && box.x >= 0 && box.x + box.width <= 360, `Pay at ${JSON.stringify(box)}`).toBe(true);
+  await page.screenshot({ path: "test-results/screenshots/pay-hold-360.png", fullPage: true });
+  await toCheckout(page, "€12.50");
+  await page.screenshot({ path: "test-results/screenshots/pay-checkout-360.png", fullPage: true });
+  await page.locator('[data-checkout="pay"]').click();
+  await page.waitForURL((u) => u.href.startsWith(env.web));
+  const p = page.locator(`[data-payment="${holdId}"]`);
+  await expect(p).toHaveAttribute("data-payment-state", "paid");
+  await p.scrollIntoViewIfNeeded();
+  const pbox = await p.boundingBox();
+  expect(pbox && pbox.x >= 0 && pbox.x + pbox.width <= 360, `the payment at ${JSON.stringify(pbox)}`).toBe(true);
+  expect(await page.evaluate(() => document.documentElement.scrollWidth), "no sideways scrolling").toBeLessThanOrEqual(360);
+  await page.screenshot({ path: "test-results/screenshots/pay-paid-360.png", fullPage: true });
+});

@@ -1,0 +1,38 @@
+import { describe, expect, it } from "vitest";
+import { money, paymentState, paymentWords, seatPrice, totalOf, type Price } from "../src/app/pay";
+
+const price: Price = { amount: 1250, currency: "eur", rows: { A: 1500, B: 1500 } };
+
+describe("prices", () => {
+  it("charges a row's own amount, else the screening's", () => {
+    expect(seatPrice(price, "A3")).toBe(1500);
+    expect(seatPrice(price, "B12")).toBe(1500);
+    expect(seatPrice(price, "C1")).toBe(1250);
+    expect(seatPrice({ amount: 900, currency: "eur" }, "A1")).toBe(900);
+  });
+  it("adds up seats", () => {
+    expect(totalOf(price, ["A1", "C1", "C2"])).toBe(4000);
+    expect(totalOf(price, [])).toBe(0);
+  });
+  it("writes amounts in the currency's own units", () => {
+    expect(money(1250, "eur", "en")).toBe("€12.50");
+    expect(money(500, "jpy", "en")).toBe("¥500");
+    expect(money(1250, "eur", "de")).toMatch(/^12,50\s€$/);
+  });
+});
+
+describe("payment states", () => {
+  it("shows an open payment as paying", () => {
+    expect(paymentState({ status: "open" })).toBe("paying");
+    expect(paymentState({ status: "paid" })).toBe("paid");
+    expect(paymentState({ status: "refunded" })).toBe("refunded");
+    expect(paymentState({ status: "expired" })).toBe("expired");
+  });
+  it("says why a payment was refunded", () => {
+    const p = { holdId: "h", amount: 2500, currency: "eur", status: "refunded" as const };
+    expect(paymentWords({ ...p, refundReason: "seats_lost" }, "en")).toContain("had gone to someone else");
+    expect(paymentWords({ ...p, refundReason: "released" }, "en")).toContain("after you let the seats go");
+    expect(paymentWords({ ...p, status: "paid", lateAccepted: true }, "en")).toContain("still free");
+    expect(paymentWords({ ...p, status: "paid" }, "en")).toBe("Paid €25.00. Your seats are booked.");
+  });
+});
