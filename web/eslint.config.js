@@ -8,12 +8,14 @@ export default tseslint.config(
   ...tseslint.configs.strictTypeChecked,
   {
     languageOptions: {
-      parserOptions: { projectService: { allowDefaultProject: ["eslint.config.js"] }, tsconfigRootDir: import.meta.dirname },
+      parserOptions: { projectService: { allowDefaultProject: ["eslint.config.js", "scripts/*.mjs"] }, tsconfigRootDir: import.meta.dirname },
     },
     rules: {
       // `(w) => w.set(data)` reads better than braces around one call.
       "@typescript-eslint/no-confusing-void-expression": ["error", { ignoreArrowShorthand: true }],
     },
   },
-  { files: ["eslint.config.js"], ...tseslint.configs.disableTypeChecked },
+  { files: ["eslint.config.js", "scripts/*.mjs"], ...tseslint.configs.disableTypeChecked },
+  // Node scripts that drive Chromium (scripts/page-fit.mjs): Node's globals, and the page's inside evaluate().
+  { files: ["scripts/*.mjs"], languageOptions: { globals: { process: "readonly", console: "readonly", document: "readonly", getComputedStyle: "readonly" } } },
 );
