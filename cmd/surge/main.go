@@ -106,6 +106,10 @@ type goals struct {
 	// the hall left as stranded single seats at the end.
 	HoldBurstP99  time.Duration `json:"holdBurstP99"`
 	StrandedShare float64       `json:"strandedShare"`
+	// With -pay (issue #37): StripeWebhook's p99, and Stripe API calls per
+	// seat sold (one session a hold, plus an expire per abandoned one).
+	WebhookP99         time.Duration `json:"webhookP99"`
+	StripeCallsPerSeat float64       `json:"stripeCallsPerSeat"`
 }
 
 func defaults() config {
@@ -115,11 +119,12 @@ func defaults() config {
 		AdmitPerMinute: 600, MaxActive: 100, PassSeconds: 30, MaxSeatsPerUser: 4,
 		PickMin: 1, PickMax: 4, HoldTries: 8, HoldSeconds: 30, Confirm: 0.7, Walk: 0.2,
 		ThinkMin: 2 * time.Second, ThinkMax: 8 * time.Second,
+		PayWalk: 0.1, PayLate: 0.03, PayDuplicates: 0.05,
 		Limit:             4 * time.Minute,
 		SignupConcurrency: 16, Conns: 16, Progress: 3 * time.Second,
 		Goals: goals{HotWritesPer10s: 10, LateInversions: 0.01, SpearmanSigmas: 4,
 			FirstAdmission: 2 * time.Second, Refill: 3 * time.Second, SoldOut: true, ConfirmBurstP99: 2 * time.Second, ReadsPerSeat: 1000,
-			HoldBurstP99: time.Second, StrandedShare: 0.02},
+			HoldBurstP99: time.Second, StrandedShare: 0.02, WebhookP99: time.Second, StripeCallsPerSeat: 1.2},
 	}
 }
 
@@ -145,6 +150,12 @@ func main() {
 	flag.DurationVar(&cfg.ThinkMin, "think-min", cfg.ThinkMin, "shortest think time after a hold")
 	flag.DurationVar(&cfg.ThinkMax, "think-max", cfg.ThinkMax, "longest think time after a hold")
 	flag.BoolVar(&cfg.Best, "best", cfg.Best, "shoppers ask for best available seats (HoldSeats with count, -pick-min..-pick-max together) instead of picking them")
+	flag.BoolVar(&cfg.Pay, "pay", cfg.Pay, "the screening is priced: shoppers pay for their holds on the local checkout (stripe-mock, signed webhooks) instead of confirming")
+	flag.Float64Var(&cfg.PayWalk, "pay-walk", cfg.PayWalk, "with -pay: share of payers who walk away from the checkout")
+	flag.Float64Var(&cfg.PayLate, "pay-late", cfg.PayLate, "with -pay: share of payers who pay after their hold lapsed")
+	flag.Float64Var(&cfg.PayDuplicates, "pay-duplicates", cfg.PayDuplicates, "with -pay: share of payments whose event is delivered twice, in parallel")
+	flag.DurationVar(&cfg.Goals.WebhookP99, "goal-webhook-p99", cfg.Goals.WebhookP99, "goal with -pay: StripeWebhook's p99 within this")
+	flag.Float64Var(&cfg.Goals.StripeCallsPerSeat, "goal-stripe-calls", cfg.Goals.StripeCallsPerSeat, "goal with -pay: Stripe API calls per seat sold")
 	flag.DurationVar(&cfg.Limit, "limit", cfg.Limit, "stop this long after opensAt if the sale has not sold out (default: 4m for each 200 seats)")
 	flag.Uint64Var(&cfg.Seed, "seed", cfg.Seed, "seed of the users' random choices (0: from the clock)")
 	flag.IntVar(&cfg.SignupConcurrency, "signup-concurrency", cfg.SignupConcurrency, "sign-ups in flight at once")
@@ -224,6 +235,8 @@ func (c config) check() error {
 		return fmt.Errorf("-hold-seconds %d: a hold must outlast -think-max %v by 2 s, or nobody confirms in time", c.HoldSeconds, c.ThinkMax)
 	case c.Best && c.PickMax > c.MaxSeatsPerUser:
 		return fmt.Errorf("-best -pick-max %d: more than -max-seats-per-user %d is a bad request, not a shopper", c.PickMax, c.MaxSeatsPerUser)
+	case c.PayWalk < 0 || c.PayLate < 0 || c.PayWalk+c.PayLate > 1 || c.PayDuplicates < 0 || c.PayDuplicates > 1:
+		return fmt.Errorf("-pay-walk %v -pay-late %v -pay-duplicates %v: want shares from 0 to 1, walk and late adding up to at most 1", c.PayWalk, c.PayLate, c.PayDuplicates)
 	case c.HoldTries < 1 || c.SignupConcurrency < 1 || c.Conns < 1:
 		return fmt.Errorf("-hold-tries, -signup-concurrency and -conns must be positive")
 	case c.EarlySpan < time.Second || c.LateSpan < 0 || c.Limit <= 0:

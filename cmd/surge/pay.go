@@ -320,4 +320,43 @@ func (p *payRun) audit(ctx context.Context, fs *firestore.Client, screening stri
 	return r
 }
 
+// judgePay adds the priced surge's checks and goals (with -pay only): the
+// money audit is correctness; the webhook's p99 and the Stripe calls per
+// seat sold are goals.
+func (r *Report) judgePay(g goals, add func(kind, format string, args ...any)) {
+	if r.Pay == nil {
+		return
+	}
+	if r.Pay.MoneyMismatches > 0 {
+		add("correctness", "%d money mismatches, e.g. %s", r.Pay.MoneyMismatches, r.Pay.Mismatches[0])
+	}
+	if g.WebhookP99 > 0 && r.Pay.WebhookP99ms > ms(g.WebhookP99) {
+		add("goal", "StripeWebhook's p99 %.0f ms (goal %s)", r.Pay.WebhookP99ms, g.WebhookP99)
+	}
+	if g.StripeCallsPerSeat > 0 && r.Pay.StripeCallsPerSeat > g.StripeCallsPerSeat {
+		add("goal", "%.2f Stripe API calls per seat sold (goal %.2f)", r.Pay.StripeCallsPerSeat, g.StripeCallsPerSeat)
+	}
+}
+
+// printPay prints the money audit.
+func (r *Report) printPay(p func(format string, args ...any)) {
+	if r.Pay == nil {
+		return
+	}
+	m := r.Pay
+	ok := "ok"
+	if m.MoneyMismatches > 0 {
+		ok = "FAIL"
+	}
+	p("\npayments  (paid/refunded/late accepted; money mismatches)  %d/%d/%d; %d  %s", m.Paid, m.Refunded, m.LateAccepted, m.MoneyMismatches, ok)
+	p("  %d checkouts, %d walked away, %d paid after the hold lapsed, %d deliveries duplicated; revenue %d.%02d EUR",
+		m.Checkouts, m.WalkedAway, m.PaidLate, m.Duplicated, m.Revenue/100, m.Revenue%100)
+	p("  StripeWebhook p99 %.0f ms (goal %s); Stripe API calls %s: %.2f per seat sold (goal %.2f)",
+		m.WebhookP99ms, r.Config.Goals.WebhookP99, countsLine(m.StripeCalls), m.StripeCallsPerSeat, r.Config.Goals.StripeCallsPerSeat)
+	p("  webhook outcomes: %s", countsLine(m.WebhookOutcomes))
+	for _, e := range m.Mismatches {
+		p("  ! %s", e)
+	}
+}
+
 func setenv(k, v string) error { return os.Setenv(k, v) }

@@ -59,6 +59,8 @@ type Report struct {
 
 	// Best available against seat picking (issue #39; best.go).
 	Best bestFigures `json:"best"`
+	// The priced surge (-pay, issue #37; pay.go): the money audit.
+	Pay *payReport `json:"pay,omitempty"`
 
 	// Cost.
 	ReadsPerSeatSold  float64       `json:"readsPerSeatSold"`
@@ -390,6 +392,7 @@ func (r *Report) judge(g goals) {
 		add("goal", "%.0f reads per seat sold (goal %.0f)", r.ReadsPerSeatSold, g.ReadsPerSeat)
 	}
 	r.judgeBest(g, add)
+	r.judgePay(g, add)
 }
 
 // print writes the report as text.
@@ -436,6 +439,7 @@ func (r *Report) print(w io.Writer) {
 		p("  %-14s %7d %7d %10.1f %10.1f %9.1f %9.1f %8.2f %8.2f %8.2f", f.Name, f.Calls, f.BurstCalls, f.BurstP50ms, f.BurstP99ms, f.P50ms, f.P99ms, f.RPCsPerCall, f.ReadsPer, f.WritesPer)
 	}
 	r.printBest(p)
+	r.printPay(p)
 	p("\nhottest documents  (most writes in any 10 s; goal <= %d)", r.Config.Goals.HotWritesPer10s)
 	for _, h := range r.HottestByKind {
 		p("  %3d  %-42s %s  (%d writes in all)", h.WritesPer10s, h.Kind, h.Doc, h.Writes)

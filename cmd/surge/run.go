@@ -67,6 +67,13 @@ func run(ctx context.Context, cfg config) (*Report, error) {
 	defer tap.stop()
 	os.Setenv("FIRESTORE_EMULATOR_HOST", tap.addr)
 	defer os.Setenv("FIRESTORE_EMULATOR_HOST", emulatorHost)
+	var pay *payRun
+	if cfg.Pay { // before the functions' APIs are built: they read its environment
+		if pay, err = startPayments(ctx); err != nil {
+			return nil, err
+		}
+		defer pay.stop()
+	}
 	be, err := startBackend(ctx, project, emulatorHost, hot, log)
 	if err != nil {
 		return nil, err
@@ -97,11 +104,15 @@ func run(ctx context.Context, cfg config) (*Report, error) {
 	for r := range cfg.Seats / cfg.SeatsPerRow {
 		rows = append(rows, rowLabel(r))
 	}
-	if _, err := admin.Collection(booking.Screenings).Doc(surgeScreening).Set(ctx, map[string]any{
+	screening := map[string]any{
 		"title": "The Surge", "startsAt": opensAt.Add(2 * time.Hour), "rows": rows, "seatsPerRow": cfg.SeatsPerRow,
 		"sale": map[string]any{"opensAt": opensAt, "admitPerMinute": cfg.AdmitPerMinute, "maxActive": cfg.MaxActive,
 			"passSeconds": cfg.PassSeconds, "maxSeatsPerUser": cfg.MaxSeatsPerUser},
-	}); err != nil {
+	}
+	if pay != nil {
+		screening["price"] = pay.price()
+	}
+	if _, err := admin.Collection(booking.Screenings).Doc(surgeScreening).Set(ctx, screening); err != nil {
 		return nil, err
 	}
 
@@ -118,7 +129,7 @@ func run(ctx context.Context, cfg config) (*Report, error) {
 	listenCtx, stopListening := context.WithCancel(ctx)
 	defer stopListening()
 	s := &sim{cfg: cfg, screening: surgeScreening, opensAt: opensAt, base: be.url, stop: make(chan struct{}),
-		callCtx: callCtx, answers: map[string]int{},
+		callCtx: callCtx, answers: map[string]int{}, payments: pay,
 		http: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 1024, IdleConnTimeout: time.Minute}}}
 	for _, r := range rows {
 		for n := 1; n <= cfg.SeatsPerRow; n++ {
@@ -227,6 +238,10 @@ wait:
 	progress("surge: state read after %.1f s", time.Since(end).Seconds())
 	rep := report(cfg, st, s, us, be, adm, pool, tap, hot, opensAt, end)
 	rep.LeaseLosses = int(counted(ctx, metrics, telemetry.LockLeaseLost))
+	if pay != nil {
+		pr := pay.audit(ctx, admin, surgeScreening, rep.SeatsSold)
+		rep.Pay = &pr
+	}
 	rep.Ended = ended
 	rep.Project = project
 	rep.Seed = seed

@@ -599,6 +599,8 @@ func (s *sim) shop(ctx context.Context, u *user, passUntil time.Time) string {
 	think := s.cfg.ThinkMin + time.Duration(u.rng.Int64N(int64(s.cfg.ThinkMax-s.cfg.ThinkMin)+1))
 	r := u.rng.Float64()
 	switch {
+	case r < s.cfg.Confirm && s.payments != nil:
+		return s.pay(u, hold) // checks out now, pays after thinking (pay.go)
 	case r < s.cfg.Confirm:
 		if !s.sleep(think) {
 			return "holding at the end"
