@@ -28,6 +28,10 @@ type Minute struct {
 	SeatsLeft int `json:"seatsLeft"`
 	// Paused: the sale was paused at some time in the minute.
 	Paused bool `json:"paused"`
+	// Revenue and Refunds: the money that came in and went back within
+	// the minute (CONTRACT §10), in the currency's smallest unit.
+	Revenue int64 `json:"revenue"`
+	Refunds int64 `json:"refunds"`
 }
 
 // holdEnd is when a hold stopped holding its seats: its confirmation's
@@ -91,6 +95,14 @@ func (st *Sale) minutes(story story, now time.Time) []Minute {
 	for _, e := range st.Log {
 		seen(e.At)
 	}
+	for _, p := range st.Payments {
+		if p.PaidAt != nil {
+			seen(*p.PaidAt)
+		}
+		if p.RefundedAt != nil {
+			seen(*p.RefundedAt)
+		}
+	}
 	if first.IsZero() {
 		return nil
 	}
@@ -142,6 +154,14 @@ func (st *Sale) minutes(story story, now time.Time) []Minute {
 			}
 			if b.CreatedAt.Before(at) && (b.Status != booking.StatusCanceled || !b.Updated.Before(at)) {
 				m.SeatsSold += len(b.Seats)
+			}
+		}
+		for _, p := range st.Payments {
+			if p.PaidAt != nil && in(*p.PaidAt, start, to) {
+				m.Revenue += p.Amount
+			}
+			if p.RefundedAt != nil && in(*p.RefundedAt, start, to) {
+				m.Refunds += p.Amount
 			}
 		}
 		m.SeatsLeft = max(0, len(st.Hall)-m.SeatsHeld-m.SeatsSold)

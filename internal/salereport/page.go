@@ -177,7 +177,7 @@ func (r *Report) Figures() []Line {
 	if r.Metering.Pauses > 0 {
 		paused.Value, paused.Note = duration(r.Metering.PausedSeconds), plural(r.Metering.Pauses, "pause", "pauses")
 	}
-	return []Line{
+	lines := []Line{
 		{Key: "sold", Label: "Sold", Value: fmt.Sprintf("%d of %s", s.Sold, plural(s.Seats, "seat", "seats"))},
 		{Key: "joined", Label: "Joined", Value: strconv.Itoa(s.Places),
 			Note: fmt.Sprintf("%d admitted, %d still waiting, %d revoked while waiting", s.Admitted, s.StillWaiting, s.RevokedWaiting)},
@@ -187,6 +187,23 @@ func (r *Report) Figures() []Line {
 		{Key: "wait", Label: "Time in line, p50 / p90 / max", Value: fmt.Sprintf("%s / %s / %s", secs(s.WaitP50), secs(s.WaitP90), secs(s.WaitMax))},
 		paused,
 	}
+	if m := s.Money; m != nil {
+		lines = append(lines, Line{Key: "money", Label: "Takings, after refunds", Value: Amount(m.Net, m.Currency),
+			Note: fmt.Sprintf("%s in (%s), %s refunded (%s); %s, %d late and booked, %d late and refunded",
+				plural(m.Paid, "payment", "payments"), Amount(m.Revenue, m.Currency), plural(m.Refunded, "payment", "payments"), Amount(m.Refunds, m.Currency),
+				plural(m.Checkouts, "checkout", "checkouts"), m.LateAccepted, m.LateRefunded)})
+	}
+	return lines
+}
+
+// Amount writes an amount in a currency's smallest unit for the report:
+// "27.50 EUR" (two decimals; the currencies of a cinema's sale have them).
+func Amount(amount int64, currency string) string {
+	sign := ""
+	if amount < 0 {
+		sign, amount = "-", -amount
+	}
+	return fmt.Sprintf("%s%d.%02d %s", sign, amount/100, amount%100, strings.ToUpper(currency))
 }
 
 // FairnessLines judge who was admitted when.
@@ -301,6 +318,10 @@ type MinuteRow struct {
 
 // MinuteColumns head the minutes table and minutes.csv.
 var MinuteColumns = []string{"joins", "admissions", "expired", "revoked", "holds", "bookings", "waiting", "active", "seats held", "seats sold", "seats left"}
+
+// MoneyColumns follow them in minutes.csv: the money that came in and went
+// back in the minute, in the currency's smallest unit (CONTRACT §10).
+var MoneyColumns = []string{"revenue", "refunds"}
 
 func (m Minute) cells() []int {
 	return []int{m.Joins, m.Admissions, m.Expired, m.Revoked, m.Holds, m.Bookings, m.Waiting, m.Active, m.SeatsHeld, m.SeatsSold, m.SeatsLeft}
@@ -429,7 +450,7 @@ func (r *Report) CSV(dir string) error {
 		return t.UTC().Format(time.RFC3339Nano)
 	}
 	head := []string{"minute"}
-	for _, c := range MinuteColumns {
+	for _, c := range append(slices.Clone(MinuteColumns), MoneyColumns...) {
 		head = append(head, strings.ReplaceAll(c, " ", "_"))
 	}
 	minutes := [][]string{head}
@@ -439,6 +460,7 @@ func (r *Report) CSV(dir string) error {
 		for _, v := range m.cells() {
 			row = append(row, strconv.Itoa(v))
 		}
+		row = append(row, strconv.FormatInt(m.Revenue, 10), strconv.FormatInt(m.Refunds, 10))
 		minutes = append(minutes, row)
 	}
 	places := [][]string{{"queueId", "uid", "email", "status", "joinedAt", "order", "admittedAt", "passUntil", "doneAt", "revokedAt"}}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"html"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -132,6 +133,25 @@ func writeFixture(t *testing.T, fs *firestore.Client) {
 	book("b1", "e2", sold("A1", "A2"), 40*time.Second, "h1")
 	book("b2", "l1", sold("B2"), 150*time.Second, "")
 	book("b3", "l3", sold("B3", "B4"), 300*time.Second, "h3")
+	// The money (CONTRACT §10): h1 and h3 paid (12.50 EUR a seat), e1 paid
+	// for h2 after it lapsed and was refunded (seats lost), and a checkout
+	// that expired unpaid.
+	pay := func(holdID, status string, amount int64, paid, refunded time.Duration, extra map[string]any) {
+		d := map[string]any{"uid": "u", "screeningId": screening, "holdId": holdID, "sessionId": "cs_" + holdID, "amount": amount, "currency": "eur",
+			"status": status, "createdAt": at(paid - 5*time.Second), "updatedAt": at(paid)}
+		if paid != 0 {
+			d["paidAt"] = at(paid)
+		}
+		if refunded != 0 {
+			d["refundedAt"] = at(refunded)
+		}
+		maps.Copy(d, extra)
+		set("payments/"+holdID, d)
+	}
+	pay("h1", "paid", 2500, 38*time.Second, 0, map[string]any{"bookingId": "b1"})
+	pay("h2", "refunded", 1250, 155*time.Second, 156*time.Second, map[string]any{"refundReason": "seats_lost"})
+	pay("h3", "paid", 2500, 298*time.Second, 0, map[string]any{"bookingId": "b3"})
+	pay("h9", "expired", 1250, 0, 0, nil)
 
 	cfg := func(active int) map[string]any {
 		return map[string]any{"opensAt": "2026-03-02T10:00:00Z", "admitPerMinute": int64(60), "maxActive": int64(active), "passSeconds": int64(120), "maxSeatsPerUser": int64(4)}
@@ -184,6 +204,10 @@ var wantMinutes = []minuteRow{
 	{"10:07", [11]int{1, 0, 1, 0, 0, 0, 1, 1, 0, 5, 5}, true},
 }
 
+// wantMoney is the money in (revenue) and back (refunds) by minute, in
+// cents; other minutes have none.
+var wantMoney = map[string][2]int{"10:00": {2500, 0}, "10:02": {1250, 1250}, "10:04": {2500, 0}}
+
 func (m minuteRow) startTime(t *testing.T) time.Time {
 	hm, err := time.Parse("15:04", m.start)
 	if err != nil {
@@ -234,6 +258,7 @@ func checkHTML(t *testing.T, r *Report) {
 		"passes":       "Passes 8 3 ended by a booking, 4 ran out (4 unused), 0 revoked, 1 live",
 		"wait":         "Time in line, p50 / p90 / max 1.0 s / 41.5 s / 110.5 s",
 		"paused":       "Paused 1 min 40 s 2 pauses",
+		"money":        "Takings, after refunds 50.00 EUR 3 payments in (62.50 EUR), 1 payment refunded (12.50 EUR); 4 checkouts, 0 late and booked, 1 late and refunded",
 		"early-first":  "Everyone who joined before the opening, and was still in line, was admitted before anyone who joined after it yes",
 		"early-rho":    "Early joiners 4, admitted 3; Spearman's ρ of join order against admission order too few to tell: ρ needs 10 admitted early joiners",
 		"late-order":   "Later joiners 6, admitted 5; pairs admitted out of join order 0 of 10",
@@ -370,12 +395,14 @@ func checkCSV(t *testing.T, r *Report) {
 		}
 		return rfc(*v)
 	}
-	minutes := [][]string{{"minute", "joins", "admissions", "expired", "revoked", "holds", "bookings", "waiting", "active", "seats_held", "seats_sold", "seats_left"}}
+	minutes := [][]string{{"minute", "joins", "admissions", "expired", "revoked", "holds", "bookings", "waiting", "active", "seats_held", "seats_sold", "seats_left", "revenue", "refunds"}}
 	for _, m := range wantMinutes {
 		row := []string{m.startTime(t).Format(time.RFC3339)}
 		for _, v := range m.cells {
 			row = append(row, fmt.Sprint(v))
 		}
+		money := wantMoney[m.start]
+		row = append(row, fmt.Sprint(money[0]), fmt.Sprint(money[1]))
 		minutes = append(minutes, row)
 	}
 	places := [][]string{{"queueId", "uid", "email", "status", "joinedAt", "order", "admittedAt", "passUntil", "doneAt", "revokedAt"}}
@@ -429,7 +456,8 @@ func checkJSON(t *testing.T, r *Report) {
 		c := m.cells
 		minutes = append(minutes, map[string]any{"start": m.startTime(t).Format(time.RFC3339),
 			"joins": c[0], "admissions": c[1], "expired": c[2], "revoked": c[3], "holds": c[4], "bookings": c[5],
-			"waiting": c[6], "active": c[7], "seatsHeld": c[8], "seatsSold": c[9], "seatsLeft": c[10], "paused": m.paused})
+			"waiting": c[6], "active": c[7], "seatsHeld": c[8], "seatsSold": c[9], "seatsLeft": c[10], "paused": m.paused,
+			"revenue": wantMoney[m.start][0], "refunds": wantMoney[m.start][1]})
 	}
 	cfg := func(active int) map[string]any {
 		return map[string]any{"opensAt": "2026-03-02T10:00:00Z", "admitPerMinute": 60, "maxActive": active, "passSeconds": 120, "maxSeatsPerUser": 4}
@@ -448,7 +476,9 @@ func checkJSON(t *testing.T, r *Report) {
 		"admitPerMinute": 60, "maxActive": 3, "passSeconds": 120, "maxSeatsPerUser": 4,
 		"summary": map[string]any{"seats": 10, "sold": 5, "places": 10, "admitted": 8, "booked": 3, "conversion": 0.375,
 			"passesDone": 3, "passesRanOut": 4, "expiredUnused": 4, "passesRevoked": 0, "passesLive": 1, "revokedWaiting": 1, "stillWaiting": 1,
-			"waitP50Seconds": 1, "waitP90Seconds": 41.5, "waitMaxSeconds": 110.5},
+			"waitP50Seconds": 1, "waitP90Seconds": 41.5, "waitMaxSeconds": 110.5,
+			"money": map[string]any{"currency": "eur", "checkouts": 4, "paid": 3, "revenue": 6250, "refunded": 1, "refunds": 1250, "net": 5000,
+				"lateAccepted": 0, "lateRefunded": 1}},
 		"fairness": map[string]any{"earlyJoiners": 4, "lateJoiners": 6, "earlyAdmitted": 3, "lateAdmitted": 5, "earlyBeforeLate": true,
 			"earlySpearman": nil, "earlySpearmanLow": nil, "earlySpearmanHigh": nil, "earlyLineSpearman": nil,
 			"latePairs": 10, "lateInverted": 0, "lateInversions": 0, "skipped": 0, "unranked": 0},

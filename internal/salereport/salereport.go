@@ -19,6 +19,7 @@ import (
 
 	"cloud.google.com/go/firestore"
 	"github.com/firelock/firelock/booking"
+	"github.com/firelock/firelock/payment"
 	"github.com/firelock/firelock/counter"
 	"github.com/firelock/firelock/sale"
 )
@@ -51,6 +52,19 @@ type Sale struct {
 	// The tickets-sold counter: its shards (0: none) and its count.
 	CounterShards  int
 	TicketsCounted int64
+	// Payments are the screening's payment records (CONTRACT §10; none
+	// on a free screening).
+	Payments []Payment
+}
+
+// Payment is a payment record, payments/{holdId}, as the report reads it.
+type Payment struct {
+	HoldID, Status, Currency string
+	Amount                   int64
+	LateAccepted             bool
+	RefundReason             string
+	// PaidAt and RefundedAt: when the money came in and went back.
+	PaidAt, RefundedAt *time.Time
 }
 
 type Place struct {
@@ -195,6 +209,19 @@ func Read(ctx context.Context, fs *firestore.Client, id string) (*Sale, error) {
 		sd.HoldID, _ = d["holdId"].(string)
 		sd.HeldUntil, _ = d["heldUntil"].(time.Time)
 		st.Seats[s.Ref.ID] = sd
+	}
+
+	pays, err := fs.Collection(payment.Payments).Where("screeningId", "==", id).Documents(ctx).GetAll()
+	if err != nil {
+		return nil, err
+	}
+	for _, s := range pays {
+		var r payment.Record
+		if err := s.DataTo(&r); err != nil {
+			return nil, fmt.Errorf("payment %s: %w", s.Ref.ID, err)
+		}
+		st.Payments = append(st.Payments, Payment{HoldID: s.Ref.ID, Status: r.Status, Currency: r.Currency, Amount: r.Amount,
+			LateAccepted: r.LateAccepted, RefundReason: r.RefundReason, PaidAt: r.PaidAt, RefundedAt: r.RefundedAt})
 	}
 
 	if st.Log, err = ReadLog(ctx, fs, id); err != nil {

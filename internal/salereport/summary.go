@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/firelock/firelock/booking"
+	"github.com/firelock/firelock/payment"
 	"github.com/firelock/firelock/sale"
 )
 
@@ -36,6 +37,53 @@ type Summary struct {
 	WaitP50 float64 `json:"waitP50Seconds"`
 	WaitP90 float64 `json:"waitP90Seconds"`
 	WaitMax float64 `json:"waitMaxSeconds"`
+	// Money is the takings of a priced screening (nil: nobody checked out).
+	Money *Money `json:"money,omitempty"`
+}
+
+// Money is what a priced sale took (CONTRACT §10), in the currency's
+// smallest unit: every payment that came in, those refunded in full, and
+// what stays.
+type Money struct {
+	Currency     string `json:"currency"`
+	Checkouts    int    `json:"checkouts"`    // payment records: Checkout Sessions made
+	Paid         int    `json:"paid"`         // payments that came in (kept or refunded since)
+	Revenue      int64  `json:"revenue"`      // what they brought in
+	Refunded     int    `json:"refunded"`     // payments refunded in full
+	Refunds      int64  `json:"refunds"`      // what went back
+	Net          int64  `json:"net"`          // Revenue less Refunds: the confirmed bookings' payments
+	LateAccepted int    `json:"lateAccepted"` // paid after the hold ended, and booked
+	LateRefunded int    `json:"lateRefunded"` // paid after the hold ended or was let go, and refunded
+}
+
+// takings sums the payment records up.
+func takings(ps []Payment) *Money {
+	if len(ps) == 0 {
+		return nil
+	}
+	m := &Money{Checkouts: len(ps)}
+	for _, p := range ps {
+		if m.Currency == "" {
+			m.Currency = p.Currency
+		}
+		if p.PaidAt == nil && p.Status != payment.StatusPaid && p.Status != payment.StatusRefunded {
+			continue // open or expired: no money moved
+		}
+		m.Paid++
+		m.Revenue += p.Amount
+		if p.LateAccepted {
+			m.LateAccepted++
+		}
+		if p.Status == payment.StatusRefunded {
+			m.Refunded++
+			m.Refunds += p.Amount
+			if p.RefundReason == payment.ReasonSeatsLost || p.RefundReason == payment.ReasonReleased {
+				m.LateRefunded++
+			}
+		}
+	}
+	m.Net = m.Revenue - m.Refunds
+	return m
 }
 
 // passEnding is how a pass ended by now.
@@ -105,6 +153,7 @@ func (st *Sale) Summarize(now time.Time) Summary {
 			s.PassesLive++
 		}
 	}
+	s.Money = takings(st.Payments)
 	s.Conversion = Maybe(nan())
 	if s.Admitted > 0 {
 		s.Conversion = Maybe(float64(s.Booked) / float64(s.Admitted))
