@@ -19,8 +19,8 @@ import (
 
 	"cloud.google.com/go/firestore"
 	"github.com/firelock/firelock/booking"
-	"github.com/firelock/firelock/payment"
 	"github.com/firelock/firelock/counter"
+	"github.com/firelock/firelock/payment"
 	"github.com/firelock/firelock/sale"
 )
 
