@@ -156,3 +156,37 @@ test("the charts draw the sale's minutes, and follow them live", async ({ open }
   await expect(op.locator('[data-chart="seats-left"] svg circle')).toHaveCount(6);
   await op.screenshot({ path: "test-results/screenshots/console-charts.png", fullPage: true });
 });
+
+test("the console shows a priced sale's takings from its minutes", async ({ open }) => {
+  const screening = await createScreening({
+    rows: ["A", "B"],
+    seatsPerRow: 8,
+    sale: { opensAt: new Date(Date.now() - 120_000), admitPerMinute: 60, maxActive: 5 },
+    price: { amount: 1250, currency: "eur" },
+  });
+  // Two finished minutes, as the admitter writes them (saleStats, CONTRACT §8 and §10).
+  const minute = (ago: number, revenue: number, refunds: number, late: number) => {
+    const at = new Date(Math.floor(Date.now() / 60_000) * 60_000 - ago * 60_000);
+    const key = at.toISOString().slice(0, 16).replace(/[-T:]/g, "");
+    const n = (v: number) => ({ integerValue: String(v) });
+    return putDoc(`saleStats/${screening}/minutes/${key}`, {
+      at: { timestampValue: at.toISOString() }, waiting: n(0), admitted: n(2), active: n(1), seatsLeft: n(12), seatsHeld: n(1), seatsSold: n(3),
+      joins: n(0), admissions: n(1), holds: n(1), bookings: n(1), expired: n(0), revenue: n(revenue), refunds: n(refunds), latePayments: n(late),
+    });
+  };
+  await minute(2, 3750, 0, 0);
+  await minute(1, 2500, 1250, 1);
+  const op = await operatorPage(open, screening);
+  await expect(op.locator("[data-op-money]")).toBeVisible();
+  await expect(op.locator("[data-op-takings]")).toHaveText("€50.00");
+  await expect(op.locator("[data-op-refunds]")).toHaveText("€62.50 in, €12.50 refunded; 1 paid late");
+  await expect(op.locator('[data-chart="revenue"] svg rect')).not.toHaveCount(0);
+});
+
+test("a free sale's console shows no takings", async ({ open }) => {
+  const screening = await createScreening({ rows: ["A"], seatsPerRow: 8, sale: { opensAt: new Date(Date.now() + 3_600_000), admitPerMinute: 60, maxActive: 5 } });
+  const op = await operatorPage(open, screening);
+  await expect(op.locator("[data-op-state]")).toBeVisible();
+  await expect(op.locator("[data-op-money]")).toBeHidden();
+  await expect(op.locator('[data-chart="revenue"]')).toBeHidden();
+});

@@ -12,6 +12,7 @@ import type { User } from "firebase/auth";
 import { type Timestamp, type Unsubscribe, collection, doc, limit, onSnapshot, orderBy, query } from "firebase/firestore";
 import { Api, ApiError, type Operation, type SaleFields } from "./api";
 import { drawChart } from "./chart";
+import { money } from "./pay";
 import { services } from "./config";
 import { $, $as, Status, h, mountAccount, runAction } from "./ui";
 
@@ -25,6 +26,10 @@ interface MinuteDoc {
   active: number;
   seatsLeft: number;
   admissions: number;
+  /** CONTRACT §10: money in and back within the minute, in the currency's smallest unit; late payments booked. */
+  revenue?: number;
+  refunds?: number;
+  latePayments?: number;
 }
 
 interface LogEntry {
@@ -201,6 +206,28 @@ async function main(): Promise<void> {
     });
   });
 
+  // The takings of a priced sale (§10), from the finished minutes.
+  let currency: string | undefined;
+  let minutes: MinuteDoc[] = [];
+  function paintMoney(): void {
+    $("[data-op-money]").hidden = currency === undefined;
+    const chart = $('[data-chart="revenue"]');
+    chart.hidden = currency === undefined;
+    if (currency === undefined) return;
+    let revenue = 0;
+    let refunds = 0;
+    let late = 0;
+    for (const m of minutes) {
+      revenue += m.revenue ?? 0;
+      refunds += m.refunds ?? 0;
+      late += m.latePayments ?? 0;
+    }
+    $("[data-op-takings]").textContent = money(revenue - refunds, currency);
+    $("[data-op-refunds]").textContent = `${money(revenue, currency)} in, ${money(refunds, currency)} refunded; ${String(late)} paid late`;
+    const cents = 10 ** (new Intl.NumberFormat(undefined, { style: "currency", currency: currency.toUpperCase() }).resolvedOptions().maximumFractionDigits ?? 2);
+    drawChart($(".plot", chart), minutes.map((m) => ({ at: m.at.toMillis(), value: ((m.revenue ?? 0) - (m.refunds ?? 0)) / cents })), true, "Takings per minute, after refunds");
+  }
+
   function listen(): void {
     for (const stop of stops) stop();
     stops = [
@@ -213,7 +240,9 @@ async function main(): Promise<void> {
             $("#console").hidden = true;
             return;
           }
-          const d = snap.data() as { title?: string; startsAt?: Timestamp; sale?: Record<string, unknown> | null; saleControl?: { paused?: boolean; closed?: boolean } };
+          const d = snap.data() as { title?: string; startsAt?: Timestamp; sale?: Record<string, unknown> | null; saleControl?: { paused?: boolean; closed?: boolean }; price?: { currency?: string } };
+          currency = d.price?.currency;
+          paintMoney();
           $("#title").textContent = `${d.title ?? screeningId}: sale console`;
           $("#when").textContent = d.startsAt ? `Screening ${d.startsAt.toDate().toLocaleString()}` : "";
           sale = d.sale ? Object.fromEntries(Object.entries(d.sale).map(([k, v]) => [k, isTimestamp(v) ? v.toDate().toISOString().replace(".000Z", "Z") : v])) : undefined;
@@ -255,6 +284,8 @@ async function main(): Promise<void> {
           drawChart(plot("admissions"), series((m) => m.admissions), true, "Admissions per minute");
           drawChart(plot("active"), series((m) => m.active), false, "Active passes, by minute");
           drawChart(plot("seats-left"), series((m) => m.seatsLeft), false, "Seats left, by minute");
+          minutes = ms;
+          paintMoney();
         },
         (err) => status.error("unavailable", `The sale's minutes could not be read (${err.code}).`),
       ),
