@@ -49,7 +49,13 @@ func TestCtrlCEndsMakeRunWithExitZero(t *testing.T) {
 	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
-	makefile := "run:\n\t" + bin + " -port 0 -web off -schedule '' -env-file ''\n"
+	// The recipe runs in the checkout, as make run does: stripe-mock is a
+	// Go tool of its go.mod.
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	makefile := "run:\n\tcd " + root + " && " + bin + " -port 0 -web off -schedule '' -env-file ''\n"
 	if err := os.WriteFile(filepath.Join(dir, "Makefile"), []byte(makefile), 0o644); err != nil {
 		t.Fatal(err)
 	}
