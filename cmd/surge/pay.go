@@ -135,6 +135,9 @@ func (s *sim) pay(u *user, h heldRecord) string {
 			return "paying at the end"
 		}
 	}
+	// Paying ends the pass (a booking: done), and with it the rules' read
+	// of the seat map, as a confirmation does.
+	u.confirming.Store(true)
 	p.mu.Lock()
 	p.paid[h.ID] = true
 	p.mu.Unlock()
