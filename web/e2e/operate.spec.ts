@@ -1,17 +1,39 @@
-import { createScreening, createUser, expect, getDoc, makeOperator, putDoc, runAdmitter, signIn, test } from "./bundle";
+import { type TestUser, createScreening, createUser, env, expect, getDoc, makeOperator, putDoc, queueIdOf, runAdmitter, signIn, test } from "./bundle";
 
 // The sale console (CONTRACT §8), as an operator uses it, with the queue
 // screen of a user in line in a second browser.
 
-async function operatorPage(open: () => Promise<import("@playwright/test").Page>, screening: string) {
+async function operatorPage(open: () => Promise<import("@playwright/test").Page>, screening?: string) {
   const op = await createUser("operator");
   await makeOperator(op);
   const page = await open();
-  await page.goto(`/operate.html?screening=${screening}`);
+  await page.goto(screening === undefined ? "/operate.html" : `/operate.html?screening=${screening}`);
   await signIn(page, op);
-  await expect(page.locator("#console")).toBeVisible();
+  await expect(page.locator(screening === undefined ? "[data-sales-list]" : "#console")).toBeVisible();
   return page;
 }
+
+/** Calls a function as a user would through the app (JoinQueue, HoldSeats): its answer's body. */
+async function call(fn: string, user: TestUser, body: object): Promise<Record<string, unknown>> {
+  const res = await fetch(`${env.functions}/${fn}`, {
+    method: "POST",
+    headers: { "Content-Type": "application/json", Authorization: `Bearer ${user.idToken}` },
+    body: JSON.stringify(body),
+  });
+  const text = await res.text();
+  expect(res.ok, `${fn}: ${String(res.status)} ${text}`).toBe(true);
+  return JSON.parse(text) as Record<string, unknown>;
+}
+
+/** A stored place's status (queue/{id}), as Firestore holds it. */
+const placeStatus = async (screening: string, uid: string) => (await getDoc(`queue/${queueIdOf(screening, uid)}`))?.fields.status?.stringValue;
+
+/** How far an element's content spills past its own box or its row's (0 when it shows whole). */
+const spill = (el: import("@playwright/test").Locator) =>
+  el.evaluate((e) => {
+    const row = e.closest("li") ?? e.parentElement ?? e;
+    return Math.max(e.scrollWidth - e.clientWidth, e.getBoundingClientRect().right - row.getBoundingClientRect().right);
+  });
 
 test("an operator pauses and resumes a running sale while a user in line sees it, and is then admitted", async ({ open }) => {
   const screening = await createScreening({
@@ -24,9 +46,19 @@ test("an operator pauses and resumes a running sale while a user in line sees it
   try {
     const op = await operatorPage(open, screening);
     await expect(op.locator("[data-op-state]")).toHaveAttribute("data-op-state", "open");
+    // Pause asks why first: without a reason nothing is sent.
     await op.locator('[data-action="pause"]').click();
+    await expect(op.locator("#confirm-pause")).toBeVisible();
+    await op.locator('[data-action="confirm-pause"]').click();
+    await expect(op.locator("#pause-reason-error")).toBeVisible();
+    await expect(op.locator('[data-field="pause-reason"]')).toHaveAttribute("aria-invalid", "true");
+    await expect(op.locator("[data-op-log]")).toHaveCount(0);
+    await op.locator('[data-field="pause-reason"]').fill("the card terminal is down");
+    await expect(op.locator("#pause-reason-error")).toBeHidden();
+    await op.locator('[data-action="confirm-pause"]').click();
     await expect(op.locator("[data-status]")).toHaveAttribute("data-code", "ok");
     await expect(op.locator("[data-op-state]")).toHaveAttribute("data-op-state", "paused");
+    await expect(op.locator("#confirm-pause")).toBeHidden();
 
     // A user joins the paused sale: they wait, told their place is kept.
     const fan = await createUser("fan");
@@ -52,6 +84,7 @@ test("an operator pauses and resumes a running sale while a user in line sees it
     await expect(op.locator("[data-op-log]")).toHaveCount(2);
     await expect(op.locator("[data-op-log]").first()).toHaveAttribute("data-action-logged", "resume");
     await expect(op.locator("[data-op-log]").nth(1)).toHaveAttribute("data-action-logged", "pause");
+    await expect(op.locator("[data-op-log]").nth(1)).toContainText("the card terminal is down");
     await op.screenshot({ path: "test-results/screenshots/console-laptop.png", fullPage: true });
   } finally {
     await admitter.stop();
@@ -126,6 +159,14 @@ test("an operator closes a sale only after saying so; the console is readable on
     await expect(op.locator("[data-op-state]")).toHaveAttribute("data-op-state", "closed");
     await expect(op.locator('[data-action="pause"]')).toBeDisabled();
     await expect(op.locator("[data-op-log]").first()).toContainText("the projector broke");
+    // Who closed it shows on a phone: the email's local part whole, not "o…".
+    const who = op.locator("[data-op-log] .who").first();
+    const local = (await op.locator('[data-action="sign-out"]').evaluate((b) => b.parentElement?.querySelector(".who")?.textContent ?? "")).split("@")[0] ?? "";
+    expect(local).toMatch(/^operator-/);
+    await expect(who.locator(".local")).toHaveText(local);
+    expect(await spill(who.locator(".local")), "the log's who is cut on a phone").toBeLessThanOrEqual(0.5);
+    await op.locator("#log").scrollIntoViewIfNeeded();
+    await op.screenshot({ path: "test-results/screenshots/console-phone-log.png", fullPage: true });
   } finally {
     await admitter.stop();
   }
@@ -155,6 +196,15 @@ test("the charts draw the sale's minutes, and follow them live", async ({ open }
   await expect(bars).toHaveCount(6);
   await expect(op.locator('[data-chart="seats-left"] svg circle')).toHaveCount(6);
   await op.screenshot({ path: "test-results/screenshots/console-charts.png", fullPage: true });
+  // On a phone the charts redraw to its width: the axis text keeps its size.
+  const axisHeight = () => op.locator('[data-chart="admissions"] svg text.axis').first().evaluate((t) => t.getBoundingClientRect().height);
+  expect(await axisHeight()).toBeGreaterThanOrEqual(12);
+  await op.setViewportSize({ width: 360, height: 800 });
+  await expect.poll(axisHeight, { message: "axis text at 360 px" }).toBeGreaterThanOrEqual(12);
+  await expect(bars).toHaveCount(6);
+  expect(await op.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth)).toBe(0);
+  await op.locator('[data-chart="waiting"]').scrollIntoViewIfNeeded();
+  await op.screenshot({ path: "test-results/screenshots/console-charts-phone.png" });
 });
 
 test("the console shows a priced sale's takings from its minutes", async ({ open }) => {
@@ -189,4 +239,232 @@ test("a free sale's console shows no takings", async ({ open }) => {
   await expect(op.locator("[data-op-state]")).toBeVisible();
   await expect(op.locator("[data-op-money]")).toBeHidden();
   await expect(op.locator('[data-chart="revenue"]')).toBeHidden();
+});
+
+/** "26 Nov 14:05 UTC+01:00": a time as a browser in timeZone shows it. */
+function inZone(d: Date, timeZone: string): string {
+  const parts = Object.fromEntries(
+    new Intl.DateTimeFormat("en-GB", { timeZone, day: "numeric", month: "short", hour: "2-digit", minute: "2-digit", hourCycle: "h23", timeZoneName: "longOffset" })
+      .formatToParts(d)
+      .map((p) => [p.type, p.value]),
+  );
+  const zone = parts.timeZoneName === "GMT" ? "UTC+00:00" : (parts.timeZoneName ?? "").replace("GMT", "UTC");
+  return `${parts.day ?? ""} ${parts.month ?? ""} ${parts.hour ?? ""}:${parts.minute ?? ""} ${zone}`;
+}
+
+test.describe("every sale at a glance", () => {
+  test.use({ timezoneId: "Europe/Berlin" });
+
+  test("without ?screening= the console lists every sale live, with its opening in the operator's zone, and opens one", async ({ open }) => {
+    const opensAt = new Date(Math.floor(Date.now() / 1000) * 1000 - 30_000);
+    const priced = await createScreening({
+      title: "Metropolis",
+      rows: ["A", "B"],
+      seatsPerRow: 8,
+      sale: { opensAt, admitPerMinute: 60, maxActive: 1, passSeconds: 300 },
+      price: { amount: 1250, currency: "eur" },
+    });
+    const later = new Date(Date.now() + 7_200_000);
+    const free = await createScreening({ title: "Vertigo", rows: ["A"], seatsPerRow: 8, sale: { opensAt: later, admitPerMinute: 60, maxActive: 5 } });
+    const plain = await createScreening({ title: "No sale here" });
+    // Two finished minutes of the priced sale, as the admitter writes them: 37.50 in, 12.50 refunded.
+    for (const [ago, revenue, refunds] of [[3, 2500, 0], [2, 1250, 1250]] as const) {
+      const at = new Date(Math.floor(Date.now() / 60_000) * 60_000 - ago * 60_000);
+      const n = (v: number) => ({ integerValue: String(v) });
+      await putDoc(`saleStats/${priced}/minutes/${at.toISOString().slice(0, 16).replace(/[-T:]/g, "")}`, {
+        at: { timestampValue: at.toISOString() }, waiting: n(0), admitted: n(0), active: n(0), seatsLeft: n(16), admissions: n(0), revenue: n(revenue), refunds: n(refunds),
+      });
+    }
+    const admitter = runAdmitter();
+    try {
+      const op = await operatorPage(open);
+      await expect(op.locator("#console")).toBeHidden();
+      const row = op.locator(`[data-sale-row="${priced}"]`);
+      await expect(row.locator('[data-cell="state"] [data-op-state]')).toHaveAttribute("data-op-state", "open");
+      await expect(row).toContainText("Metropolis");
+      await expect(row.locator('[data-cell="opens"]')).toHaveText(inZone(opensAt, "Europe/Berlin"));
+      await expect(row.locator('[data-cell="opens"]')).toContainText(/UTC\+0[12]:00$/);
+      await expect(row.locator('[data-cell="takings"]')).toHaveText("€25.00");
+      await expect(row.locator('[data-cell="seats-left"]')).toHaveText("16");
+      await expect(op.locator(`[data-sale-row="${plain}"]`)).toHaveCount(0);
+      const freeRow = op.locator(`[data-sale-row="${free}"]`);
+      await expect(freeRow.locator("[data-op-state]")).toHaveAttribute("data-op-state", "scheduled");
+      await expect(freeRow.locator('[data-cell="takings"]')).toHaveText("free");
+      await expect(freeRow.locator('[data-cell="opens"]')).toHaveText(inZone(later, "Europe/Berlin"));
+
+      // Two people join: one is let in (one pass at a time), one waits; the row follows live.
+      const [ann, bob] = await Promise.all([createUser("ann"), createUser("bob")]);
+      await call("JoinQueue", ann, { screeningId: priced });
+      await expect.poll(() => placeStatus(priced, ann.uid)).toBe("admitted");
+      await call("JoinQueue", bob, { screeningId: priced });
+      await expect(row.locator('[data-cell="active"]')).toHaveText("1");
+      await expect(row.locator('[data-cell="waiting"]')).toHaveText("1");
+      await op.screenshot({ path: "test-results/screenshots/console-sales-laptop.png", fullPage: true });
+
+      await op.setViewportSize({ width: 360, height: 800 });
+      expect(await op.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth), "the list scrolls sideways on a phone").toBe(0);
+      await row.scrollIntoViewIfNeeded();
+      await op.screenshot({ path: "test-results/screenshots/console-sales-phone.png" });
+
+      await row.getByRole("link", { name: "Metropolis" }).click();
+      await expect(op).toHaveURL(new RegExp(`operate\\.html\\?screening=${priced}$`));
+      await expect(op.locator("#console")).toBeVisible();
+      await expect(op.locator("[data-sales-list]")).toBeHidden();
+      await expect(op.locator("[data-op-waiting]")).toHaveText("1");
+    } finally {
+      await admitter.stop();
+    }
+  });
+});
+
+test("someone who is not an operator does not see the list of sales", async ({ open }) => {
+  await createScreening({ sale: { opensAt: new Date(Date.now() + 3_600_000), admitPerMinute: 60, maxActive: 5 } });
+  const user = await createUser("visitor");
+  const p = await open();
+  await p.goto("/operate.html");
+  await signIn(p, user);
+  await expect(p.locator("[data-op-denied]")).toBeVisible();
+  await expect(p.locator("[data-sales-list]")).toBeHidden();
+  await expect(p.locator("[data-sale-row]")).toHaveCount(0);
+});
+
+test("an operator finds a person by email, queue id or uid, sees their place and holds, and revokes their pass with a reason", async ({ open }) => {
+  const screening = await createScreening({
+    rows: ["A", "B"],
+    seatsPerRow: 8,
+    sale: { opensAt: new Date(Date.now() - 30_000), admitPerMinute: 60, maxActive: 1, passSeconds: 300 },
+  });
+  const admitter = runAdmitter();
+  try {
+    const [ann, bob, cat] = await Promise.all([createUser("ann"), createUser("bob"), createUser("cat")]);
+    await call("JoinQueue", ann, { screeningId: screening });
+    await expect.poll(() => placeStatus(screening, ann.uid)).toBe("admitted");
+    await call("JoinQueue", bob, { screeningId: screening });
+    await call("JoinQueue", cat, { screeningId: screening });
+    const hold = await call("HoldSeats", ann, { screeningId: screening, seats: ["A3", "A4"], requestId: `ann-${ann.uid}` });
+    const holdId = String(hold.holdId);
+
+    const op = await operatorPage(open, screening);
+    const find = async (what: string) => {
+      await op.locator('[data-field="find"]').fill(what);
+      await op.locator('[data-action="find"]').click();
+    };
+    const person = op.locator("[data-person]");
+
+    // Nobody: said so.
+    await find("nobody-here@example.com");
+    await expect(op.locator("[data-person-none]")).toContainText("Nobody in this sale matches");
+    await expect(person).toHaveCount(0);
+
+    // By queue id, someone waiting: about how many are ahead.
+    await find(queueIdOf(screening, cat.uid));
+    await expect(person).toHaveAttribute("data-person-status", "waiting");
+    await expect(person).toContainText(cat.email);
+    await expect(person.locator("[data-person-place]")).toHaveText(/^about \d+ ahead$/);
+    await expect(person.locator("[data-person-hold]")).toHaveCount(0);
+
+    // By email (as typed, in capitals): admitted, the pass's end, the hold.
+    await find(ann.email.toUpperCase());
+    await expect(person).toHaveAttribute("data-person-status", "admitted");
+    await expect(person).toHaveAttribute("data-person", ann.uid);
+    await expect(person.locator("[data-person-pass]")).toContainText(/\(in \d+:\d\d\)/);
+    await expect(person.locator(`[data-person-hold="${holdId}"]`)).toHaveAttribute("data-hold-status", "held");
+    await expect(person.locator(`[data-person-hold="${holdId}"]`)).toContainText("A3, A4");
+    await op.screenshot({ path: "test-results/screenshots/console-person.png", fullPage: true });
+
+    // Revoke: it asks first, and wants a reason.
+    await person.locator('[data-action="revoke"]').click();
+    const confirm = op.locator("#confirm-revoke");
+    await expect(confirm).toBeVisible();
+    await expect(confirm).toContainText(`Revoke ${ann.email}'s pass? Their holds are released`);
+    await confirm.locator('[data-action="confirm-revoke"]').click();
+    await expect(op.locator("#revoke-reason-error")).toBeVisible();
+    await expect(person).toHaveAttribute("data-person-status", "admitted");
+    expect(await placeStatus(screening, ann.uid)).toBe("admitted");
+    await confirm.locator('[data-field="revoke-reason"]').fill("forty joins from one card");
+    await confirm.locator('[data-action="confirm-revoke"]').click();
+    await expect(op.locator("[data-status]")).toHaveAttribute("data-code", "ok");
+
+    // The place turns expired live, the hold is released, the log names them, the slot goes to the next.
+    await expect(person).toHaveAttribute("data-person-status", "expired");
+    await expect(person.locator(`[data-person-hold="${holdId}"]`)).toHaveAttribute("data-hold-status", "released");
+    await expect(person.locator('[data-action="revoke"]')).toBeDisabled();
+    expect(await placeStatus(screening, ann.uid)).toBe("expired");
+    expect((await getDoc(`holds/${holdId}`))?.fields.status?.stringValue).toBe("released");
+    const entry = op.locator("[data-op-log]").first();
+    await expect(entry).toHaveAttribute("data-action-logged", "revoke");
+    await expect(entry).toContainText(ann.email);
+    await expect(entry).toContainText("forty joins from one card");
+    await expect.poll(() => placeStatus(screening, bob.uid)).toBe("admitted");
+
+    // By uid: the next in line, let in.
+    await find(bob.uid);
+    await expect(person).toHaveAttribute("data-person-status", "admitted");
+    await expect(person).toContainText(bob.email);
+    await op.screenshot({ path: "test-results/screenshots/console-person-revoked.png", fullPage: true });
+  } finally {
+    await admitter.stop();
+  }
+});
+
+test("the form flags every invalid field at once, before sending, and each error goes as soon as it is right", async ({ open }) => {
+  const screening = await createScreening({ startsAt: new Date(Date.now() + 86_400_000), sale: { opensAt: new Date(Date.now() + 3_600_000), admitPerMinute: 60, maxActive: 5 } });
+  const op = await operatorPage(open, screening);
+  const before = await getDoc(`screenings/${screening}`);
+  const sent: string[] = [];
+  op.on("request", (r) => {
+    if (r.url().includes("/OperateSale")) sent.push(r.url());
+  });
+  const field = (f: string) => op.locator(`[name="${f}"]`);
+  const error = (f: string) => op.locator(`[data-error-for="${f}"]`);
+  await expect(field("admitPerMinute")).toHaveValue("60");
+  await field("opensAt").fill("tomorrow at six");
+  await field("admitPerMinute").fill("0");
+  await field("maxActive").fill("2.5");
+  await field("passSeconds").fill("10");
+  await field("maxSeatsPerUser").fill("11");
+  await op.locator('[data-action="save-sale"]').click();
+  await expect(op.locator("[data-status]")).toHaveAttribute("data-code", "invalid_sale");
+  await expect(op.locator("[data-status]")).toContainText("5 fields need fixing");
+  await expect(error("opensAt")).toHaveText(/sale\.opensAt must be an RFC 3339 time.*not the string "tomorrow at six"/);
+  await expect(error("admitPerMinute")).toHaveText("sale.admitPerMinute must be a whole number from 1 to 10000, not the number 0");
+  await expect(error("maxActive")).toHaveText("sale.maxActive must be a whole number from 1 to 100000, not the number 2.5");
+  await expect(error("passSeconds")).toHaveText("sale.passSeconds must be a whole number from 30 to 3600, not the number 10");
+  await expect(error("maxSeatsPerUser")).toHaveText("sale.maxSeatsPerUser must be a whole number from 1 to 10, not the number 11");
+  for (const f of ["opensAt", "admitPerMinute", "maxActive", "passSeconds", "maxSeatsPerUser"]) await expect(field(f)).toHaveAttribute("aria-invalid", "true");
+  await op.screenshot({ path: "test-results/screenshots/console-form-errors.png", fullPage: true });
+
+  // Each error goes as its field is corrected, while the others stay.
+  await field("admitPerMinute").fill("30");
+  await expect(error("admitPerMinute")).toBeHidden();
+  await expect(field("admitPerMinute")).toHaveAttribute("aria-invalid", "false");
+  await expect(error("maxActive")).toBeVisible();
+  await field("maxActive").fill("8");
+  await field("passSeconds").fill("");
+  await field("maxSeatsPerUser").fill("4");
+  await expect(error("maxActive")).toBeHidden();
+  await expect(error("passSeconds")).toBeHidden();
+  await expect(error("maxSeatsPerUser")).toBeHidden();
+  await expect(error("opensAt")).toBeVisible();
+  // An opening after the screening's start is refused too.
+  const opensAt = new Date(Date.now() + 2 * 86_400_000).toISOString().replace(/\.\d+Z$/, "Z");
+  await field("opensAt").fill(opensAt);
+  await expect(error("opensAt")).toBeVisible();
+  await op.locator('[data-action="save-sale"]').click();
+  await expect(error("opensAt")).toHaveText(/must be before the screening's startsAt/);
+  await expect(error("maxActive")).toBeHidden();
+  expect(sent, "nothing was sent while a field was wrong").toEqual([]);
+  expect(await getDoc(`screenings/${screening}`)).toEqual(before);
+
+  const good = new Date(Date.now() + 7_200_000).toISOString().replace(/\.\d+Z$/, "Z");
+  await field("opensAt").fill(good);
+  await expect(error("opensAt")).toBeHidden();
+  await op.locator('[data-action="save-sale"]').click();
+  await expect(op.locator("[data-status]")).toHaveAttribute("data-code", "ok");
+  const sale = (await getDoc(`screenings/${screening}`))?.fields.sale?.mapValue?.fields;
+  expect(sale?.admitPerMinute?.integerValue).toBe("30");
+  expect(sale?.maxActive?.integerValue).toBe("8");
+  expect(sale?.maxSeatsPerUser?.integerValue).toBe("4");
+  expect(sale?.opensAt?.timestampValue).toBe(good);
+  await expect(op.locator("[data-op-log]").first()).toHaveAttribute("data-action-logged", "configure");
 });

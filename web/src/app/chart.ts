@@ -2,6 +2,11 @@
  * A small SVG chart of a sale's minutes (the console's four, CONTRACT §8):
  * a line, or bars, over the minutes, with a few marks on each axis. Plain
  * SVG, redrawn whole on each change: a sale has hundreds of minutes at most.
+ *
+ * The drawing is as wide, in SVG units, as its box is in CSS pixels, so
+ * the axis text keeps its 13 px on a phone as on a laptop (a fixed viewBox
+ * scaled into 320 px would shrink it to 7 px); a chart redraws when its box
+ * changes width, with fewer time marks when narrow.
  */
 const NS = "http://www.w3.org/2000/svg";
 
@@ -26,14 +31,39 @@ function el<K extends keyof SVGElementTagNameMap>(tag: K, attrs: Record<string, 
   return e;
 }
 
-/** Draws points into host (replacing what was there). */
+interface Drawn {
+  points: readonly Point[];
+  bars: boolean;
+  label: string;
+  width: number;
+}
+const drawn = new WeakMap<Element, Drawn>();
+let resized: ResizeObserver | undefined;
+
+/** The width to draw host at: its box's, within reason (560 while it has none, say hidden). */
+function widthOf(host: Element): number {
+  const w = Math.round(host.getBoundingClientRect().width);
+  return w > 0 ? Math.min(1200, Math.max(240, w)) : 560;
+}
+
+/** Draws points into host (replacing what was there), and again whenever host changes width. */
 export function drawChart(host: Element, points: readonly Point[], bars: boolean, label: string): void {
-  const w = 560;
+  const w = widthOf(host);
+  drawn.set(host, { points, bars, label, width: w });
+  if (typeof ResizeObserver !== "undefined") {
+    resized ??= new ResizeObserver((entries) => {
+      for (const e of entries) {
+        const d = drawn.get(e.target);
+        if (d && widthOf(e.target) !== d.width) drawChart(e.target, d.points, d.bars, d.label);
+      }
+    });
+    resized.observe(host);
+  }
   const h = 180;
-  const [left, right, top, bottom] = [40, 8, 10, 22];
+  const [left, right, top, bottom] = [44, 8, 10, 22];
   const svg = el("svg", { viewBox: `0 0 ${String(w)} ${String(h)}`, role: "img", "aria-label": label });
   if (points.length === 0) {
-    svg.append(el("text", { x: w / 2, y: h / 2, "text-anchor": "middle", class: "empty" }, "No minutes yet: the admitter writes one a minute."));
+    svg.append(el("text", { x: w / 2, y: h / 2, "text-anchor": "middle", class: "empty" }, w < 420 ? "No minutes yet." : "No minutes yet: the admitter writes one a minute."));
     host.replaceChildren(svg);
     return;
   }
@@ -46,7 +76,8 @@ export function drawChart(host: Element, points: readonly Point[], bars: boolean
     svg.append(el("line", { class: "grid", x1: left, x2: w - right, y1: y(v), y2: y(v) }));
     svg.append(el("text", { class: "axis", x: left - 6, y: y(v) + 4, "text-anchor": "end" }, String(v)));
   }
-  const every = Math.max(1, Math.ceil(points.length / 6));
+  // A time mark ("14:05") takes about 40 px: one every 70 px at most.
+  const every = Math.max(1, Math.ceil(points.length / Math.max(2, Math.min(6, Math.floor((w - left - right) / 70)))));
   const hhmm = (ms: number) => new Date(ms).toISOString().slice(11, 16);
   points.forEach((p, i) => {
     if (i % every === 0) svg.append(el("text", { class: "axis", x: x(i), y: h - 6, "text-anchor": "middle" }, hhmm(p.at)));

@@ -8,16 +8,18 @@
  * `saleLog/{id}/entries`, newest first. Every change goes through the
  * OperateSale function; the page itself writes nothing to Firestore.
  */
-import type { User } from "firebase/auth";
+import type { Auth, User } from "firebase/auth";
 import { type Timestamp, type Unsubscribe, collection, doc, limit, onSnapshot, orderBy, query } from "firebase/firestore";
 import { Api, ApiError, type Operation, type SaleFields } from "./api";
 import { drawChart } from "./chart";
 import { money } from "./pay";
+import { FIELDS, type Field, fieldProblem, formProblems } from "./saleform";
 import { services } from "./config";
+import { STATE_WORDS, listSales } from "./salelist";
+import { mountFinder } from "./person";
+import type { Mark } from "./queue";
 import { $, $as, Status, h, mountAccount, runAction } from "./ui";
 
-type Field = "opensAt" | "admitPerMinute" | "maxActive" | "passSeconds" | "maxSeatsPerUser";
-const FIELDS: Field[] = ["opensAt", "admitPerMinute", "maxActive", "passSeconds", "maxSeatsPerUser"];
 
 interface MinuteDoc {
   at: Timestamp;
@@ -42,13 +44,6 @@ interface LogEntry {
   after?: Record<string, unknown>;
 }
 
-const STATE_WORDS: Record<string, string> = {
-  scheduled: "Scheduled",
-  open: "Open",
-  paused: "Paused",
-  soldout: "Sold out",
-  closed: "Closed",
-};
 
 /** The field of a §8 invalid_sale message ("sale.maxActive must be ..."), if it names one. */
 export function fieldOf(message: string): Field | undefined {
@@ -68,15 +63,78 @@ function words(v: unknown): string {
 export function changeWords(e: Pick<LogEntry, "action" | "before" | "after">): string {
   const before = e.before ?? {};
   const after = e.after ?? {};
-  if (e.action === "revoke") return `user ${words(after.user ?? before.user)}'s pass ended`;
+  if (e.action === "revoke") {
+    const who = after.userEmail ?? before.userEmail ?? after.user ?? before.user;
+    const released = typeof after.holdsReleased === "number" && after.holdsReleased > 0 ? `, ${String(after.holdsReleased)} hold${after.holdsReleased === 1 ? "" : "s"} released` : "";
+    return `${words(who)}'s pass ended (${words(before.status)} → ${words(after.status)})${released}`;
+  }
   const changed = Object.keys({ ...before, ...after })
     .filter((k) => JSON.stringify(before[k]) !== JSON.stringify(after[k]) && k !== "paused" && k !== "closed")
     .map((k) => (k in before ? `${k} ${words(before[k])} → ${words(after[k])}` : `${k} ${words(after[k])}`));
   return changed.join(", ");
 }
 
+/**
+ * The operator's gate, on both views: a fresh ID token on sign-in (a claim
+ * granted since the last sign-in counts at once), then `open` for an
+ * operator; `data-op-denied` for anyone else. `open` returns what closes it.
+ */
+function gate(auth: Auth, status: Status, open: () => Unsubscribe): void {
+  let close: Unsubscribe | undefined;
+  const show = (mode: "signed-out" | "denied" | "open") => {
+    $("#signed-out").hidden = mode !== "signed-out";
+    $("[data-op-denied]").hidden = mode !== "denied";
+  };
+  mountAccount(
+    $("#account"),
+    auth,
+    status,
+    (u: User | null) => {
+      close?.();
+      close = undefined;
+      if (!u) {
+        show("signed-out");
+        return;
+      }
+      void u.getIdTokenResult(true).then((t) => {
+        if (auth.currentUser?.uid !== u.uid) return;
+        if (t.claims.operator !== true) {
+          show("denied");
+          return;
+        }
+        show("open");
+        close = open();
+      });
+    },
+    "Signed in.",
+  );
+}
+
+/** `operate.html` without `?screening=`: every sale, live (src/app/salelist.ts). */
+async function allSales(): Promise<void> {
+  const status = new Status($("[data-status]"));
+  const { auth, db } = await services();
+  $("#title").textContent = "Every sale";
+  document.title = "Every sale · firelock cinema";
+  gate(auth, status, () => {
+    $("[data-sales-list]").hidden = false;
+    const stop = listSales(db, (what, code) => {
+      status.error("unavailable", `${what} could not be read (${code}).`);
+    });
+    return () => {
+      stop();
+      $("[data-sales-list]").hidden = true;
+    };
+  });
+}
+
 async function main(): Promise<void> {
-  const screeningId = new URLSearchParams(location.search).get("screening") ?? "onsale";
+  const asked = new URLSearchParams(location.search).get("screening");
+  if (asked === null || asked === "") {
+    await allSales();
+    return;
+  }
+  const screeningId: string = asked;
   const status = new Status($("[data-status]"));
   const { auth, db, functionsURL } = await services();
   const api = new Api(functionsURL, () => auth.currentUser);
@@ -89,6 +147,8 @@ async function main(): Promise<void> {
     close: $as(HTMLButtonElement, '[data-action="close"]'),
     confirmClose: $as(HTMLButtonElement, '[data-action="confirm-close"]'),
     cancelClose: $as(HTMLButtonElement, '[data-action="cancel-close"]'),
+    confirmPause: $as(HTMLButtonElement, '[data-action="confirm-pause"]'),
+    cancelPause: $as(HTMLButtonElement, '[data-action="cancel-pause"]'),
     save: $as(HTMLButtonElement, '[data-action="save-sale"]'),
   };
 
@@ -96,14 +156,9 @@ async function main(): Promise<void> {
   let sale: Record<string, unknown> | undefined; // the stored sale, in the form's terms
   let control: { paused?: boolean; closed?: boolean } = {};
   let state = "";
+  let startsAtMs: number | undefined; // the screening's start: a sale opens before it
   let busy = false;
   const dirty = new Set<string>(); // fields the operator is editing
-
-  const showConsole = (mode: "signed-out" | "denied" | "console") => {
-    $("#signed-out").hidden = mode !== "signed-out";
-    $("[data-op-denied]").hidden = mode !== "denied";
-    $("#console").hidden = mode !== "console";
-  };
 
   function paintControls(): void {
     const closed = state === "closed" || control.closed === true;
@@ -113,6 +168,8 @@ async function main(): Promise<void> {
     buttons.close.disabled = busy || closed || !sale;
     buttons.save.disabled = busy || closed;
     buttons.confirmClose.disabled = buttons.cancelClose.disabled = busy;
+    buttons.confirmPause.disabled = busy || closed || paused || !sale;
+    buttons.cancelPause.disabled = busy;
   }
 
   function fillForm(): void {
@@ -142,12 +199,51 @@ async function main(): Promise<void> {
       return `Done: the sale is ${STATE_WORDS[r.state]?.toLowerCase() ?? r.state} (the numbers follow within 2 s).`;
     });
 
-  buttons.pause.addEventListener("click", () => void operate({ action: "pause", reason: input("reason").value.trim() }, "Pausing admissions…"));
+  // Pause asks why first (the log keeps it), as close asks to be sure.
+  const pauseReason = $as(HTMLInputElement, "#pause-reason");
+  const pauseError = $("#pause-reason-error");
+  const flagPauseReason = (text: string) => {
+    pauseError.textContent = text;
+    pauseError.hidden = text === "";
+    pauseReason.setAttribute("aria-invalid", String(text !== ""));
+  };
+  buttons.pause.addEventListener("click", () => {
+    $("#confirm-pause").hidden = false;
+    if (pauseReason.value === "") pauseReason.value = input("reason").value.trim();
+    pauseReason.focus();
+  });
+  pauseReason.addEventListener("input", () => {
+    if (pauseReason.value.trim() !== "") flagPauseReason("");
+  });
+  buttons.cancelPause.addEventListener("click", () => {
+    $("#confirm-pause").hidden = true;
+    flagPauseReason("");
+  });
+  buttons.confirmPause.addEventListener("click", () => {
+    const reason = pauseReason.value.trim();
+    if (reason === "") {
+      flagPauseReason("Say why admissions pause: the log keeps it for whoever resumes.");
+      pauseReason.focus();
+      return;
+    }
+    flagPauseReason("");
+    $("#confirm-pause").hidden = true;
+    pauseReason.value = "";
+    void operate({ action: "pause", reason }, "Pausing admissions…");
+  });
   buttons.resume.addEventListener("click", () => void operate({ action: "resume", reason: input("reason").value.trim() }, "Resuming admissions…"));
   buttons.close.addEventListener("click", () => {
     $("#confirm-close").hidden = false;
     $as(HTMLInputElement, "#close-reason").focus();
   });
+  // The person search; a revoke from it goes through OperateSale like every action.
+  const finder = mountFinder(db, screeningId, (uid, reason) =>
+    act("Revoking the pass…", async () => {
+      await api.operateSale({ screeningId, action: "revoke", uid, reason });
+      return "Revoked: their pass has ended and their live holds are released.";
+    }),
+  );
+
   buttons.cancelClose.addEventListener("click", () => {
     $("#confirm-close").hidden = true;
   });
@@ -155,8 +251,6 @@ async function main(): Promise<void> {
     $("#confirm-close").hidden = true;
     void operate({ action: "close", reason: $as(HTMLInputElement, "#close-reason").value.trim() }, "Closing the sale…");
   });
-
-  for (const f of FIELDS) input(f).addEventListener("input", () => dirty.add(f));
 
   const fieldError = (f: Field, text: string) => {
     const p = $(`[data-error-for="${f}"]`);
@@ -167,9 +261,26 @@ async function main(): Promise<void> {
     p.id = `error-${f}`;
   };
 
+  // A flagged field's error goes as soon as its value is right (on input, not on the next save).
+  for (const f of FIELDS) {
+    input(f).addEventListener("input", () => {
+      dirty.add(f);
+      if (input(f).getAttribute("aria-invalid") === "true" && fieldProblem(f, input(f).value, startsAtMs) === "") fieldError(f, "");
+    });
+  }
+
   form.addEventListener("submit", (ev) => {
     ev.preventDefault();
-    for (const f of FIELDS) fieldError(f, "");
+    // Every field the function would refuse, flagged at once (it names only the first).
+    const values = Object.fromEntries(FIELDS.map((f) => [f, input(f).value])) as Record<Field, string>;
+    const problems = formProblems(values, startsAtMs);
+    for (const f of FIELDS) fieldError(f, problems[f] ?? "");
+    const wrong = FIELDS.filter((f) => problems[f]);
+    if (wrong.length > 0) {
+      status.error("invalid_sale", `Nothing saved: ${wrong.length === 1 ? "one field needs" : `${String(wrong.length)} fields need`} fixing (${wrong.join(", ")}).`);
+      input(wrong[0] ?? "opensAt").focus();
+      return;
+    }
     const fields: SaleFields = {};
     for (const f of FIELDS) {
       const raw = input(f).value.trim();
@@ -242,6 +353,7 @@ async function main(): Promise<void> {
           }
           const d = snap.data() as { title?: string; startsAt?: Timestamp; sale?: Record<string, unknown> | null; saleControl?: { paused?: boolean; closed?: boolean }; price?: { currency?: string } };
           currency = d.price?.currency;
+          startsAtMs = d.startsAt?.toMillis();
           paintMoney();
           $("#title").textContent = `${d.title ?? screeningId}: sale console`;
           $("#when").textContent = d.startsAt ? `Screening ${d.startsAt.toDate().toLocaleString()}` : "";
@@ -255,7 +367,10 @@ async function main(): Promise<void> {
       onSnapshot(
         doc(db, "sales", screeningId),
         (snap) => {
-          const p = snap.data() as { state: string; waiting: number; admitted: number; active: number; seatsLeft: number; updatedAt: Timestamp } | undefined;
+          const p = snap.data() as
+            | { state: string; waiting: number; admitted: number; active: number; seatsLeft: number; updatedAt: Timestamp; marks?: Mark[]; admittedThrough?: string }
+            | undefined;
+          finder.salePublished(p ? { marks: p.marks ?? [], admittedThrough: p.admittedThrough ?? "" } : undefined);
           state = p?.state ?? "";
           const badge = $("[data-op-state]");
           badge.dataset.opState = state || "none";
@@ -300,7 +415,7 @@ async function main(): Promise<void> {
               { "data-op-log": d.id, "data-action-logged": e.action },
               h("span", { class: "when" }, when),
               h("span", { class: "what" }, e.action),
-              h("span", { class: "who" }, e.email || e.uid),
+              whoCell(e),
               h("span", { class: "change" }, changeWords(e)),
               h("span", { class: "reason" }, e.reason ? `“${e.reason}”` : ""),
             );
@@ -313,31 +428,28 @@ async function main(): Promise<void> {
     ];
   }
 
-  mountAccount(
-    $("#account"),
-    auth,
-    status,
-    (u: User | null) => {
+  gate(auth, status, () => {
+    $("#console").hidden = false;
+    listen();
+    return () => {
       for (const stop of stops) stop();
       stops = [];
-      if (!u) {
-        showConsole("signed-out");
-        return;
-      }
-      // A fresh token: a claim granted since the last sign-in shows at once.
-      void u.getIdTokenResult(true).then((t) => {
-        if (auth.currentUser?.uid !== u.uid) return;
-        if (t.claims.operator !== true) {
-          showConsole("denied");
-          return;
-        }
-        showConsole("console");
-        listen();
-      });
-    },
-    "Signed in.",
-  );
+      finder.stop();
+      $("#console").hidden = true;
+    };
+  });
   paintControls();
+}
+
+/**
+ * Who acted, for the log: the email's local part always shows (on a phone
+ * too), its domain may be cut short; a uid when the token had no email.
+ */
+function whoCell(e: Pick<LogEntry, "email" | "uid">): HTMLElement {
+  const email = e.email ?? "";
+  const at = email.lastIndexOf("@");
+  if (at <= 0) return h("span", { class: "who", title: email || `uid ${e.uid}` }, h("span", { class: "local" }, email || e.uid));
+  return h("span", { class: "who", title: email }, h("span", { class: "local" }, email.slice(0, at)), h("span", { class: "domain" }, email.slice(at)));
 }
 
 function isTimestamp(v: unknown): v is Timestamp {
