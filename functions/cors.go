@@ -55,7 +55,7 @@ func (c *CORS) apply(w http.ResponseWriter, r *http.Request) (answered bool) {
 	}
 	if allowed {
 		h.Set("Access-Control-Allow-Methods", "POST, OPTIONS")
-		h.Set("Access-Control-Allow-Headers", "Authorization, Content-Type")
+		h.Set("Access-Control-Allow-Headers", "Authorization, Content-Type, X-Firebase-AppCheck")
 		h.Set("Access-Control-Max-Age", "3600")
 	}
 	w.WriteHeader(http.StatusNoContent)

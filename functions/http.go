@@ -58,7 +58,10 @@ type API struct {
 	Jobs     *jobs.Runner
 	Auth     Users
 	Log      *slog.Logger
-	CORS     *CORS  // browser origins allowed to call (NewAPI: FIRELOCK_ALLOWED_ORIGINS)
+	CORS     *CORS // browser origins allowed to call (NewAPI: FIRELOCK_ALLOWED_ORIGINS)
+	// AppCheck guards JoinQueue, HoldSeats, BookSeats and CheckoutHold
+	// (CONTRACT §12; NewAPI: FIRELOCK_APPCHECK). nil: off.
+	AppCheck *AppCheck
 	Project  string // qualifies trace IDs in logs
 	// UserCacheTTL overrides DefaultUserCacheTTL; negative: no cache.
 	UserCacheTTL time.Duration
@@ -136,6 +139,10 @@ func NewAPIWithLogger(ctx context.Context, fs *firestore.Client, authProject str
 	if err != nil {
 		return nil, fmt.Errorf("functions: firebase auth: %w", err)
 	}
+	appCheck, err := AppCheckFromEnv(app, nil, log)
+	if err != nil {
+		return nil, err
+	}
 	ledger := payment.NewLedger(fs)
 	sales := sale.New(fs, sale.WithLogger(log), sale.WithTakings(ledger))
 	admitter, err := sales.Admitter()
@@ -148,7 +155,7 @@ func NewAPIWithLogger(ctx context.Context, fs *firestore.Client, authProject str
 	table[sale.AdmitJob] = admitter.Job() // jobs cannot import sale (sale uses jobs)
 	table["sweepExpired"] = withPaymentSweep(table["sweepExpired"], payments)
 	return &API{Bookings: bookings, Sales: sales, Payments: payments, Jobs: jobs.New(fs, table), Auth: ac, Log: log,
-		CORS: CORSFromEnv(), Project: authProject}, nil
+		CORS: CORSFromEnv(), Project: authProject, AppCheck: appCheck}, nil
 }
 
 // withPaymentSweep adds the payments' sweep to sweepExpired: until the
@@ -371,6 +378,16 @@ var errNotReady = errors.New("functions: not ready")
 // request's trace in its context, an execution ID, the checks and decoding
 // of decode into req, then handle's answer or its error.
 func (a *API) serve(w http.ResponseWriter, r *http.Request, req any, handle func(ctx context.Context, execID, uid string) (int, any, error)) {
+	a.serveWith(w, r, req, false, handle)
+}
+
+// serveGuarded is serve for the sale's functions of CONTRACT §12: App
+// Check runs first, before anything is read or written.
+func (a *API) serveGuarded(w http.ResponseWriter, r *http.Request, req any, handle func(ctx context.Context, execID, uid string) (int, any, error)) {
+	a.serveWith(w, r, req, true, handle)
+}
+
+func (a *API) serveWith(w http.ResponseWriter, r *http.Request, req any, guarded bool, handle func(ctx context.Context, execID, uid string) (int, any, error)) {
 	if a.CORS.apply(w, r) {
 		return
 	}
@@ -381,6 +398,12 @@ func (a *API) serve(w http.ResponseWriter, r *http.Request, req any, handle func
 	if a.initErr != nil {
 		a.writeError(w, r, execID, fmt.Errorf("%w: %v", errNotReady, a.initErr))
 		return
+	}
+	if guarded {
+		if err := a.AppCheck.check(r, a.Log); err != nil {
+			a.writeError(w, r, execID, err)
+			return
+		}
 	}
 	who, err := a.decode(w, r, req)
 	if err != nil {
@@ -399,7 +422,7 @@ func (a *API) serve(w http.ResponseWriter, r *http.Request, req any, handle func
 // BookSeats is the HTTP function of CONTRACT §3.
 func (a *API) BookSeats(w http.ResponseWriter, r *http.Request) {
 	var req bookRequest
-	a.serve(w, r, &req, func(ctx context.Context, execID, uid string) (int, any, error) {
+	a.serveGuarded(w, r, &req, func(ctx context.Context, execID, uid string) (int, any, error) {
 		b, created, err := a.Bookings.Book(ctx, execID, booking.Request{UID: uid, ScreeningID: req.ScreeningID, Seats: req.Seats, RequestID: req.RequestID})
 		if err != nil {
 			return 0, nil, err
@@ -445,7 +468,7 @@ type holdRequest struct {
 // HoldSeats is the HTTP function of CONTRACT §3, and of §11 with count.
 func (a *API) HoldSeats(w http.ResponseWriter, r *http.Request) {
 	var req holdRequest
-	a.serve(w, r, &req, func(ctx context.Context, execID, uid string) (int, any, error) {
+	a.serveGuarded(w, r, &req, func(ctx context.Context, execID, uid string) (int, any, error) {
 		d := time.Duration(0) // the default
 		if req.HoldSeconds != nil {
 			var err error

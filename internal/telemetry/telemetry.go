@@ -20,15 +20,16 @@ import (
 // and gauges carry a UCUM annotation only ({request}), which exporters drop
 // from names: Prometheus shows firelock_booking_requests_total.
 const (
-	LockAcquireDuration = "firelock.lock.acquire.duration" // histogram, s; Result
-	LockLeaseLost       = "firelock.lock.lease.lost"       // counter
-	BookingRequests     = "firelock.booking.requests"      // counter; Operation, Code
-	BookingDuration     = "firelock.booking.duration"      // histogram, s; Operation
-	SaleAdmissions      = "firelock.sale.admissions"       // counter; Screening
-	SaleWaiting         = "firelock.sale.waiting"          // gauge; Screening
-	SaleActivePasses    = "firelock.sale.active_passes"    // gauge; Screening
-	JobsRuns            = "firelock.jobs.runs"             // counter; Job, Outcome
-	Payments            = "firelock.payments"              // counter; Outcome (CONTRACT §10)
+	LockAcquireDuration   = "firelock.lock.acquire.duration"  // histogram, s; Result
+	LockLeaseLost         = "firelock.lock.lease.lost"        // counter
+	BookingRequests       = "firelock.booking.requests"       // counter; Operation, Code
+	BookingDuration       = "firelock.booking.duration"       // histogram, s; Operation
+	SaleAdmissions        = "firelock.sale.admissions"        // counter; Screening
+	SaleWaiting           = "firelock.sale.waiting"           // gauge; Screening
+	SaleActivePasses      = "firelock.sale.active_passes"     // gauge; Screening
+	JobsRuns              = "firelock.jobs.runs"              // counter; Job, Outcome
+	Payments              = "firelock.payments"               // counter; Outcome (CONTRACT §10)
+	AppCheckVerifications = "firelock.appcheck.verifications" // counter; Result: valid | missing | invalid (CONTRACT §12)
 )
 
 // Attribute keys (CONTRACT §9). Every value comes from a small fixed set
@@ -48,6 +49,10 @@ const (
 	Acquired = "acquired"
 	Held     = "held"
 	Error    = "error"
+	// App Check (CONTRACT §12): a token verified, none sent, or one refused.
+	Valid   = "valid"
+	Missing = "missing"
+	Invalid = "invalid"
 )
 
 // Scope is the instrumentation scope of every firelock instrument, plus the
