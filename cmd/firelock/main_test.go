@@ -72,8 +72,9 @@ func TestUsageAndBadInput(t *testing.T) {
 		{"sale", "revoke", "-h"}, {"sale", "status", "-h"}, {"sale", "watch", "-h"}, {"sale", "report", "-h"},
 		{"locks", "list", "-h"}, {"locks", "show", "-h"}, {"locks", "release", "-h"},
 		{"operators", "grant", "-h"}, {"operators", "revoke", "-h"}, {"-h"}, {"sale", "-h"},
+		{"locks", "-h"}, {"operators", "-h"}, {"completion", "-h"}, {"completion", "bash", "-h"}, {"help"},
 	} {
-		if code, out, errOut := c.run(args...); code != exitOK || strings.Count(out, "usage:") != 1 || errOut != "" {
+		if code, out, errOut := c.run(args...); code != exitOK || strings.Count(out, "Usage:") != 1 || errOut != "" {
 			t.Errorf("firelock %s: exit %d, stdout %q, stderr %q; want the usage once, on stdout", strings.Join(args, " "), code, out, errOut)
 		}
 	}
@@ -87,7 +88,7 @@ func TestUsageAndBadInput(t *testing.T) {
 		{[]string{"sale", "explode", "s1"}, "unknown verb"},
 		{[]string{"sale", "pause"}, "takes SCREENING"},
 		{[]string{"sale", "pause", "s1", "s2"}, "takes SCREENING"},
-		{[]string{"sale", "pause", "s1", "--reasn", "x"}, "flag provided but not defined"},
+		{[]string{"sale", "pause", "s1", "--reasn", "x"}, "unknown flag: --reasn"},
 		{[]string{"sale", "status", "s1", "-o", "xml"}, "want table or json"},
 		{[]string{"sale", "configure", "s1"}, "say what to set"},
 		{[]string{"sale", "configure", "s1", "--max-active", "ten"}, "want a whole number"},
