@@ -154,7 +154,7 @@ and it exits 1; so is a lease written between the command's own read and its com
 		Example: `$ firelock locks release locks/admit-onsale --force --reason "the admitter hangs" --token 1795547100516951 --as olive@example.com
 released locks/admit-onsale (held by SEFlsB_q0qwGsaWSD8hDx since 2026-11-24T19:05:00Z); logged in lockLog
 $ firelock locks release locks/admit-onsale --force --reason "again" --token 1795547100516951
-firelock locks release: locks/admit-onsale changed hands: it is held by SEFlsB_q0qwGsaWSD8hDx with token 1795547157955840 now, not the grant you named; show it again`,
+firelock locks release: locks/admit-onsale changed hands: it is held by SEFlsB_q0qwGsaWSD8hDx (--token 1795547157955840) now, not the grant you named; show it again`,
 		Args: positional(1, 1),
 	}
 	cmd.RunE = a.action(func(args []string) error {
