@@ -29,6 +29,7 @@ firelock sale configure SCREENING [--opens-at T] [--admit-per-minute N] [--max-a
 firelock sale pause|resume|close SCREENING [--reason R] [-o json]
 firelock sale revoke SCREENING USER [--reason R] [-o json]
 firelock sale status SCREENING [-o json]
+firelock sale list [-o json]
 firelock sale watch SCREENING [--for DURATION]
 firelock sale report SCREENING [--html FILE] [--csv DIR] [-o json]
 firelock locks list [--collection C] [--prefix P] [-o json]

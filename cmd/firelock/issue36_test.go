@@ -309,3 +309,35 @@ func TestCompletion(t *testing.T) {
 		}
 	}
 }
+
+// sale list: every screening with a sale, with what sale status reads.
+func TestSaleList(t *testing.T) {
+	c := newCLI(t)
+	ctx := context.Background()
+	c.screening("s1", 10)
+	c.screening("s2", 20)
+	c.screening("free", 5)
+	c.must("sale", "configure", "s1", "--opens-at", "+1h", "--admit-per-minute", "30", "--max-active", "5")
+	c.must("sale", "configure", "s2", "--opens-at", "+2h", "--admit-per-minute", "60", "--max-active", "9")
+	c.must("sale", "pause", "s2")
+	if _, err := c.db.Collection("sales").Doc("s1").Set(ctx, map[string]any{"state": "scheduled", "waiting": int64(7), "admitted": int64(0), "active": int64(2), "seatsLeft": int64(8), "updatedAt": time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	var list []saleStatus
+	if err := json.Unmarshal([]byte(c.must("sale", "list", "-o", "json")), &list); err != nil {
+		t.Fatal(err)
+	}
+	if len(list) != 2 || list[0].ScreeningID != "s1" || list[1].ScreeningID != "s2" || list[0].Public == nil || list[0].Public.Waiting != 7 ||
+		list[1].State != "paused" || list[1].Public != nil || list[1].Sale["maxActive"] != float64(9) {
+		t.Fatalf("sale list -o json: %+v", list)
+	}
+	out := c.must("sale", "list")
+	if !regexp.MustCompile(`(?m)^SCREENING\s+TITLE\s+STATE\s+OPENS AT\s+WAITING\s+ACTIVE\s+SEATS LEFT$`).MatchString(out) ||
+		!regexp.MustCompile(`(?m)^s1\s+Nosferatu\s+scheduled\s+\S+\s+7\s+2\s+8$`).MatchString(out) ||
+		!regexp.MustCompile(`(?m)^s2\s+Nosferatu\s+paused\s+\S+\s+–\s+–\s+–$`).MatchString(out) || strings.Contains(out, "free") {
+		t.Fatalf("sale list:\n%s", out)
+	}
+	if code, _, _ := c.run("sale", "list", "s1"); code != exitUsage {
+		t.Fatalf("sale list s1: exit %d, want 2", code)
+	}
+}

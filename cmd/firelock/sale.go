@@ -47,6 +47,7 @@ $ firelock sale resume onsale
 firelock sale resume: the sale is closed: an operator closed it; only revoke is accepted now`),
 		a.saleRevokeCmd(),
 		a.saleStatusCmd(),
+		a.saleListCmd(),
 		a.saleWatchCmd(),
 		a.saleReportCmd(),
 	)
@@ -190,10 +191,11 @@ func (a *app) saleStatusCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "status SCREENING",
 		Short: "Shows a sale: configuration, operators' state, public numbers",
-		Long: `Shows the sale's configuration, the operators' state (saleControl: paused or closed by
-an operator, else -; it shows at once, where the public state waits for the admitter)
-and its public numbers, sales/{id} as the admitter last published them (none before
-its first run). A screening without a sale exits 1 and says how to configure one.
+		Long: `Shows the sale's state, its configuration, the operators' state (saleControl: paused
+or closed by an operator, else -) and its public numbers, sales/{id} as the admitter last
+published them (none before its first run). The state is the published one, unless an
+operator acted after that publish (or before the first): then it is the one the
+screening shows, which the admitter publishes within 2 s. A screening without a sale exits 1 and says how to configure one.
 With -o json, one field a line.`,
 		Example: `$ firelock sale status onsale
 screening        onsale (Nosferatu (demo sale))
@@ -239,6 +241,68 @@ updated          2026-11-24T19:12:15Z`,
 			p := st.Public
 			fmt.Fprintf(w, "waiting\t%d\nadmitted\t%d\nactive\t%d\nseats left\t%d\nupdated\t%s\n",
 				p.Waiting, p.Admitted, p.Active, p.SeatsLeft, p.UpdatedAt.UTC().Format(time.RFC3339))
+		}
+		return w.Flush()
+	})
+	outputFlag(cmd, &output)
+	return cmd
+}
+
+func (a *app) saleListCmd() *cobra.Command {
+	var output string
+	cmd := &cobra.Command{
+		Use:   "list",
+		Short: "Lists every screening with a sale, and its numbers",
+		Long: `Lists every screening that has a sale, by its opening: its state (as sale status shows
+it), when it opens, and its public numbers as the admitter last published them (– before
+its first run): people waiting, passes active, seats left. -o json prints what sale status
+prints, for each.`,
+		Example: `$ firelock sale list
+SCREENING  TITLE                  STATE      OPENS AT              WAITING  ACTIVE  SEATS LEFT
+onsale     Nosferatu (demo sale)  open       2026-11-24T19:06:46Z  0        0       40
+premiere   Metropolis             scheduled  2026-12-01T18:00:00Z  –        –       –`,
+		Args: positional(0, 0),
+	}
+	cmd.RunE = a.action(nil, func(ctx context.Context, _ []string) error {
+		screenings, err := a.db.Collection(booking.Screenings).OrderBy("sale.opensAt", firestore.Asc).Documents(ctx).GetAll()
+		if err != nil {
+			return err
+		}
+		refs := make([]*firestore.DocumentRef, len(screenings))
+		for i, sc := range screenings {
+			refs[i] = a.db.Collection(sale.Sales).Doc(sc.Ref.ID)
+		}
+		var publics []*firestore.DocumentSnapshot
+		if len(refs) > 0 {
+			if publics, err = a.db.GetAll(ctx, refs); err != nil {
+				return err
+			}
+		}
+		list := []*saleStatus{}
+		for i, sc := range screenings {
+			st, err := statusOf(sc, publics[i])
+			if err != nil {
+				return err
+			}
+			if st != nil {
+				list = append(list, st)
+			}
+		}
+		if output == "json" {
+			return printJSON(a.stdout, list)
+		}
+		if len(list) == 0 {
+			fmt.Fprintln(a.stdout, "no sales")
+			return nil
+		}
+		w := tabwriter.NewWriter(a.stdout, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(w, "SCREENING\tTITLE\tSTATE\tOPENS AT\tWAITING\tACTIVE\tSEATS LEFT")
+		for _, st := range list {
+			waiting, active, left := "–", "–", "–"
+			if p := st.Public; p != nil {
+				waiting, active, left = strconv.FormatInt(p.Waiting, 10), strconv.FormatInt(p.Active, 10), strconv.FormatInt(p.SeatsLeft, 10)
+			}
+			fmt.Fprintf(w, "%s\t%s\t%s\t%v\t%s\t%s\t%s\n", st.ScreeningID, orDash(st.Title), orDash(st.State), st.Sale["opensAt"], waiting, active, left)
 		}
 		return w.Flush()
 	})
@@ -384,26 +448,58 @@ func readStatus(ctx context.Context, db *firestore.Client, id string) (*saleStat
 	if !snaps[0].Exists() {
 		return nil, errors.New("no such screening")
 	}
-	st := &saleStatus{ScreeningID: id, Sale: map[string]any{}}
-	st.Title, _ = snaps[0].Data()["title"].(string)
-	raw, _ := snaps[0].Data()["sale"].(map[string]any)
-	if raw == nil {
-		return nil, fmt.Errorf("screening %s has no sale (configure one with: firelock sale configure %s --opens-at ... --admit-per-minute ... --max-active ...)", id, id)
+	st, err := statusOf(snaps[0], snaps[1])
+	if st == nil && err == nil {
+		err = fmt.Errorf("screening %s has no sale (configure one with: firelock sale configure %s --opens-at ... --admit-per-minute ... --max-active ...)", id, id)
 	}
+	return st, err
+}
+
+// statusOf is a sale as its screening and its public document show it;
+// nil for a screening without a sale.
+func statusOf(screening, public *firestore.DocumentSnapshot) (*saleStatus, error) {
+	raw, _ := screening.Data()["sale"].(map[string]any)
+	if raw == nil {
+		return nil, nil
+	}
+	st := &saleStatus{ScreeningID: screening.Ref.ID, Sale: map[string]any{}}
+	st.Title, _ = screening.Data()["title"].(string)
 	for k, v := range raw {
 		if t, ok := v.(time.Time); ok {
 			v = t.UTC().Format(time.RFC3339)
 		}
 		st.Sale[k] = v
 	}
-	st.Control, _ = snaps[0].Data()[sale.FieldControl].(map[string]any)
-	if snaps[1].Exists() {
+	st.Control, _ = screening.Data()[sale.FieldControl].(map[string]any)
+	if public.Exists() {
 		var p publicView
-		if err := snaps[1].DataTo(&p); err == nil {
-			st.Public, st.State = &p, p.State
+		if err := public.DataTo(&p); err != nil {
+			return nil, fmt.Errorf("sales/%s: %w", screening.Ref.ID, err)
 		}
+		st.Public = &p
 	}
+	st.State, _ = shownState(screening, st.Public)
 	return st, nil
+}
+
+// shownState is the sale's state to show, and as of when: the published
+// one, unless the operators acted after that publish (or nothing is
+// published yet); then the one the screening shows, which the admitter
+// publishes within 2 s (a pause shows at once).
+func shownState(screening *firestore.DocumentSnapshot, p *publicView) (string, time.Time) {
+	ctl, _ := screening.Data()[sale.FieldControl].(map[string]any)
+	ctlAt, _ := ctl["updatedAt"].(time.Time)
+	state := sale.StateOf(screening, screening.ReadTime)
+	if p == nil {
+		if ctlAt.IsZero() {
+			ctlAt = screening.ReadTime
+		}
+		return state, ctlAt
+	}
+	if ctlAt.After(p.UpdatedAt) && state != "" && !(p.State == sale.StateSoldOut && state == sale.StateOpen) {
+		return state, ctlAt
+	}
+	return p.State, p.UpdatedAt
 }
 
 // watch redraws the sale's numbers on each publish, and its state on each
@@ -510,34 +606,21 @@ func (a *app) watch(ctx context.Context, id string, forD time.Duration) error {
 	}
 }
 
-// watchLine is one line of sale watch. The state is the published one,
-// unless the operators acted after that publish (or nothing is published
-// yet): then it is the state the screening shows, which the admitter
-// publishes within 2 s.
+// watchLine is one line of sale watch: the state shownState says, and
+// the numbers last published.
 func watchLine(screening, public *firestore.DocumentSnapshot) (string, error) {
-	ctlAt, _ := func() (time.Time, bool) {
-		m, _ := screening.Data()[sale.FieldControl].(map[string]any)
-		t, ok := m["updatedAt"].(time.Time)
-		return t, ok
-	}()
-	state := sale.StateOf(screening, screening.ReadTime)
-	if !public.Exists() {
-		at := ctlAt
-		if at.IsZero() {
-			at = screening.ReadTime
-		}
-		return fmt.Sprintf("%s  %-9s  waiting %6s  admitted %6s  active %5s  seats left %5s  (numbers from the admitter's first run)",
-			at.Local().Format("15:04:05"), state, "–", "–", "–", "–"), nil
-	}
-	var p publicView
-	if err := public.DataTo(&p); err != nil {
+	st, err := statusOf(screening, public)
+	if err != nil {
 		return "", err
 	}
-	at := p.UpdatedAt
-	if ctlAt.After(p.UpdatedAt) && state != "" && !(p.State == sale.StateSoldOut && state == sale.StateOpen) {
-		at = ctlAt
-	} else {
-		state = p.State
+	if st == nil {
+		return "", fmt.Errorf("screening %s has no sale any more", screening.Ref.ID)
+	}
+	state, at := shownState(screening, st.Public)
+	p := st.Public
+	if p == nil {
+		return fmt.Sprintf("%s  %-9s  waiting %6s  admitted %6s  active %5s  seats left %5s  (numbers from the admitter's first run)",
+			at.Local().Format("15:04:05"), state, "–", "–", "–", "–"), nil
 	}
 	return fmt.Sprintf("%s  %-9s  waiting %6d  admitted %6d  active %5d  seats left %5d",
 		at.Local().Format("15:04:05"), state, p.Waiting, p.Admitted, p.Active, p.SeatsLeft), nil
