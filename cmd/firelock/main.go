@@ -2,6 +2,7 @@
 // terminal or a script:
 //
 //	firelock sale configure|pause|resume|close|revoke|status|watch|report SCREENING ...
+//	firelock sale list
 //	firelock locks list|show|release ...
 //	firelock operators grant|revoke EMAIL
 //

@@ -11,7 +11,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"text/tabwriter"
 	"time"
 
@@ -512,12 +511,22 @@ func (a *app) watch(ctx context.Context, id string, forD time.Duration) error {
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	// --timeout bounds the wait for the first line.
-	var late atomic.Bool
-	first := time.AfterFunc(a.timeout, func() { late.Store(true); cancel() })
+	// --timeout bounds the wait for the first line: late when it passed
+	// before one was drawn.
+	var mu sync.Mutex
+	late, drawnOne := false, false
+	isLate := func() bool { mu.Lock(); defer mu.Unlock(); return late }
+	first := time.AfterFunc(a.timeout, func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if !drawnOne {
+			late = true
+			cancel()
+		}
+	})
 	defer first.Stop()
 	expired := func(err error) error {
-		if late.Load() {
+		if isLate() {
 			return a.timedOut()
 		}
 		return a.failed(ctx, err)
@@ -574,7 +583,7 @@ func (a *app) watch(ctx context.Context, id string, forD time.Duration) error {
 			ev.err = ctx.Err()
 		}
 		if ev.err != nil {
-			if late.Load() {
+			if isLate() {
 				return a.timedOut()
 			}
 			if ctx.Err() != nil || status.Code(ev.err) == codes.Canceled || status.Code(ev.err) == codes.DeadlineExceeded {
@@ -590,7 +599,12 @@ func (a *app) watch(ctx context.Context, id string, forD time.Duration) error {
 		if screening == nil || public == nil {
 			continue
 		}
-		first.Stop()
+		mu.Lock()
+		drawnOne = !late
+		mu.Unlock()
+		if !drawnOne {
+			return a.timedOut()
+		}
 		line, err := watchLine(screening, public)
 		if err != nil {
 			return refusal{err}
