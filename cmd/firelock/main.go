@@ -257,7 +257,8 @@ func (a *app) failed(ctx context.Context, err error) error {
 }
 
 func (a *app) timedOut() error {
-	return refusal{fmt.Errorf("%s did not answer within %v (--timeout): nothing is known to have changed; try again, or allow longer with --timeout", a.target, a.timeout)}
+	return refusal{fmt.Errorf("%s did not answer within %v (--timeout); an action may have been applied all the same: "+
+		"look (sale status, locks show) before you try again, or allow longer with --timeout", a.target, a.timeout)}
 }
 
 // connect makes the Firestore client (Auth's is made when a command needs
