@@ -1,5 +1,5 @@
 # The commands of the README.
-.PHONY: run test deps bench surge soak
+.PHONY: run test deps bench surge soak bin/firelock
 
 # Everything on loopback: emulators, every function, Pub/Sub wiring, demo
 # data, and the web app on Vite's dev server (http://127.0.0.1:5173).
@@ -24,6 +24,12 @@ test: deps
 
 deps:
 	@./scripts/deps.sh
+
+# The operators' command line (docs/cli.md), built: run it as bin/firelock.
+# Under `go run` a usage error would exit 1, not 2 (go run replaces exit
+# codes). Always rebuilt; go build's cache makes that quick.
+bin/firelock:
+	go build -o bin/firelock ./cmd/firelock
 
 # Every scenario against the seed patterns; a table and bench-results.json.
 # The web client's benchmarks run on the same emulators, inside the local

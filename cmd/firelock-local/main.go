@@ -405,7 +405,7 @@ func printBanner(out *os.File, emu *emulators.Running, base string, app *webApp,
 	if envName == "" {
 		envName = ".firelock-local.env   (not written: -env-file is empty)"
 	}
-	webLine, saleLine, consoleLine := "off (-web off)", "screening "+DemoSale, "off (-web off); go run ./cmd/firelock sale status "+DemoSale
+	webLine, saleLine, consoleLine := "off (-web off)", "screening "+DemoSale, "off (-web off); make bin/firelock && bin/firelock sale status "+DemoSale
 	if app != nil {
 		webLine = app.URL + "/?screening=demo   (mutex page: " + app.URL + "/critical.html?id=demo)"
 		saleLine = app.URL + "/?screening=" + DemoSale

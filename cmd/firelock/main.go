@@ -2,6 +2,7 @@
 // terminal or a script:
 //
 //	firelock sale configure|pause|resume|close|revoke|status|watch|report SCREENING ...
+//	firelock sale list
 //	firelock locks list|show|release ...
 //	firelock operators grant|revoke EMAIL
 //
@@ -9,17 +10,21 @@
 // named by FIRESTORE_EMULATOR_HOST and FIREBASE_AUTH_EMULATOR_HOST, or,
 // when those are not set, by ./.firelock-local.env, which make run writes.
 // With --project it talks to that Google Cloud project with Application
-// Default Credentials (gcloud auth application-default login).
+// Default Credentials (gcloud auth application-default login), unless an
+// emulator variable is set, which wins, as in the Admin SDKs.
 //
 // Exit codes: 0 done, 1 refused or failed (the message says why), 2 usage.
-// Reads print tables, or JSON with -o json. Every verb takes -h.
+// Reads print tables, or JSON with -o json. Every command takes -h.
+// Build it with `make bin/firelock`; docs/cli.md is generated from the
+// commands (go generate ./cmd/firelock).
 package main
+
+//go:generate go run . gendocs ../../docs/cli.md
 
 import (
 	"bufio"
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -27,17 +32,24 @@ import (
 	"os/user"
 	"strings"
 	"syscall"
+	"time"
+	"unicode/utf8"
 
 	"cloud.google.com/go/firestore"
 	firebase "firebase.google.com/go/v4"
 	"firebase.google.com/go/v4/auth"
 	"github.com/firelock/firelock/internal/emulators"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 )
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	os.Exit(run(ctx, os.Args[1:], os.Stdout, os.Stderr))
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
 }
 
 // Exit codes.
@@ -47,200 +59,272 @@ const (
 	exitUsage   = 2
 )
 
-// usageError is a mistake in the command line: exit 2.
+// defaultTimeout bounds each command's talk with Firestore and Auth.
+const defaultTimeout = 30 * time.Second
+
+// usageError is a mistake in the command line: exit 2, nothing read or
+// written. An empty one has been explained already (the usage is printed).
 type usageError struct{ msg string }
 
 func (e usageError) Error() string { return e.msg }
 
 func usagef(format string, args ...any) error { return usageError{fmt.Sprintf(format, args...)} }
 
-const topUsage = `firelock runs sales and operates locks (CONTRACT §8).
+// refusal is a command that ran and was refused or failed: exit 1.
+type refusal struct{ err error }
 
-usage:
-  firelock sale configure SCREENING [--opens-at T] [--admit-per-minute N] [--max-active N]
-                                    [--pass-seconds N] [--max-seats-per-user N] [--reason R]
-  firelock sale pause|resume|close SCREENING [--reason R]
-  firelock sale revoke SCREENING USER [--reason R]          (USER: a uid or an email)
-  firelock sale status SCREENING [-o json]
-  firelock sale watch SCREENING [--for DURATION]
-  firelock sale report SCREENING [--html FILE] [--csv DIR] [-o json]
-  firelock locks list [--collection C] [--prefix P] [-o json]
-  firelock locks show PATH [-o json]                         (PATH: e.g. locks/admit-onsale)
-  firelock locks release PATH --force --reason R (--token T | --owner O)
-  firelock operators grant|revoke EMAIL
+func (e refusal) Error() string { return e.err.Error() }
+func (e refusal) Unwrap() error { return e.err }
 
-Every verb takes --project P (a Google Cloud project, with Application Default
-Credentials; without it, the local bundle of make run) and -h.
-Exit codes: 0 done, 1 refused or failed, 2 usage.
-`
-
-// run is the command line: args without the program's name.
+// run is the command line: args without the program's name. Everything
+// cobra refuses before a command runs (an unknown command or flag, wrong
+// arguments) is a usage error.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
-		fmt.Fprint(stdout, topUsage)
-		if len(args) == 0 {
-			return exitUsage
-		}
+	a := &app{stdout: stdout, stderr: stderr}
+	root := a.root()
+	root.SetArgs(args)
+	cmd, err := root.ExecuteContextC(ctx)
+	if err == nil {
 		return exitOK
 	}
-	verbs := map[string]map[string]verb{"sale": saleVerbs, "locks": lockVerbs, "operators": operatorVerbs}
-	group, ok := verbs[args[0]]
-	if !ok {
-		fmt.Fprintf(stderr, "firelock: unknown command %q\n\n%s", args[0], topUsage)
-		return exitUsage
+	if cmd == nil {
+		cmd = root
 	}
-	if len(args) < 2 || args[1] == "-h" || args[1] == "--help" {
-		fmt.Fprint(stdout, topUsage)
-		if len(args) < 2 {
-			return exitUsage
-		}
-		return exitOK
-	}
-	v, ok := group[args[1]]
-	if !ok {
-		fmt.Fprintf(stderr, "firelock %s: unknown verb %q\n\n%s", args[0], args[1], topUsage)
-		return exitUsage
-	}
-	c := &cmd{name: "firelock " + args[0] + " " + args[1], stdout: stdout, stderr: stderr}
-	c.fs = flag.NewFlagSet(c.name, flag.ContinueOnError)
-	c.fs.SetOutput(stderr)
-	c.fs.StringVar(&c.project, "project", "", "Google Cloud project (Application Default Credentials); default: the local bundle")
-	c.fs.StringVar(&c.output, "o", "table", "output of reads: table or json")
-	c.fs.StringVar(&c.as, "as", os.Getenv("FIRELOCK_OPERATOR"), "the operator's email, for the sale's log (default $FIRELOCK_OPERATOR)")
-	var setup func([]string) error
-	if v.flags != nil {
-		setup = v.flags(c)
-	}
-	// The flag package prints the usage itself on -h and on a bad flag;
-	// it is printed here instead, once: on stdout for -h.
-	c.fs.Usage = func() {}
-	pos, err := c.parse(args[2:])
-	if errors.Is(err, flag.ErrHelp) {
-		fmt.Fprintf(stdout, "usage: %s %s\n\n%s\n\nflags:\n", c.name, v.args, v.help)
-		c.fs.SetOutput(stdout)
-		c.fs.PrintDefaults()
-		return exitOK
-	}
-	if err == nil && (len(pos) < v.min || len(pos) > v.max) {
-		err = usagef("%s takes %s", c.name, v.args)
-	}
-	if err == nil && c.output != "table" && c.output != "json" {
-		err = usagef("-o %q: want table or json", c.output)
-	}
-	if err == nil && setup != nil {
-		err = setup(pos)
-	}
-	if err != nil {
-		var ue usageError
-		if errors.As(err, &ue) {
-			fmt.Fprintf(stderr, "%s: %v\n", c.name, err)
-		}
-		fmt.Fprintf(stderr, "usage: %s %s (-h for more)\n", c.name, v.args)
-		return exitUsage
-	}
-	if err := c.connect(ctx); err != nil {
-		var ue usageError
-		fmt.Fprintf(stderr, "%s: %v\n", c.name, err)
-		if errors.As(err, &ue) {
-			return exitUsage
-		}
+	var r refusal
+	if errors.As(err, &r) {
+		fmt.Fprintf(stderr, "%s: %v\n", cmd.CommandPath(), err)
 		return exitRefused
 	}
-	defer c.close()
-	if err := v.run(ctx, c, pos); err != nil {
-		fmt.Fprintf(stderr, "%s: %v\n", c.name, err)
-		var ue usageError
-		if errors.As(err, &ue) {
-			return exitUsage
-		}
-		return exitRefused
+	if err.Error() != "" {
+		fmt.Fprintf(stderr, "%s: %v\n", cmd.CommandPath(), err)
+		fmt.Fprintf(stderr, "usage: %s (-h for more)\n", cmd.UseLine())
 	}
-	return exitOK
+	return exitUsage
 }
 
-// verb is one command: its arguments (for usage), how many positional
-// arguments it takes, its flags, and what it does.
-type verb struct {
-	args     string
-	help     string
-	min, max int
-	// flags adds the verb's flags to c.fs and returns a check of them with
-	// the positional arguments (nil: none), run before anything connects.
-	flags func(c *cmd) func(pos []string) error
-	run   func(ctx context.Context, c *cmd, pos []string) error
-}
-
-// cmd is one invocation: its flags, output and clients.
-type cmd struct {
-	name           string
-	fs             *flag.FlagSet
-	project        string
-	output, as     string
+// app is one invocation: the persistent flags and the clients.
+type app struct {
 	stdout, stderr io.Writer
 
-	db   *firestore.Client
-	auth *auth.Client
-	saleFlags
-	lockFlags
+	project, as string
+	timeout     time.Duration
+
+	target    string // what the clients talk to, for messages
+	projectID string
+	db        *firestore.Client
+	fb        *firebase.App
+	authc     *auth.Client
 }
 
-// parse parses flags anywhere among the positional arguments (`sale pause
-// onsale --reason x` as well as `sale pause --reason x onsale`).
-func (c *cmd) parse(args []string) ([]string, error) {
-	var pos []string
-	for {
-		if err := c.fs.Parse(args); err != nil {
-			return nil, err
+const rootLong = `firelock runs sales and operates locks (CONTRACT §8): the operators' command line.
+
+Without --project it talks to the local bundle: the emulators named by
+FIRESTORE_EMULATOR_HOST, FIREBASE_AUTH_EMULATOR_HOST and GOOGLE_CLOUD_PROJECT, or,
+when FIRESTORE_EMULATOR_HOST is not set, by ./.firelock-local.env (which make run
+writes). With --project P it talks to the Google Cloud project P with Application
+Default Credentials (gcloud auth application-default login); as in the Admin SDKs,
+an emulator variable that is set wins (firelock says so on stderr), and a demo-*
+project lives only in the emulators, so it never asks for credentials.
+
+Exit codes: 0 done; 1 refused or failed (the reason is on stderr); 2 usage: nothing
+was read or written.`
+
+// root builds the command tree; one per invocation.
+func (a *app) root() *cobra.Command {
+	root := &cobra.Command{
+		Use:           "firelock",
+		Short:         "Runs sales and operates locks (CONTRACT §8)",
+		Long:          rootLong,
+		SilenceErrors: true,
+		SilenceUsage:  true,
+		RunE:          groupRunE, // with no arguments; cobra refuses unknown commands
+		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
+			return a.check(cmd, args)
+		},
+	}
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
+		msg := err.Error()
+		if strings.Contains(msg, "'o' in -o") {
+			msg += " (this command prints nothing to read as a table or JSON)"
 		}
-		args = c.fs.Args()
-		if len(args) == 0 {
-			return pos, nil
+		return usageError{msg}
+	})
+	pf := root.PersistentFlags()
+	pf.StringVar(&a.project, "project", "", "the Google Cloud project to talk to, with Application Default Credentials (default: the local bundle of make run); an emulator variable that is set wins")
+	pf.StringVar(&a.as, "as", "", "your email, for the sale's log and the lock log (default $FIRELOCK_OPERATOR)")
+	pf.DurationVar(&a.timeout, "timeout", defaultTimeout, "how long the command may wait for Firestore and Auth (sale watch: for its first numbers)")
+	root.AddCommand(a.saleCmd(), a.locksCmd(), a.operatorsCmd(), a.gendocsCmd())
+	root.SetOut(a.stdout) // before the completion command, which keeps its writer
+	root.SetErr(a.stderr)
+	root.InitDefaultCompletionCmd()
+	return root
+}
+
+// groupRunE answers a group called without a known verb: its usage, exit 2.
+func groupRunE(cmd *cobra.Command, args []string) error {
+	if len(args) > 0 {
+		return usagef("unknown verb %q (firelock %s -h lists them)", args[0], strings.TrimPrefix(cmd.CommandPath(), "firelock "))
+	}
+	cmd.SetOut(cmd.ErrOrStderr())
+	cmd.Usage()
+	return usageError{}
+}
+
+// group is a noun: sale, locks, operators.
+func group(use, short string, verbs ...*cobra.Command) *cobra.Command {
+	c := &cobra.Command{Use: use, Short: short, Args: cobra.ArbitraryArgs, RunE: groupRunE}
+	c.AddCommand(verbs...)
+	return c
+}
+
+// positional checks the number of positional arguments.
+func positional(min, max int) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) < min || len(args) > max {
+			return usagef("takes %s, not %d arguments", strings.TrimSuffix(strings.TrimPrefix(cmd.UseLine(), cmd.CommandPath()+" "), " [flags]"), len(args))
 		}
-		if args[0] == "--" {
-			return append(pos, args[1:]...), nil
-		}
-		pos, args = append(pos, args[0]), args[1:]
+		return nil
 	}
 }
 
-// connect makes the clients: the local bundle's emulators, or a project.
-func (c *cmd) connect(ctx context.Context) error {
-	project := c.project
-	if project != "" {
-		// A real project: never an emulator a shell variable names.
-		for _, v := range []string{"FIRESTORE_EMULATOR_HOST", "FIREBASE_AUTH_EMULATOR_HOST", "PUBSUB_EMULATOR_HOST"} {
-			os.Unsetenv(v)
-		}
-	} else {
-		if os.Getenv("FIRESTORE_EMULATOR_HOST") == "" {
-			if err := loadEnvFile(".firelock-local.env"); err != nil {
-				return usagef("no project: run this beside `make run` (it writes ./.firelock-local.env), " +
-					"or set FIRESTORE_EMULATOR_HOST, or pass --project for a Google Cloud project")
-			}
-		}
-		project = os.Getenv("GOOGLE_CLOUD_PROJECT")
-		if project == "" {
-			project = emulators.AuthProject
+// check runs before every command: what every command line must be.
+func (a *app) check(cmd *cobra.Command, args []string) error {
+	for _, arg := range args {
+		if !utf8.ValidString(arg) {
+			return usagef("%q is not valid UTF-8", arg)
 		}
 	}
-	db, err := firestore.NewClient(ctx, project)
-	if err != nil {
-		return fmt.Errorf("Firestore of %s: %w", project, err)
+	var bad error
+	cmd.Flags().Visit(func(f *pflag.Flag) {
+		if bad == nil && !utf8.ValidString(f.Value.String()) {
+			bad = usagef("--%s %q is not valid UTF-8", f.Name, f.Value.String())
+		}
+	})
+	if bad != nil {
+		return bad
 	}
-	c.db = db
-	app, err := firebase.NewApp(ctx, &firebase.Config{ProjectID: project})
-	if err != nil {
-		return fmt.Errorf("Firebase of %s: %w", project, err)
+	if f := cmd.Flags().Lookup("output"); f != nil && f.Value.String() != "table" && f.Value.String() != "json" {
+		return usagef("-o %q: want table or json", f.Value.String())
 	}
-	if c.auth, err = app.Auth(ctx); err != nil {
-		return fmt.Errorf("Firebase Auth of %s: %w", project, err)
+	if a.timeout <= 0 {
+		return usagef("--timeout %v: want a duration > 0, such as 30s", a.timeout)
+	}
+	if a.as == "" {
+		a.as = os.Getenv("FIRELOCK_OPERATOR")
 	}
 	return nil
 }
 
-func (c *cmd) close() {
-	if c.db != nil {
-		c.db.Close()
+// outputFlag adds -o table|json to a command that honours it.
+func outputFlag(cmd *cobra.Command, out *string) {
+	cmd.Flags().StringVarP(out, "output", "o", "table", "the output: table or json")
+}
+
+// action is a command's body: checks of its flags and arguments (usage
+// errors, before anything connects), then its work with connected clients
+// under --timeout. Its errors are refusals (exit 1) unless they are usage
+// errors.
+func (a *app) action(check func(args []string) error, work func(ctx context.Context, args []string) error) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, args []string) error {
+		if check != nil {
+			if err := check(args); err != nil {
+				return err
+			}
+		}
+		ctx, cancel := context.WithTimeout(cmd.Context(), a.timeout)
+		defer cancel()
+		if err := a.connect(ctx); err != nil {
+			return a.failed(ctx, err)
+		}
+		defer a.close()
+		return a.failed(ctx, work(ctx, args))
+	}
+}
+
+// failed classifies a command's error: usage, a deadline of --timeout, or
+// a refusal.
+func (a *app) failed(ctx context.Context, err error) error {
+	var ue usageError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &ue):
+		return err
+	case errors.Is(ctx.Err(), context.DeadlineExceeded) || errors.Is(err, context.DeadlineExceeded) || status.Code(err) == codes.DeadlineExceeded:
+		return a.timedOut()
+	}
+	return refusal{err}
+}
+
+func (a *app) timedOut() error {
+	return refusal{fmt.Errorf("%s did not answer within %v (--timeout); an action may have been applied all the same: "+
+		"look (sale status, locks show) before you try again, or allow longer with --timeout", a.target, a.timeout)}
+}
+
+// connect makes the Firestore client (Auth's is made when a command needs
+// it): of the emulators when an emulator variable says so, or of the
+// project.
+func (a *app) connect(ctx context.Context) error {
+	project := a.project
+	demo := strings.HasPrefix(project, "demo-")
+	if os.Getenv("FIRESTORE_EMULATOR_HOST") == "" && (project == "" || demo) {
+		if err := loadEnvFile(".firelock-local.env"); err != nil {
+			if demo {
+				return usagef("%s is a demo project, which lives only in the emulators: set FIRESTORE_EMULATOR_HOST "+
+					"(and FIREBASE_AUTH_EMULATOR_HOST), or run this beside `make run` (it writes ./.firelock-local.env)", project)
+			}
+			return usagef("no project: run this beside `make run` (it writes ./.firelock-local.env), " +
+				"or set FIRESTORE_EMULATOR_HOST, or pass --project for a Google Cloud project")
+		}
+	}
+	if project == "" {
+		project = os.Getenv("GOOGLE_CLOUD_PROJECT")
+	}
+	if project == "" {
+		project = emulators.AuthProject
+	}
+	a.projectID = project
+	a.target = "Firestore of project " + project
+	if host := os.Getenv("FIRESTORE_EMULATOR_HOST"); host != "" {
+		a.target = fmt.Sprintf("the Firestore emulator at %s (project %s)", host, project)
+		if a.project != "" && !demo {
+			fmt.Fprintf(a.stderr, "firelock: FIRESTORE_EMULATOR_HOST is set: talking to %s, not to the real project (unset it for that)\n", a.target)
+		}
+	}
+	// With FIRESTORE_EMULATOR_HOST set the client talks to the emulator
+	// without credentials; FIREBASE_AUTH_EMULATOR_HOST does the same for Auth.
+	db, err := firestore.NewClient(ctx, project)
+	if err != nil {
+		return fmt.Errorf("Firestore of %s: %w", project, err)
+	}
+	a.db = db
+	a.fb, err = firebase.NewApp(ctx, &firebase.Config{ProjectID: project})
+	if err != nil {
+		return fmt.Errorf("Firebase of %s: %w", project, err)
+	}
+	return nil
+}
+
+// auth is the Firebase Auth client, made on first use.
+func (a *app) auth(ctx context.Context) (*auth.Client, error) {
+	if a.authc != nil {
+		return a.authc, nil
+	}
+	project := a.projectID
+	if os.Getenv("FIREBASE_AUTH_EMULATOR_HOST") == "" && strings.HasPrefix(project, "demo-") {
+		return nil, usagef("%s is a demo project, whose users live only in the Auth emulator: set FIREBASE_AUTH_EMULATOR_HOST", project)
+	}
+	c, err := a.fb.Auth(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("Firebase Auth of %s: %w", project, err)
+	}
+	a.authc = c
+	return c, nil
+}
+
+func (a *app) close() {
+	if a.db != nil {
+		a.db.Close()
 	}
 }
 
@@ -259,16 +343,16 @@ func loadEnvFile(path string) error {
 		if !ok || strings.HasPrefix(line, "#") {
 			continue
 		}
-		if _, set := os.LookupEnv(name); !set {
+		if v, set := os.LookupEnv(name); !set || v == "" {
 			os.Setenv(name, strings.Trim(value, `'"`))
 		}
 	}
 	return sc.Err()
 }
 
-// operator is who the sale's log says acted: the --as email (or
+// operator is who the logs say acted: the --as email (or
 // $FIRELOCK_OPERATOR), and a uid that says it was this command line.
-func (c *cmd) operator() (uid, email string) {
+func (a *app) operator() (uid, email string) {
 	who := "unknown"
 	if u, err := user.Current(); err == nil {
 		who = u.Username
@@ -276,5 +360,5 @@ func (c *cmd) operator() (uid, email string) {
 	if h, err := os.Hostname(); err == nil {
 		who += "@" + h
 	}
-	return "cli:" + who, c.as
+	return "cli:" + who, a.as
 }
