@@ -23,7 +23,7 @@ type checkoutRequest struct {
 // the same for a retry.
 func (a *API) CheckoutHold(w http.ResponseWriter, r *http.Request) {
 	var req checkoutRequest
-	a.serve(w, r, &req, func(ctx context.Context, execID, uid string) (int, any, error) {
+	a.serveGuarded(w, r, &req, func(ctx context.Context, execID, uid string) (int, any, error) {
 		if err := requireHoldID(req.HoldID); err != nil {
 			return 0, nil, err
 		}

@@ -26,7 +26,7 @@ type queueAnswer struct {
 // the queue of the screening's sale, 200 with the place the caller has.
 func (a *API) JoinQueue(w http.ResponseWriter, r *http.Request) {
 	var req joinRequest
-	a.serve(w, r, &req, func(ctx context.Context, execID, uid string) (int, any, error) {
+	a.serveGuarded(w, r, &req, func(ctx context.Context, execID, uid string) (int, any, error) {
 		if req.ScreeningID == "" {
 			return 0, nil, errorf(http.StatusBadRequest, "invalid_argument", "screeningId is required")
 		}
