@@ -153,7 +153,7 @@ func (a *app) root() *cobra.Command {
 	pf.StringVar(&a.project, "project", "", "the Google Cloud project to talk to, with Application Default Credentials (default: the local bundle of make run); an emulator variable that is set wins")
 	pf.StringVar(&a.as, "as", "", "your email, for the sale's log and the lock log (default $FIRELOCK_OPERATOR)")
 	pf.DurationVar(&a.timeout, "timeout", defaultTimeout, "how long the command may wait for Firestore and Auth (sale watch: for its first numbers)")
-	root.AddCommand(a.saleCmd(), a.locksCmd(), a.operatorsCmd(), a.gendocsCmd())
+	root.AddCommand(a.saleCmd(), a.locksCmd(), a.operatorsCmd(), a.paymentsCmd(), a.gendocsCmd())
 	root.SetOut(a.stdout) // before the completion command, which keeps its writer
 	root.SetErr(a.stderr)
 	root.InitDefaultCompletionCmd()
