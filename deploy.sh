@@ -36,6 +36,14 @@ usage: ./deploy.sh --project PROJECT --region REGION [options]
                         secret (default STRIPE_WEBHOOK_SECRET)
   --no-payments         deploy without Stripe: no CheckoutHold or StripeWebhook, no secrets
                         (a priced screening then cannot be paid for: docs/payments.md)
+  --app-check MODE      App Check on JoinQueue, HoldSeats, BookSeats and CheckoutHold (CONTRACT §12):
+                        monitor (default: a call without a valid token goes on, and is
+                        logged and counted in firelock.appcheck.verifications), enforce
+                        (refused: 401 app_check_failed) or off. Deploy with monitor first and
+                        switch to enforce once the counts show your apps send valid tokens
+                        (docs/operating.md), as Firebase advises (or FIRELOCK_APPCHECK)
+  --app-check-apps LIST the app IDs whose tokens count (comma-separated; default any app
+                        of the project; or FIRELOCK_APPCHECK_APPS)
   --no-hosting          leave the web app (Firebase Hosting) alone
   --no-metrics          the functions export no metrics to Cloud Monitoring
                         (FIRELOCK_METRICS=off; default cloud: see docs/metrics.md)
@@ -62,6 +70,8 @@ SWEEP_SCHEDULE="${FIRELOCK_SWEEP_SCHEDULE:-* * * * *}"
 ADMIT_SCHEDULE="${FIRELOCK_ADMIT_SCHEDULE:-* * * * *}"
 TIME_ZONE="${FIRELOCK_TIME_ZONE:-Etc/UTC}"
 ALLOWED_ORIGINS="${FIRELOCK_ALLOWED_ORIGINS:-}"
+APPCHECK="${FIRELOCK_APPCHECK:-monitor}"
+APPCHECK_APPS="${FIRELOCK_APPCHECK_APPS:-}"
 STRIPE_KEY_SECRET="${FIRELOCK_STRIPE_KEY_SECRET:-STRIPE_SECRET_KEY}"
 STRIPE_WEBHOOK_SECRET_NAME="${FIRELOCK_STRIPE_WEBHOOK_SECRET:-STRIPE_WEBHOOK_SECRET}"
 PAYMENTS=1
@@ -76,7 +86,7 @@ TRACES=cloud
 need_value() { [ $# -ge 2 ] && [ -n "$2" ] || { echo "deploy.sh: $1 needs a value" >&2; usage >&2; exit 2; }; }
 while [ $# -gt 0 ]; do
   case "$1" in
-    --project|--region|--runtime|--schedule|--sweep-schedule|--admit-schedule|--time-zone|--allowed-origins|--stripe-key-secret|--stripe-webhook-secret)
+    --project|--region|--runtime|--schedule|--sweep-schedule|--admit-schedule|--time-zone|--allowed-origins|--stripe-key-secret|--stripe-webhook-secret|--app-check|--app-check-apps)
       need_value "$@"
       case "$1" in
         --project) PROJECT=$2 ;; --region) REGION=$2 ;; --runtime) RUNTIME=$2 ;;
@@ -84,6 +94,7 @@ while [ $# -gt 0 ]; do
         --admit-schedule) ADMIT_SCHEDULE=$2 ;;
         --allowed-origins) ALLOWED_ORIGINS=$2 ;;
         --stripe-key-secret) STRIPE_KEY_SECRET=$2 ;; --stripe-webhook-secret) STRIPE_WEBHOOK_SECRET_NAME=$2 ;;
+        --app-check) APPCHECK=$2 ;; --app-check-apps) APPCHECK_APPS=$2 ;;
       esac
       shift 2 ;;
     --project=*) PROJECT=${1#*=}; shift ;;
@@ -96,6 +107,8 @@ while [ $# -gt 0 ]; do
     --allowed-origins=*) ALLOWED_ORIGINS=${1#*=}; shift ;;
     --stripe-key-secret=*) STRIPE_KEY_SECRET=${1#*=}; shift ;;
     --stripe-webhook-secret=*) STRIPE_WEBHOOK_SECRET_NAME=${1#*=}; shift ;;
+    --app-check=*) APPCHECK=${1#*=}; shift ;;
+    --app-check-apps=*) APPCHECK_APPS=${1#*=}; shift ;;
     --no-payments) PAYMENTS=0; shift ;;
     --dry-run) DRY_RUN=1; shift ;;
     --no-hosting) HOSTING=0; shift ;;
@@ -105,6 +118,11 @@ while [ $# -gt 0 ]; do
     *) echo "deploy.sh: unknown argument: $1" >&2; usage >&2; exit 2 ;;
   esac
 done
+
+case "$APPCHECK" in
+  enforce|monitor|off) ;;
+  *) echo "deploy.sh: --app-check $APPCHECK: want enforce, monitor or off" >&2; exit 2 ;;
+esac
 
 missing=()
 [ -n "$PROJECT" ] || missing+=("--project")
@@ -238,7 +256,7 @@ fi
 # gcloud's alternate delimiter (^;^), as they hold commas.
 for fn in "${http_functions[@]}"; do
   run gcloud functions deploy "$fn" "${common[@]}" "--entry-point=$fn" --trigger-http --allow-unauthenticated \
-    "--set-env-vars=^;^FIRELOCK_ALLOWED_ORIGINS=$ALLOWED_ORIGINS;FIRELOCK_METRICS=$METRICS;FIRELOCK_TRACES=$TRACES" "${secrets[@]}"
+    "--set-env-vars=^;^FIRELOCK_ALLOWED_ORIGINS=$ALLOWED_ORIGINS;FIRELOCK_METRICS=$METRICS;FIRELOCK_TRACES=$TRACES;FIRELOCK_APPCHECK=$APPCHECK;FIRELOCK_APPCHECK_APPS=$APPCHECK_APPS" "${secrets[@]}"
 done
 
 if ! gcloud pubsub topics describe scheduled-jobs --project="$PROJECT" >/dev/null 2>&1; then

@@ -68,7 +68,7 @@ func TestDeployDryRunPrintsEveryCommand(t *testing.T) {
 	const secrets = ` --set-secrets=STRIPE_SECRET_KEY=STRIPE_SECRET_KEY:latest\,STRIPE_WEBHOOK_SECRET=STRIPE_WEBHOOK_SECRET:latest`
 	var want []string
 	for _, fn := range functions.HTTPFunctions {
-		want = append(want, `+ gcloud functions deploy `+fn+` --gen2 --runtime=go126 --region=europe-west1 --project=demo-p --source=. --entry-point=`+fn+` --trigger-http --allow-unauthenticated --set-env-vars=\^\;\^FIRELOCK_ALLOWED_ORIGINS=https://demo-p.web.app\,https://demo-p.firebaseapp.com\;FIRELOCK_METRICS=cloud\;FIRELOCK_TRACES=cloud`+secrets)
+		want = append(want, `+ gcloud functions deploy `+fn+` --gen2 --runtime=go126 --region=europe-west1 --project=demo-p --source=. --entry-point=`+fn+` --trigger-http --allow-unauthenticated --set-env-vars=\^\;\^FIRELOCK_ALLOWED_ORIGINS=https://demo-p.web.app\,https://demo-p.firebaseapp.com\;FIRELOCK_METRICS=cloud\;FIRELOCK_TRACES=cloud\;FIRELOCK_APPCHECK=monitor\;FIRELOCK_APPCHECK_APPS=`+secrets)
 	}
 	want = append(want,
 		`+ gcloud pubsub topics create scheduled-jobs --project=demo-p`,
@@ -114,7 +114,7 @@ func TestDeployRunsCommandsAndUpdatesExistingSchedulerJobs(t *testing.T) {
 	log := calls(t, logFile)
 	for _, want := range []string{
 		"gcloud functions deploy BookSeats --gen2 --runtime=go126 --region=us-central1",
-		"--set-env-vars=^;^FIRELOCK_ALLOWED_ORIGINS=https://tickets.example.com,http://localhost:5173,https://demo-p.web.app,https://demo-p.firebaseapp.com;FIRELOCK_METRICS=cloud;FIRELOCK_TRACES=cloud",
+		"--set-env-vars=^;^FIRELOCK_ALLOWED_ORIGINS=https://tickets.example.com,http://localhost:5173,https://demo-p.web.app,https://demo-p.firebaseapp.com;FIRELOCK_METRICS=cloud;FIRELOCK_TRACES=cloud;FIRELOCK_APPCHECK=monitor;FIRELOCK_APPCHECK_APPS=",
 		"gcloud functions deploy RunScheduledJob",
 		"gcloud scheduler jobs update pubsub firelock-rollup-counters --location=us-central1 --project=demo-p --schedule=*/15 * * * *",
 		`--message-body={"job": "rollupCounters", "schedule": "*/15 * * * *", "timeZone": "Etc/UTC"}`,
@@ -142,7 +142,7 @@ func TestDeployWithoutHostingLeavesTheWebAppAndItsOriginsOut(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
-	if !strings.Contains(out, `--set-env-vars=\^\;\^FIRELOCK_ALLOWED_ORIGINS=\;FIRELOCK_METRICS=cloud\;FIRELOCK_TRACES=cloud --set-secrets`) {
+	if !strings.Contains(out, `--set-env-vars=\^\;\^FIRELOCK_ALLOWED_ORIGINS=\;FIRELOCK_METRICS=cloud\;FIRELOCK_TRACES=cloud\;FIRELOCK_APPCHECK=monitor\;FIRELOCK_APPCHECK_APPS= --set-secrets`) {
 		t.Errorf("origins were not left empty:\n%s", out)
 	}
 	for _, unwanted := range []string{"npm", "deploy --only hosting", "web.app"} {
@@ -255,5 +255,29 @@ func TestDeployTakesStripesSecretsFromSecretManager(t *testing.T) {
 	out, errOut, code = runDeploy(t, pathEnv, "--dry-run", "--project=demo-p", "--region=us-central1", "--no-payments")
 	if code != 0 || strings.Contains(out, "CheckoutHold") || strings.Contains(out, "StripeWebhook") || strings.Contains(out, "set-secrets") || strings.Contains(errOut, "webhook") {
 		t.Fatalf("--no-payments: exit %d:\n%s\n%s", code, out, errOut)
+	}
+}
+
+// App Check (CONTRACT §12): the HTTP functions are deployed in monitor by
+// default; --app-check enforce and --app-check-apps go to each of them, and
+// a mode that is none of the three is refused before anything runs.
+func TestDeploySetsAppCheckMonitorByDefault(t *testing.T) {
+	pathEnv, logFile := fakeTools(t)
+	out, errOut, code := runDeploy(t, pathEnv, "--dry-run", "--project=demo-p", "--region=us-central1", "--app-check", "enforce", "--app-check-apps=1:1:web:a,1:1:ios:b")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	if n := strings.Count(out, `FIRELOCK_APPCHECK=enforce\;FIRELOCK_APPCHECK_APPS=1:1:web:a\,1:1:ios:b`); n != len(functions.HTTPFunctions) {
+		t.Errorf("%d HTTP functions deployed with enforce and the apps, want %d:\n%s", n, len(functions.HTTPFunctions), out)
+	}
+	out, _, _ = runDeploy(t, pathEnv, "--dry-run", "--project=demo-p", "--region=us-central1")
+	if n := strings.Count(out, `FIRELOCK_APPCHECK=monitor\;`); n != len(functions.HTTPFunctions) {
+		t.Errorf("%d HTTP functions deployed with monitor by default, want %d", n, len(functions.HTTPFunctions))
+	}
+	if _, errOut, code := runDeploy(t, pathEnv, "--project=demo-p", "--region=us-central1", "--app-check", "sometimes"); code != 2 || !strings.Contains(errOut, "want enforce, monitor or off") {
+		t.Errorf("--app-check sometimes: exit %d, %q", code, errOut)
+	}
+	if log := calls(t, logFile); strings.Contains(log, "functions deploy") {
+		t.Errorf("a refused mode deployed something:\n%s", log)
 	}
 }
