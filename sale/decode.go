@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"strconv"
 
 	"github.com/firelock/firelock/booking"
@@ -14,8 +15,8 @@ import (
 // as float64. A field given twice, whose last value would win over the one
 // a log or a proxy looked at, is ErrInvalidSale; so is a number no float64
 // holds (1e400), which stays a json.Number that no field accepts, so the
-// message names the field. A value that is not an object is
-// booking.ErrInvalidArgument.
+// message names the field. A value that is not one object (or one with
+// anything but space after it) is booking.ErrInvalidArgument.
 func DecodeSale(raw []byte) (map[string]any, error) {
 	notObject := fmt.Errorf("%w: sale must be an object of §7 fields, e.g. {\"admitPerMinute\": 600}", booking.ErrInvalidArgument)
 	dec := json.NewDecoder(bytes.NewReader(raw))
@@ -45,6 +46,9 @@ func DecodeSale(raw []byte) (map[string]any, error) {
 		out[key] = v
 	}
 	if _, err := dec.Token(); err != nil { // the closing brace
+		return nil, notObject
+	}
+	if _, err := dec.Token(); err != io.EOF { // nothing after it
 		return nil, notObject
 	}
 	return out, nil

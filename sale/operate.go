@@ -184,6 +184,13 @@ func (s *Service) Operate(ctx context.Context, op Operation, holds HoldReleaser)
 				return err
 			}
 			release = liveHolds(place, now)
+			if _, done := place.Data()[FieldRevokedAt]; done {
+				// Revoked already: this is the revoke sent again (its answer
+				// was lost, or a release failed). Its commit and its log
+				// entry stand, revokedAt with them; only the holds it
+				// could not release are left, released below.
+				break
+			}
 			live := p.Status == StatusWaiting || p.Status == StatusAdmitted
 			if !live && len(release) == 0 {
 				break // expired or done already, and nothing held: nothing to change
