@@ -106,7 +106,9 @@ func appCheckCases(t *testing.T, k *appCheckKeys) []appCheckCase {
 	algNone, _ := none.SignedString(jwt.UnsafeAllowNoneSignatureType)
 	return []appCheckCase{
 		{"valid", k.sign(t, validClaims(nil)), telemetry.Valid},
-		{"expired", k.sign(t, validClaims(func(c jwt.MapClaims) { c["iat"], c["exp"] = time.Now().Add(-2*time.Hour).Unix(), time.Now().Add(-time.Minute).Unix() })), telemetry.Invalid},
+		{"expired", k.sign(t, validClaims(func(c jwt.MapClaims) {
+			c["iat"], c["exp"] = time.Now().Add(-2*time.Hour).Unix(), time.Now().Add(-time.Minute).Unix()
+		})), telemetry.Invalid},
 		{"not yet valid", k.sign(t, validClaims(func(c jwt.MapClaims) {
 			c["iat"], c["nbf"] = time.Now().Add(time.Hour).Unix(), time.Now().Add(time.Hour).Unix()
 		})), telemetry.Invalid},
