@@ -73,6 +73,8 @@ type caller struct {
 	// Operator: the token carries the custom claim operator: true
 	// (CONTRACT §8; `firelock operators grant EMAIL` sets it).
 	Operator bool
+	// EmailVerified: the token says email_verified (CONTRACT §12).
+	EmailVerified bool
 }
 
 type callerKey struct{}
@@ -95,6 +97,7 @@ func (a *API) authenticate(r *http.Request) (caller, error) {
 	c := caller{UID: t.UID}
 	c.Email, _ = t.Claims["email"].(string)
 	c.Operator, _ = t.Claims["operator"].(bool)
+	c.EmailVerified, _ = t.Claims["email_verified"].(bool)
 	return c, nil
 }
 

@@ -30,7 +30,8 @@ func (a *API) JoinQueue(w http.ResponseWriter, r *http.Request) {
 		if req.ScreeningID == "" {
 			return 0, nil, errorf(http.StatusBadRequest, "invalid_argument", "screeningId is required")
 		}
-		p, created, err := a.Sales.Join(ctx, uid, req.ScreeningID, sale.JoinerEmail(callerOf(ctx).Email))
+		who := callerOf(ctx)
+		p, created, err := a.Sales.Join(ctx, uid, req.ScreeningID, sale.JoinerEmail(who.Email), sale.JoinerVerified(who.EmailVerified))
 		if err != nil {
 			return 0, nil, err
 		}
@@ -55,6 +56,8 @@ func saleError(err error) *apiError {
 	case errors.Is(err, sale.ErrMisconfigured):
 		// Nobody can join until an admin fixes it; the message says what.
 		return errorf(http.StatusConflict, "no_sale", "%s", strings.TrimPrefix(err.Error(), "sale: "))
+	case errors.Is(err, sale.ErrEmailNotVerified):
+		return errorf(http.StatusForbidden, "email_not_verified", "this sale lets in verified email addresses only: verify yours (the link in the verification email), sign in again, then join")
 	case errors.Is(err, sale.ErrSoldOut):
 		return errorf(http.StatusConflict, "sold_out", "sold out: no seat is free and no hold is live")
 	case errors.Is(err, sale.ErrJoinTimedOut):

@@ -52,7 +52,17 @@ func newDraw() (string, error) {
 // JoinOption adds what the caller knows of the joiner to a Join.
 type JoinOption func(*joiner)
 
-type joiner struct{ email string }
+type joiner struct {
+	email    string
+	verified bool
+}
+
+// JoinerVerified says whether the joiner's ID token carries
+// email_verified: true. A sale with requireVerifiedEmail refuses the
+// others (ErrEmailNotVerified).
+func JoinerVerified(verified bool) JoinOption {
+	return func(j *joiner) { j.verified = verified }
+}
 
 // JoinerEmail records the joiner's email (from their verified ID token) on
 // the place, in lowercase, so that operators can find the person by it.
@@ -135,6 +145,9 @@ func (s *Service) join(ctx context.Context, uid, screeningID string, who joiner)
 	}
 	if controlOf(screening).Closed {
 		return Place{}, false, fmt.Errorf("%w: an operator closed it", ErrClosed)
+	}
+	if cfg.RequireVerifiedEmail && !who.verified {
+		return Place{}, false, ErrEmailNotVerified
 	}
 	switch public.Data()["state"] {
 	case StateSoldOut:

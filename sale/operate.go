@@ -344,6 +344,9 @@ func (s *Service) configured(cur map[string]any, hasSale bool, set map[string]an
 	if _, ok := merged["maxSeatsPerUser"]; ok {
 		next["maxSeatsPerUser"] = int64(c.MaxSeatsPerUser)
 	}
+	if c.RequireVerifiedEmail { // false is the default: stored only when true
+		next["requireVerifiedEmail"] = true
+	}
 	return next, nil
 }
 

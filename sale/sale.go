@@ -120,6 +120,10 @@ var (
 	// ErrJoinTimedOut: a join could not commit within its window (see
 	// Join); nothing was joined and the caller may try again (503).
 	ErrJoinTimedOut = errors.New("sale: the join did not commit in time; try again")
+	// ErrEmailNotVerified: the sale requires a verified email, and the
+	// joiner's ID token does not say email_verified (403
+	// email_not_verified, CONTRACT §12).
+	ErrEmailNotVerified = errors.New("sale: this sale needs a verified email address")
 	// ErrClosed: an operator closed the sale; it takes no joins, holds or
 	// bookings, and no more operations but revoke (409 sale_closed).
 	ErrClosed = errors.New("sale: the sale is closed")
@@ -138,6 +142,9 @@ type Config struct {
 	MaxActive       int
 	PassSeconds     int // default 600
 	MaxSeatsPerUser int // default 6
+	// RequireVerifiedEmail: only users whose ID token says email_verified
+	// may join (CONTRACT §12; default false).
+	RequireVerifiedEmail bool
 }
 
 // Pass is how long a pass lasts.
@@ -306,7 +313,7 @@ func (s *Service) config(screening *firestore.DocumentSnapshot) (Config, error) 
 
 // saleFields are the fields of a sale (CONTRACT §7), in the order they
 // are checked and shown.
-var saleFields = []string{"opensAt", "admitPerMinute", "maxActive", "passSeconds", "maxSeatsPerUser"}
+var saleFields = []string{"opensAt", "admitPerMinute", "maxActive", "passSeconds", "maxSeatsPerUser", "requireVerifiedEmail"}
 
 // FieldError is a sale field's problem: its name, the value given and why
 // it is refused.
@@ -382,6 +389,13 @@ func (s *Service) checkSale(m map[string]any, startsAt any, fromJSON bool) (Conf
 			return Config{}, &FieldError{Field: f.name, Value: v, Problem: fmt.Sprintf("must be a whole number from %d to %d", f.min, f.max)}
 		}
 		*f.dst = n
+	}
+	switch v := m["requireVerifiedEmail"].(type) {
+	case nil: // absent, or null: the default
+	case bool:
+		c.RequireVerifiedEmail = v
+	default:
+		return Config{}, &FieldError{Field: "requireVerifiedEmail", Value: v, Problem: "must be true or false"}
 	}
 	return c, nil
 }
