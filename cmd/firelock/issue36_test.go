@@ -341,3 +341,27 @@ func TestSaleList(t *testing.T) {
 		t.Fatalf("sale list s1: exit %d, want 2", code)
 	}
 }
+
+// --require-verified-email sets the sale's requireVerifiedEmail (CONTRACT
+// §12, issue #40): status shows it, false clears it, and a value that is
+// neither is a usage error that changes nothing.
+func TestConfigureRequireVerifiedEmail(t *testing.T) {
+	c := newCLI(t)
+	c.screening("s1", 10)
+	c.must("sale", "configure", "s1", "--opens-at", "+1h", "--admit-per-minute", "30", "--max-active", "5", "--require-verified-email", "true")
+	var st saleStatus
+	if err := json.Unmarshal([]byte(c.must("sale", "status", "s1", "-o", "json")), &st); err != nil || st.Sale["requireVerifiedEmail"] != true {
+		t.Fatalf("requireVerifiedEmail after configure: %v (%v)", st.Sale["requireVerifiedEmail"], err)
+	}
+	if out := c.must("sale", "status", "s1"); !strings.Contains(out, "requireVerifiedEmail") {
+		t.Errorf("status does not show requireVerifiedEmail:\n%s", out)
+	}
+	if code, _, errOut := c.run("sale", "configure", "s1", "--require-verified-email", "yes"); code != exitUsage || !strings.Contains(errOut, "want true or false") {
+		t.Errorf("--require-verified-email yes: exit %d, %q", code, errOut)
+	}
+	c.must("sale", "configure", "s1", "--require-verified-email", "false")
+	st = saleStatus{}
+	if err := json.Unmarshal([]byte(c.must("sale", "status", "s1", "-o", "json")), &st); err != nil || st.Sale["requireVerifiedEmail"] != nil {
+		t.Fatalf("requireVerifiedEmail after false: %v (%v)", st.Sale["requireVerifiedEmail"], err)
+	}
+}

@@ -58,7 +58,7 @@ firelock sale resume: the sale is closed: an operator closed it; only revoke is 
 }
 
 func (a *app) saleConfigureCmd() *cobra.Command {
-	var opensAt, reason, output string
+	var opensAt, reason, output, verified string
 	ints := []struct {
 		name, field, help string
 		v                 *string
@@ -114,8 +114,15 @@ configured the sale of premiere: it is scheduled (the admitter publishes it with
 			}
 			set[f.field] = n
 		}
+		switch verified {
+		case "":
+		case "true", "false":
+			set["requireVerifiedEmail"] = verified == "true"
+		default:
+			return usagef("--require-verified-email %q: want true or false", verified)
+		}
 		if len(set) == 0 {
-			return usagef("say what to set: --opens-at, --admit-per-minute, --max-active, --pass-seconds or --max-seats-per-user")
+			return usagef("say what to set: --opens-at, --admit-per-minute, --max-active, --pass-seconds, --max-seats-per-user or --require-verified-email")
 		}
 		return nil
 	}, func(ctx context.Context, args []string) error {
@@ -126,6 +133,7 @@ configured the sale of premiere: it is scheduled (the admitter publishes it with
 	for _, f := range ints {
 		fl.StringVar(f.v, f.name, "", f.help)
 	}
+	fl.StringVar(&verified, "require-verified-email", "", "requireVerifiedEmail: true lets in only users whose email is verified (CONTRACT §12); false anyone")
 	fl.StringVar(&reason, "reason", "", "why, for the sale's log (up to 500 characters)")
 	outputFlag(cmd, &output)
 	return cmd
@@ -231,7 +239,7 @@ updated          2026-11-24T19:12:15Z`,
 			control = "paused by an operator"
 		}
 		fmt.Fprintf(w, "operators\t%s\n", control)
-		for _, k := range []string{"opensAt", "admitPerMinute", "maxActive", "passSeconds", "maxSeatsPerUser"} {
+		for _, k := range []string{"opensAt", "admitPerMinute", "maxActive", "passSeconds", "maxSeatsPerUser", "requireVerifiedEmail"} {
 			if v, ok := st.Sale[k]; ok {
 				fmt.Fprintf(w, "%s\t%v\n", k, v)
 			}
