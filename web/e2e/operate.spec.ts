@@ -468,3 +468,18 @@ test("the form flags every invalid field at once, before sending, and each error
   expect(sale?.opensAt?.timestampValue).toBe(good);
   await expect(op.locator("[data-op-log]").first()).toHaveAttribute("data-action-logged", "configure");
 });
+
+test("the console sets a sale for verified email addresses only", async ({ open }) => {
+  const screening = await createScreening({ rows: ["A"], seatsPerRow: 8, sale: { opensAt: new Date(Date.now() + 3_600_000), admitPerMinute: 60, maxActive: 5 } });
+  const op = await operatorPage(open, screening);
+  const box = op.locator('[data-field="requireVerifiedEmail"]');
+  await expect(box).not.toBeChecked();
+  await box.check();
+  await op.locator('[data-action="save-sale"]').click();
+  await expect(op.locator("[data-status]")).toHaveAttribute("data-code", "ok");
+  const stored = await getDoc(`screenings/${screening}`);
+  expect(stored?.fields.sale?.mapValue?.fields?.requireVerifiedEmail).toEqual({ booleanValue: true });
+  await op.reload();
+  await expect(op.locator("#console")).toBeVisible();
+  await expect(box).toBeChecked();
+});

@@ -53,6 +53,8 @@ export interface SaleFields {
   maxActive?: number | null;
   passSeconds?: number | null;
   maxSeatsPerUser?: number | null;
+  /** CONTRACT §12: only users whose email is verified may join. */
+  requireVerifiedEmail?: boolean;
 }
 
 /** OperateSale's request (CONTRACT §8). */

@@ -15,7 +15,7 @@
  * hold shows its price and a Pay button that opens the checkout page; back
  * here, the payment's state shows live from `payments/{holdId}`.
  */
-import type { User } from "firebase/auth";
+import { type User, sendEmailVerification } from "firebase/auth";
 import { type FirestoreError, type Timestamp, type Unsubscribe, collection, doc, onSnapshot, query, where } from "firebase/firestore";
 import { Api, ApiError, type Booking, type Hold } from "./api";
 import { BestCard, flash } from "./best";
@@ -362,6 +362,10 @@ async function main(): Promise<void> {
     setText($("[data-pass-countdown]"), countdown((place?.passUntilMs ?? 0) - at));
     joinButton.hidden = !user || qs !== "none" || !selling();
     joinButton.disabled = busy;
+    // A sale for verified emails (§12): say so before the join, and help verify.
+    const verify = $("#verify");
+    verify.hidden = !(cfg.requireVerifiedEmail && user && !user.emailVerified && qs === "none" && selling());
+    for (const b of verify.querySelectorAll("button")) b.disabled = busy;
   }
 
   /**
@@ -578,6 +582,24 @@ async function main(): Promise<void> {
       return { code: err.code, message: errorMessage(err, context) };
     });
   }
+
+  $('[data-action="send-verification"]').addEventListener("click", () => {
+    void act("Sending the verification email…", async () => {
+      if (!user) throw new ApiError(401, "unauthenticated", "sign in first");
+      await sendEmailVerification(user);
+      return `We sent a verification link to ${user.email ?? "your address"}. Open it, then come back and press “I have verified it”.`;
+    });
+  });
+
+  $('[data-action="verified"]').addEventListener("click", () => {
+    void act("Checking your address…", async () => {
+      if (!user) throw new ApiError(401, "unauthenticated", "sign in first");
+      await user.reload();
+      await user.getIdToken(true); // a fresh token carries email_verified
+      if (!user.emailVerified) throw new ApiError(403, "email_not_verified", "not verified yet");
+      return "Your address is verified. You can join the queue now.";
+    });
+  });
 
   joinButton.addEventListener("click", () => {
     void act("Joining the queue…", async () => {

@@ -172,6 +172,9 @@ async function main(): Promise<void> {
     buttons.cancelPause.disabled = busy;
   }
 
+  const verifiedBox = $as(HTMLInputElement, '[data-field="requireVerifiedEmail"]');
+  verifiedBox.addEventListener("change", () => dirty.add("requireVerifiedEmail"));
+
   function fillForm(): void {
     for (const f of FIELDS) {
       const el = input(f);
@@ -179,6 +182,7 @@ async function main(): Promise<void> {
       const v = sale?.[f];
       el.value = v === undefined || v === null ? "" : words(v);
     }
+    if (!dirty.has("requireVerifiedEmail")) verifiedBox.checked = sale?.requireVerifiedEmail === true;
   }
 
   const act = (pending: string, fn: () => Promise<string>) =>
@@ -296,6 +300,8 @@ async function main(): Promise<void> {
         (fields as Record<string, unknown>)[f] = /^-?\d+(\.\d+)?$/.test(raw) ? n : raw;
       }
     }
+    // CONTRACT §12: false is the default, so a sale without the field is false.
+    if (verifiedBox.checked !== (sale?.requireVerifiedEmail === true)) fields.requireVerifiedEmail = verifiedBox.checked;
     if (Object.keys(fields).length === 0) {
       status.ok("Nothing to save: the form is as the sale is.");
       return;

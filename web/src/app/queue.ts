@@ -13,6 +13,8 @@ export interface SaleConfig {
   maxActive: number;
   passSeconds?: number;
   maxSeatsPerUser?: number;
+  /** CONTRACT §12: only users whose email is verified may join. */
+  requireVerifiedEmail?: boolean;
 }
 
 /** The contract's defaults of `passSeconds` and `maxSeatsPerUser`. */

@@ -144,6 +144,10 @@ export function errorMessage(err: Pick<ApiError, "code" | "message" | "seats"> &
         : `Sorry, there are no ${context.count === undefined ? "" : `${String(context.count)} `}free seats side by side any more${
             err.seatsLeft === undefined ? "" : ` (${String(err.seatsLeft)} seat${err.seatsLeft === 1 ? " is" : "s are"} left)`
           }. Try fewer seats, or pick seats on the map.`;
+    case "email_not_verified":
+      return "This sale is for verified email addresses. Send yourself the verification email, open its link, then press “I have verified it” and join.";
+    case "app_check_failed":
+      return "This app could not prove it is the real app, so the box office refused the request. Reload the page and try again.";
     case "payment_required":
       return "Seats for this screening are paid for: hold them, then pay.";
     case "hold_confirmed":
