@@ -51,7 +51,7 @@ func TestCORSAllowsConfiguredOriginsOnly(t *testing.T) {
 		h := r.Header
 		if r.StatusCode != http.StatusNoContent || h.Get("Access-Control-Allow-Origin") != appOrigin ||
 			!strings.Contains(h.Get("Access-Control-Allow-Methods"), "POST") ||
-			h.Get("Access-Control-Allow-Headers") != "Authorization, Content-Type" ||
+			h.Get("Access-Control-Allow-Headers") != "Authorization, Content-Type, X-Firebase-AppCheck" ||
 			h.Get("Access-Control-Max-Age") == "" || !strings.Contains(strings.Join(h.Values("Vary"), ","), "Origin") {
 			t.Fatalf("%s preflight: %d %v", fn, r.StatusCode, h)
 		}
