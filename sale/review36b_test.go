@@ -35,9 +35,11 @@ func (e *env) holdsOf(uid string) []*firestore.DocumentSnapshot {
 // the revoke answered succeeds, every hold not booked is released, and the
 // revoke is logged once.
 func TestARevokeRacedByTheUsersBotsWins(t *testing.T) {
-	for round := 0; round < 3; round++ {
-		mode := []string{"confirms", "extends", "checkouts"}[round%3]
-		t.Run(fmt.Sprint(round, "-", mode), func(t *testing.T) {
+	// One round, its bots mixed: each worker confirms, and every fourth of
+	// its calls extends or starts a checkout, by worker (three separate
+	// rounds took a minute of make test for the same races).
+	for round := 0; round < 1; round++ {
+		t.Run("mixed", func(t *testing.T) {
 			e := newEnv(t, 4, 10, map[string]any{"opensAt": time.Now().Add(-time.Minute), "admitPerMinute": 10, "maxActive": 10, "passSeconds": 600, "maxSeatsPerUser": 8})
 			ctx := context.Background()
 			g := gateEnv{e, ctx}
@@ -67,6 +69,7 @@ func TestARevokeRacedByTheUsersBotsWins(t *testing.T) {
 				go func(w int) {
 					defer wg.Done()
 					bk := bks[w%len(bks)]
+					mode := []string{"confirms", "extends", "checkouts"}[w%3]
 					for n := 0; ; n++ {
 						select {
 						case <-stop:
