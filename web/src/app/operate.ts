@@ -2,9 +2,10 @@
  * The sale console (CONTRACT §8), `operate.html?screening=ID`: for operators
  * (the custom claim operator: true), anyone else sees `data-op-denied`.
  *
- * It shows the sale live from `sales/{id}` (the numbers and the state), four
- * charts drawn from `saleStats/{id}/minutes`, the configuration form, the
- * pause, resume and close buttons (close asks first), and the log from
+ * It shows the sale live from `sales/{id}` (the numbers, the state, and the
+ * wait a join now would have), charts drawn from `saleStats/{id}/minutes`
+ * with the limits, pauses and changes the log tells, the configuration form,
+ * the pause, resume and close buttons (close asks first), and the log from
  * `saleLog/{id}/entries`, newest first. Every change goes through the
  * OperateSale function; the page itself writes nothing to Firestore.
  */
