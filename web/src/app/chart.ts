@@ -220,6 +220,8 @@ export function drawChart(host: Element, spec: ChartSpec): void {
     if (c.at < t0 || c.at > t1) continue;
     const g = el("g", { class: `change ${c.action}`, "data-change-mark": c.action });
     g.append(el("line", { x1: xAt(c.at), x2: xAt(c.at), y1: top, y2: h - bottom }));
+    // A wider, invisible line under the pointer: a 1.5 px mark is hard to hover.
+    g.append(el("line", { class: "hit", x1: xAt(c.at), x2: xAt(c.at), y1: top, y2: h - bottom }));
     g.append(el("title", {}, `${c.action} at ${clock(c.at)} ${zoneOf(new Date(c.at))}${c.words ? `: ${c.words}` : ""}`));
     svg.append(g);
   }
