@@ -563,8 +563,8 @@ test.describe("the charts in the operator's zone", () => {
     await op.setViewportSize({ width: 360, height: 800 });
     await expect(rate).toHaveAttribute("data-limit-now", "6");
     expect(await op.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth), "the charts scroll sideways on a phone").toBe(0);
-    await op.locator("[data-op-wait]").evaluate((e) => {
-      e.scrollIntoView({ block: "start" });
+    await op.locator(".numbers .wait").evaluate((e) => {
+      e.scrollIntoView({ block: "center" });
     });
     await op.screenshot({ path: "test-results/screenshots/console-wait-phone.png" });
     await op.locator(".chart-key").evaluate((e) => {
