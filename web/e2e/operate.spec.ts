@@ -1,4 +1,4 @@
-import { type TestUser, createScreening, createUser, env, expect, getDoc, makeOperator, putDoc, queueIdOf, runAdmitter, signIn, test } from "./bundle";
+import { type TestUser, createScreening, createUser, env, expect, getDoc, makeOperator, patchDoc, putDoc, queueIdOf, runAdmitter, signIn, test } from "./bundle";
 
 // The sale console (CONTRACT §8), as an operator uses it, with the queue
 // screen of a user in line in a second browser.
@@ -194,7 +194,7 @@ test("the charts draw the sale's minutes, and follow them live", async ({ open }
   await expect(op.locator('[data-chart="waiting"] svg circle')).toHaveCount(5);
   await minute(5, 9, 50); // the admitter writes the next minute: the charts follow
   await expect(bars).toHaveCount(6);
-  await expect(op.locator('[data-chart="seats-left"] svg circle')).toHaveCount(6);
+  await expect(op.locator('[data-chart="seats-left"] svg rect.bar.s-left')).toHaveCount(6);
   await op.screenshot({ path: "test-results/screenshots/console-charts.png", fullPage: true });
   // On a phone the charts redraw to its width: the axis text keeps its size.
   const axisHeight = () => op.locator('[data-chart="admissions"] svg text.axis').first().evaluate((t) => t.getBoundingClientRect().height);
@@ -482,4 +482,94 @@ test("the console sets a sale for verified email addresses only", async ({ open 
   await op.reload();
   await expect(op.locator("#console")).toBeVisible();
   await expect(box).toBeChecked();
+});
+
+test.describe("the charts in the operator's zone", () => {
+  test.use({ timezoneId: "Europe/Berlin" });
+
+  test("the charts show the limits, the paused stretch and the changes from the log, joins beside admissions, seats sold, held and left, each minute by its start with its zone; the console gives the wait of a join now", async ({ open }) => {
+    const base = Math.floor(Date.now() / 60_000) * 60_000 - 10 * 60_000; // the first minute's start
+    const screening = await createScreening({
+      sale: { opensAt: new Date(base - 5 * 60_000), admitPerMinute: 6, maxActive: 4, passSeconds: 120 },
+    });
+    const n = (v: number) => ({ integerValue: String(v) });
+    const ts = (ms: number) => ({ timestampValue: new Date(ms).toISOString() });
+    const key = (ms: number) => new Date(ms).toISOString().slice(0, 16).replace(/[-T:]/g, "");
+    // Ten finished minutes, as the admitter writes them: `at` is just after each minute's end.
+    for (let i = 0; i < 10; i++) {
+      const start = base + i * 60_000;
+      await putDoc(`saleStats/${screening}/minutes/${key(start)}`, {
+        at: ts(start + 60_500), waiting: n(40 - i), admitted: n(6 * i), active: n(Math.min(4, i)), seatsLeft: n(60 - 2 * i), seatsHeld: n(i % 3), seatsSold: n(2 * i - (i % 3)),
+        joins: n(5 + (i % 4)), admissions: n(i >= 5 && i < 7 ? 0 : Math.min(6, i + 1)), holds: n(1), bookings: n(1), expired: n(0), revenue: n(0), refunds: n(0), latePayments: n(0),
+      });
+    }
+    // The log, as OperateSale writes it: the sale's creation, a rate change, a pause and a resume.
+    const sale = (rate: number) => ({ mapValue: { fields: { opensAt: { stringValue: new Date(base - 5 * 60_000).toISOString() }, admitPerMinute: n(rate), maxActive: n(4), passSeconds: n(120) } } });
+    const paused = (v: Value) => ({ mapValue: { fields: { ...v.mapValue.fields, paused: { booleanValue: true } } } });
+    type Value = ReturnType<typeof sale>;
+    const log = async (id: string, at: number, action: string, fields: Record<string, unknown>) =>
+      putDoc(`saleLog/${screening}/entries/${id}`, { at: ts(at), uid: { stringValue: "op" }, email: { stringValue: "olive@example.com" }, action: { stringValue: action }, reason: { stringValue: `${action} for the test` }, ...fields });
+    const [changedAt, pausedAt, resumedAt] = [base + 3 * 60_000 + 30_000, base + 5 * 60_000, base + 7 * 60_000];
+    await log("a-create", base - 6 * 60_000, "configure", { after: sale(10) });
+    await log("b-rate", changedAt, "configure", { before: sale(10), after: sale(6) });
+    await log("c-pause", pausedAt, "pause", { before: sale(6), after: paused(sale(6)) });
+    await log("d-resume", resumedAt, "resume", { before: paused(sale(6)), after: sale(6) });
+    // The public sale document, as the admitter publishes it: 30 waiting.
+    await putDoc(`sales/${screening}`, {
+      state: { stringValue: "open" }, opensAt: ts(base - 5 * 60_000), waiting: n(30), admitted: n(54), active: n(4), seatsLeft: n(42),
+      admittedThrough: { stringValue: "" }, marks: { arrayValue: { values: [] } }, updatedAt: ts(Date.now()),
+    });
+
+    const op = await operatorPage(open, screening);
+    const chart = (name: string) => op.locator(`[data-chart="${name}"] svg`);
+    // Inflow beside outflow.
+    await expect(chart("joins").locator("rect.bar")).toHaveCount(10);
+    await expect(chart("admissions").locator("rect.bar")).toHaveCount(10);
+    // The limits, as they stood: admitPerMinute 10 then 6 (a step), maxActive 4 throughout.
+    const rate = chart("admissions").locator('[data-limit="admitPerMinute"]');
+    await expect(rate).toHaveAttribute("data-limit-now", "6");
+    expect((await rate.getAttribute("points"))?.trim().split(" ")).toHaveLength(4);
+    await expect(rate.locator("title")).toHaveText("admitPerMinute: 10 → 6");
+    await expect(chart("active").locator('[data-limit="maxActive"]')).toHaveAttribute("data-limit-now", "4");
+    expect((await chart("active").locator('[data-limit="maxActive"]').getAttribute("points"))?.trim().split(" ")).toHaveLength(2);
+    // The pause, shaded on every chart, from the pause to the resume; the changes marked.
+    const span = `${new Date(pausedAt).toISOString()}/${new Date(resumedAt).toISOString()}`;
+    for (const name of ["joins", "admissions", "waiting", "active", "seats-left"]) {
+      await expect(chart(name).locator("[data-paused-span]")).toHaveAttribute("data-paused-span", span);
+      await expect(chart(name).locator("[data-change-mark]")).toHaveCount(3);
+    }
+    const marks = chart("admissions").locator("[data-change-mark]");
+    expect(await marks.evaluateAll((ms) => ms.map((m) => m.getAttribute("data-change-mark")))).toEqual(["configure", "pause", "resume"]);
+    await expect(marks.first().locator("title")).toContainText("admitPerMinute 10 → 6");
+    // Seats stacked: sold, held, left, each minute.
+    for (const cls of ["s-sold", "s-held", "s-left"]) await expect(chart("seats-left").locator(`rect.bar.${cls}`)).toHaveCount(10);
+    // Each minute by its start, in the operator's zone, written out.
+    const hhmm = (ms: number) => new Intl.DateTimeFormat("en-GB", { timeZone: "Europe/Berlin", hour: "2-digit", minute: "2-digit", hourCycle: "h23" }).format(new Date(ms));
+    const zone = inZone(new Date(base), "Europe/Berlin").split(" ").at(-1) ?? "";
+    expect(zone).toMatch(/^UTC\+0[12]:00$/);
+    await expect(op.locator("[data-chart-zone]")).toHaveText(zone);
+    await expect(chart("admissions").locator("text.axis", { hasText: ":" }).first()).toHaveText(hhmm(base));
+    const third = base + 2 * 60_000;
+    await expect(chart("seats-left").locator("rect.bar.s-sold").nth(2).locator("title")).toHaveText(`${hhmm(third)}–${hhmm(third + 60_000)} ${zone}: 2 sold, 2 held, 56 left`);
+    await expect(chart("joins").locator("rect.bar").first().locator("title")).toHaveText(`${hhmm(base)}–${hhmm(base + 60_000)} ${zone}: 5 joined`);
+    // The wait of someone joining now: 30 ahead at 2 a minute (4 passes of 120 s bind, not 6 a minute).
+    await expect(op.locator("[data-op-wait]")).toHaveText("about 15 minutes");
+    await expect(op.locator("[data-op-wait]")).toHaveAttribute("data-wait-ms", "900000");
+    await expect(op.locator("[data-op-wait-note]")).toHaveText("30 ahead at 2 a minute (maxActive binds)");
+    await op.screenshot({ path: "test-results/screenshots/console-charts-limits.png", fullPage: true });
+    await patchDoc(`sales/${screening}`, { state: { stringValue: "paused" } });
+    await expect(op.locator("[data-op-wait]")).toHaveText("about 15 minutes once resumed");
+
+    await op.setViewportSize({ width: 360, height: 800 });
+    await expect(rate).toHaveAttribute("data-limit-now", "6");
+    expect(await op.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth), "the charts scroll sideways on a phone").toBe(0);
+    await op.locator(".numbers .wait").evaluate((e) => {
+      e.scrollIntoView({ block: "center" });
+    });
+    await op.screenshot({ path: "test-results/screenshots/console-wait-phone.png" });
+    await op.locator(".chart-key").evaluate((e) => {
+      e.scrollIntoView({ block: "start" });
+    });
+    await op.screenshot({ path: "test-results/screenshots/console-charts-limits-phone.png" });
+  });
 });

@@ -2,31 +2,38 @@
  * The sale console (CONTRACT §8), `operate.html?screening=ID`: for operators
  * (the custom claim operator: true), anyone else sees `data-op-denied`.
  *
- * It shows the sale live from `sales/{id}` (the numbers and the state), four
- * charts drawn from `saleStats/{id}/minutes`, the configuration form, the
- * pause, resume and close buttons (close asks first), and the log from
+ * It shows the sale live from `sales/{id}` (the numbers, the state, and the
+ * wait a join now would have), charts drawn from `saleStats/{id}/minutes`
+ * with the limits, pauses and changes the log tells, the configuration form,
+ * the pause, resume and close buttons (close asks first), and the log from
  * `saleLog/{id}/entries`, newest first. Every change goes through the
  * OperateSale function; the page itself writes nothing to Firestore.
  */
 import type { Auth, User } from "firebase/auth";
 import { type Timestamp, type Unsubscribe, collection, doc, limit, onSnapshot, orderBy, query } from "firebase/firestore";
 import { Api, ApiError, type Operation, type SaleFields } from "./api";
-import { drawChart } from "./chart";
+import { type Series, drawChart, minuteStart, zoneOf } from "./chart";
 import { money } from "./pay";
 import { FIELDS, type Field, fieldProblem, formProblems } from "./saleform";
 import { services } from "./config";
 import { STATE_WORDS, listSales } from "./salelist";
 import { mountFinder } from "./person";
-import type { Mark } from "./queue";
+import { type Mark, DEFAULT_PASS_SECONDS, admitRatePerMinute, waitMs, waitWords } from "./queue";
+import { type StoryEntry, changeMarks, limitSteps, pausedSpans } from "./salestory";
 import { $, $as, Status, h, mountAccount, runAction } from "./ui";
 
 
 interface MinuteDoc {
+  /** The minute's start, ms: from the document's id (UTC `YYYYMMDDHHmm`), as minutes.csv labels it. */
+  start: number;
   at: Timestamp;
   waiting: number;
   admitted: number;
   active: number;
   seatsLeft: number;
+  seatsHeld?: number;
+  seatsSold?: number;
+  joins?: number;
   admissions: number;
   /** CONTRACT §10: money in and back within the minute, in the currency's smallest unit; late payments booked. */
   revenue?: number;
@@ -40,8 +47,8 @@ interface LogEntry {
   email?: string;
   action: string;
   reason?: string;
-  before?: Record<string, unknown>;
-  after?: Record<string, unknown>;
+  before?: Record<string, unknown> | undefined;
+  after?: Record<string, unknown> | undefined;
 }
 
 
@@ -342,7 +349,93 @@ async function main(): Promise<void> {
     $("[data-op-takings]").textContent = money(revenue - refunds, currency);
     $("[data-op-refunds]").textContent = `${money(revenue, currency)} in, ${money(refunds, currency)} refunded; ${String(late)} paid late`;
     const cents = 10 ** (new Intl.NumberFormat(undefined, { style: "currency", currency: currency.toUpperCase() }).resolvedOptions().maximumFractionDigits ?? 2);
-    drawChart($(".plot", chart), minutes.map((m) => ({ at: m.at.toMillis(), value: ((m.revenue ?? 0) - (m.refunds ?? 0)) / cents })), true, "Takings per minute, after refunds");
+    drawChart($(".plot", chart), {
+      ...story(),
+      label: "Takings per minute, after refunds",
+      kind: "bars",
+      series: [{ name: currency.toUpperCase(), cls: "s-money", values: minutes.map((m) => ((m.revenue ?? 0) - (m.refunds ?? 0)) / cents) }],
+    });
+  }
+
+  // The log as the charts read it: paused stretches, limits over time, changes marked.
+  let logged: StoryEntry[] = [];
+  const limitNow = (f: "admitPerMinute" | "maxActive") => (typeof sale?.[f] === "number" ? sale[f] : undefined);
+  function story() {
+    return {
+      starts: minutes.map((m) => m.start),
+      paused: pausedSpans(logged, Date.now()),
+      changes: changeMarks(logged, changeWords),
+    };
+  }
+
+  function paintCharts(): void {
+    const plot = (name: string) => $(`[data-chart="${name}"] .plot`);
+    const one = (name: string, cls: string, f: (m: MinuteDoc) => number): Series[] => [{ name, cls, values: minutes.map(f) }];
+    const s = story();
+    $("[data-chart-zone]").textContent = zoneOf(new Date(minutes.at(-1)?.start ?? Date.now()));
+    drawChart(plot("waiting"), { ...s, label: "People waiting, by minute", kind: "line", series: one("waiting", "s-waiting", (m) => m.waiting) });
+    drawChart(plot("joins"), { ...s, label: "Joins per minute", kind: "bars", series: one("joined", "s-joins", (m) => m.joins ?? 0) });
+    drawChart(plot("admissions"), {
+      ...s,
+      label: "Admissions per minute, against admitPerMinute",
+      kind: "bars",
+      series: one("admitted", "s-admissions", (m) => m.admissions),
+      limit: { name: "admitPerMinute", steps: limitSteps(logged, "admitPerMinute", limitNow("admitPerMinute")) },
+    });
+    drawChart(plot("active"), {
+      ...s,
+      label: "Active passes, by minute, against maxActive",
+      kind: "line",
+      series: one("active", "s-active", (m) => m.active),
+      limit: { name: "maxActive", steps: limitSteps(logged, "maxActive", limitNow("maxActive")) },
+    });
+    drawChart(plot("seats-left"), {
+      ...s,
+      label: "Seats sold, held and left, by minute",
+      kind: "stacked",
+      series: [
+        { name: "sold", cls: "s-sold", values: minutes.map((m) => m.seatsSold ?? 0) },
+        { name: "held", cls: "s-held", values: minutes.map((m) => m.seatsHeld ?? 0) },
+        { name: "left", cls: "s-left", values: minutes.map((m) => m.seatsLeft) },
+      ],
+    });
+    paintMoney();
+  }
+
+  // The wait of someone joining now, as the queue screen would estimate it (src/app/queue.ts).
+  let published: { state: string; waiting: number } | undefined;
+  function paintWait(): void {
+    const out = $("[data-op-wait]");
+    const note = $("[data-op-wait-note]");
+    const rate = { admitPerMinute: limitNow("admitPerMinute") ?? 0, maxActive: limitNow("maxActive") ?? 0, passSeconds: typeof sale?.passSeconds === "number" ? sale.passSeconds : DEFAULT_PASS_SECONDS };
+    if (!published || !sale) {
+      out.textContent = "–";
+      out.dataset.waitMs = "";
+      note.textContent = "";
+      return;
+    }
+    const ms = waitMs(published.waiting, rate);
+    out.dataset.waitMs = Number.isFinite(ms) ? String(Math.round(ms)) : "";
+    const perMin = admitRatePerMinute(rate);
+    const pace = `${String(published.waiting)} ahead at ${perMin.toLocaleString(undefined, { maximumFractionDigits: 1 })} a minute${perMin < rate.admitPerMinute ? " (maxActive binds)" : ""}`;
+    switch (published.state) {
+      case "closed":
+      case "soldout":
+        out.textContent = "no joins";
+        note.textContent = published.state === "closed" ? "the sale is closed" : "sold out";
+        break;
+      case "paused":
+        out.textContent = `${waitWords(ms)} once resumed`;
+        note.textContent = `paused: nobody is let in until you resume; ${pace}`;
+        break;
+      case "scheduled":
+        out.textContent = `${waitWords(ms)} after the opening`;
+        note.textContent = pace;
+        break;
+      default:
+        out.textContent = waitWords(ms);
+        note.textContent = pace;
+    }
   }
 
   function listen(): void {
@@ -360,13 +453,14 @@ async function main(): Promise<void> {
           const d = snap.data() as { title?: string; startsAt?: Timestamp; sale?: Record<string, unknown> | null; saleControl?: { paused?: boolean; closed?: boolean }; price?: { currency?: string } };
           currency = d.price?.currency;
           startsAtMs = d.startsAt?.toMillis();
-          paintMoney();
           $("#title").textContent = `${d.title ?? screeningId}: sale console`;
           $("#when").textContent = d.startsAt ? `Screening ${d.startsAt.toDate().toLocaleString()}` : "";
           sale = d.sale ? Object.fromEntries(Object.entries(d.sale).map(([k, v]) => [k, isTimestamp(v) ? v.toDate().toISOString().replace(".000Z", "Z") : v])) : undefined;
           control = d.saleControl ?? {};
           fillForm();
           paintControls();
+          paintCharts();
+          paintWait();
         },
         (err) => status.error("unavailable", `The screening could not be read (${err.code}).`),
       ),
@@ -389,6 +483,8 @@ async function main(): Promise<void> {
           num("[data-op-admitted]", p?.admitted);
           num("[data-op-active]", p?.active);
           num("[data-op-seats-left]", p?.seatsLeft);
+          published = p ? { state: p.state, waiting: p.waiting } : undefined;
+          paintWait();
           $("#updated").textContent = p ? `as of ${p.updatedAt.toDate().toLocaleTimeString()}` : "the admitter publishes it on its next run";
           paintControls();
         },
@@ -398,21 +494,24 @@ async function main(): Promise<void> {
         // The last day's minutes: newest first from the store, oldest first on the charts.
         query(collection(db, "saleStats", screeningId, "minutes"), orderBy("at", "desc"), limit(1440)),
         (snap) => {
-          const ms = snap.docs.map((d) => d.data() as MinuteDoc).reverse();
-          const series = (f: (m: MinuteDoc) => number) => ms.map((m) => ({ at: m.at.toMillis(), value: f(m) }));
-          const plot = (name: string) => $(`[data-chart="${name}"] .plot`);
-          drawChart(plot("waiting"), series((m) => m.waiting), false, "People waiting, by minute");
-          drawChart(plot("admissions"), series((m) => m.admissions), true, "Admissions per minute");
-          drawChart(plot("active"), series((m) => m.active), false, "Active passes, by minute");
-          drawChart(plot("seats-left"), series((m) => m.seatsLeft), false, "Seats left, by minute");
-          minutes = ms;
-          paintMoney();
+          minutes = snap.docs
+            .map((d) => {
+              const m = d.data() as Omit<MinuteDoc, "start">;
+              return { ...m, start: minuteStart(d.id) ?? m.at.toMillis() - 60_000 };
+            })
+            .reverse();
+          paintCharts();
         },
         (err) => status.error("unavailable", `The sale's minutes could not be read (${err.code}).`),
       ),
       onSnapshot(
         query(collection(db, "saleLog", screeningId, "entries"), orderBy("at", "desc"), limit(100)),
         (snap) => {
+          logged = snap.docs.flatMap((d) => {
+            const e = d.data({ serverTimestamps: "estimate" }) as LogEntry;
+            return e.at ? [{ at: e.at.toMillis(), action: e.action, before: e.before, after: e.after }] : [];
+          });
+          paintCharts();
           const rows = snap.docs.map((d) => {
             const e = d.data({ serverTimestamps: "estimate" }) as LogEntry;
             const when = e.at ? e.at.toDate().toLocaleString() : "";
