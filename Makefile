@@ -11,14 +11,11 @@ run: deps
 # (Playwright in Chromium) run inside one local bundle: emulators, functions
 # and the built app, started by cmd/firelock-local around them. Last, the
 # README's shell blocks run as written against `make run` (its default ports).
-# Four Go test packages run at once (-p 4) on a 2-core machine: most of their
-# time is spent waiting on their own emulators, and it cut the Go stage from
-# about 11.5 to 9 minutes here.
 test: deps
 	gofmt -l . | (! grep .) || (echo "gofmt needed on the files above" >&2; exit 1)
 	go vet ./...
 	cd web && npm run --silent check
-	go test -race -count=1 -p 4 -timeout 20m ./...
+	go test -race -count=1 -timeout 20m ./...
 	go run ./cmd/firelock-local -port 0 -web preview -web-port 0 -schedule '' -env-file '' -log web/test-results/functions.log -- \
 		sh -c 'cd web && npm run --silent test && npm run --silent e2e' || \
 		{ echo "--- the functions' last log lines (web/test-results/functions.log):" >&2; \
