@@ -104,135 +104,134 @@ func (s *Service) Operate(ctx context.Context, op Operation, holds HoldReleaser)
 	ref := s.client.Collection(booking.Screenings).Doc(op.ScreeningID)
 	var out Outcome
 	var release []string // revoke: the live holds to release
-	// An operator's action must not lose to the traffic it acts on (a
-	// revoke raced by the user's own bots on the place): a transaction
-	// aborted by contention is tried again, with backoff, until ctx ends.
-	err := retryAborted(ctx, func() error {
-		return s.client.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
-			out, release = Outcome{}, nil
-			snap, err := tx.Get(ref)
+	run := func(ctx context.Context, tx *firestore.Transaction) error {
+		out, release = Outcome{}, nil
+		snap, err := tx.Get(ref)
+		if status.Code(err) == codes.NotFound {
+			return fmt.Errorf("%w: %q", booking.ErrScreeningNotFound, op.ScreeningID)
+		}
+		if err != nil {
+			return err
+		}
+		now := snap.ReadTime
+		cur, hasSale := snap.Data()["sale"].(map[string]any)
+		if !hasSale && op.Action != ActionConfigure {
+			return fmt.Errorf("%w: screening %q (configure one first)", ErrNoSale, op.ScreeningID)
+		}
+		ctl := controlOf(snap)
+		started := false
+		if at, ok := snap.Data()["startsAt"].(time.Time); ok && !now.Before(at) {
+			started = true
+		}
+		if (ctl.Closed || started) && op.Action != ActionClose && op.Action != ActionRevoke {
+			why := "an operator closed it"
+			if started {
+				why = "the screening has started"
+			}
+			return fmt.Errorf("%w: %s; only revoke is accepted now", ErrClosed, why)
+		}
+		before := saleView(cur, ctl)
+		var entry map[string]any
+		switch op.Action {
+		case ActionConfigure:
+			next, err := s.configured(cur, hasSale, op.Sale, snap.Data()["startsAt"], now)
+			if err != nil {
+				return err
+			}
+			if hasSale && maps.EqualFunc(next, cur, sameValue) {
+				break
+			}
+			if err := tx.Update(ref, []firestore.Update{{Path: "sale", Value: next}}); err != nil {
+				return err
+			}
+			cur, hasSale = next, true
+			entry = map[string]any{"before": before, "after": saleView(next, ctl)}
+			if len(before) == 0 {
+				delete(entry, "before")
+			}
+		case ActionPause, ActionResume, ActionClose:
+			next := ctl
+			switch op.Action {
+			case ActionPause:
+				next.Paused = true
+			case ActionResume:
+				next.Paused = false
+			case ActionClose:
+				next.Closed = true
+			}
+			if next == ctl || (op.Action == ActionClose && started) {
+				break
+			}
+			c := map[string]any{"paused": next.Paused, "closed": next.Closed, "updatedAt": firestore.ServerTimestamp}
+			if next.Closed {
+				c["closedAt"] = firestore.ServerTimestamp
+			}
+			if err := tx.Update(ref, []firestore.Update{{Path: FieldControl, Value: c}}); err != nil {
+				return err
+			}
+			ctl = next
+			entry = map[string]any{"before": before, "after": saleView(cur, ctl)}
+		case ActionRevoke:
+			place, err := tx.Get(s.Pass(op.ScreeningID, op.UID))
 			if status.Code(err) == codes.NotFound {
-				return fmt.Errorf("%w: %q", booking.ErrScreeningNotFound, op.ScreeningID)
+				return fmt.Errorf("%w: user %q has no place in the sale of %q", booking.ErrInvalidArgument, op.UID, op.ScreeningID)
 			}
 			if err != nil {
 				return err
 			}
-			now := snap.ReadTime
-			cur, hasSale := snap.Data()["sale"].(map[string]any)
-			if !hasSale && op.Action != ActionConfigure {
-				return fmt.Errorf("%w: screening %q (configure one first)", ErrNoSale, op.ScreeningID)
+			p, err := placeOf(place)
+			if err != nil {
+				return err
 			}
-			ctl := controlOf(snap)
-			started := false
-			if at, ok := snap.Data()["startsAt"].(time.Time); ok && !now.Before(at) {
-				started = true
+			release = liveHolds(place, now)
+			if _, done := place.Data()[FieldRevokedAt]; done {
+				// Revoked already: this is the revoke sent again (its answer
+				// was lost, or a release failed). Its commit and its log
+				// entry stand, revokedAt with them; only the holds it
+				// could not release are left, released below.
+				break
 			}
-			if (ctl.Closed || started) && op.Action != ActionClose && op.Action != ActionRevoke {
-				why := "an operator closed it"
-				if started {
-					why = "the screening has started"
-				}
-				return fmt.Errorf("%w: %s; only revoke is accepted now", ErrClosed, why)
+			live := p.Status == StatusWaiting || p.Status == StatusAdmitted
+			if !live && len(release) == 0 {
+				break // expired or done already, and nothing held: nothing to change
 			}
-			before := saleView(cur, ctl)
-			var entry map[string]any
-			switch op.Action {
-			case ActionConfigure:
-				next, err := s.configured(cur, hasSale, op.Sale, snap.Data()["startsAt"], now)
-				if err != nil {
-					return err
-				}
-				if hasSale && maps.EqualFunc(next, cur, sameValue) {
-					break
-				}
-				if err := tx.Update(ref, []firestore.Update{{Path: "sale", Value: next}}); err != nil {
-					return err
-				}
-				cur, hasSale = next, true
-				entry = map[string]any{"before": before, "after": saleView(next, ctl)}
-				if len(before) == 0 {
-					delete(entry, "before")
-				}
-			case ActionPause, ActionResume, ActionClose:
-				next := ctl
-				switch op.Action {
-				case ActionPause:
-					next.Paused = true
-				case ActionResume:
-					next.Paused = false
-				case ActionClose:
-					next.Closed = true
-				}
-				if next == ctl || (op.Action == ActionClose && started) {
-					break
-				}
-				c := map[string]any{"paused": next.Paused, "closed": next.Closed, "updatedAt": firestore.ServerTimestamp}
-				if next.Closed {
-					c["closedAt"] = firestore.ServerTimestamp
-				}
-				if err := tx.Update(ref, []firestore.Update{{Path: FieldControl, Value: c}}); err != nil {
-					return err
-				}
-				ctl = next
-				entry = map[string]any{"before": before, "after": saleView(cur, ctl)}
-			case ActionRevoke:
-				place, err := tx.Get(s.Pass(op.ScreeningID, op.UID))
-				if status.Code(err) == codes.NotFound {
-					return fmt.Errorf("%w: user %q has no place in the sale of %q", booking.ErrInvalidArgument, op.UID, op.ScreeningID)
-				}
-				if err != nil {
-					return err
-				}
-				p, err := placeOf(place)
-				if err != nil {
-					return err
-				}
-				release = liveHolds(place, now)
-				if _, done := place.Data()[FieldRevokedAt]; done {
-					// Revoked already: this is the revoke sent again (its answer
-					// was lost, or a release failed). Its commit and its log
-					// entry stand, revokedAt with them; only the holds it
-					// could not release are left, released below.
-					break
-				}
-				live := p.Status == StatusWaiting || p.Status == StatusAdmitted
-				if !live && len(release) == 0 {
-					break // expired or done already, and nothing held: nothing to change
-				}
-				// revokedAt goes on the place in this commit, whatever its
-				// status: a confirm of one of its holds reads the place in its
-				// own commit and is refused from now on, before the holds
-				// are released below.
-				ups := []firestore.Update{{Path: FieldRevokedAt, Value: now}}
-				if live {
-					ups = append(ups, firestore.Update{Path: "status", Value: StatusExpired})
-				}
-				if p.Status == StatusAdmitted && p.PassUntil != nil && p.PassUntil.After(now) {
-					ups = append(ups, firestore.Update{Path: "passUntil", Value: now})
-				}
-				if err := tx.Update(place.Ref, ups, firestore.LastUpdateTime(place.UpdateTime)); err != nil {
-					return err
-				}
-				afterStatus := p.Status
-				if live {
-					afterStatus = StatusExpired
-				}
-				entry = map[string]any{
-					"before": revoked(op.UID, p.Email, map[string]any{"status": p.Status}),
-					"after":  revoked(op.UID, p.Email, map[string]any{"status": afterStatus, "holdsReleased": len(release)}),
-				}
+			// revokedAt goes on the place in this commit, whatever its
+			// status: a confirm of one of its holds reads the place in its
+			// own commit and is refused from now on, before the holds
+			// are released below.
+			ups := []firestore.Update{{Path: FieldRevokedAt, Value: now}}
+			if live {
+				ups = append(ups, firestore.Update{Path: "status", Value: StatusExpired})
 			}
-			out = Outcome{ScreeningID: op.ScreeningID, State: stateOf(cur, ctl, started, now), Sale: saleView(cur, Control{}), Changed: entry != nil}
-			if entry == nil {
-				return nil
+			if p.Status == StatusAdmitted && p.PassUntil != nil && p.PassUntil.After(now) {
+				ups = append(ups, firestore.Update{Path: "passUntil", Value: now})
 			}
-			maps.Copy(entry, map[string]any{"at": firestore.ServerTimestamp, "uid": op.By.UID, "email": op.By.Email, "action": op.Action})
-			if op.Reason != "" {
-				entry["reason"] = op.Reason
+			if err := tx.Update(place.Ref, ups, firestore.LastUpdateTime(place.UpdateTime)); err != nil {
+				return err
 			}
-			return tx.Create(s.client.Collection(Log).Doc(op.ScreeningID).Collection("entries").NewDoc(), entry)
-		})
-	})
+			afterStatus := p.Status
+			if live {
+				afterStatus = StatusExpired
+			}
+			entry = map[string]any{
+				"before": revoked(op.UID, p.Email, map[string]any{"status": p.Status}),
+				"after":  revoked(op.UID, p.Email, map[string]any{"status": afterStatus, "holdsReleased": len(release)}),
+			}
+		}
+		out = Outcome{ScreeningID: op.ScreeningID, State: stateOf(cur, ctl, started, now), Sale: saleView(cur, Control{}), Changed: entry != nil}
+		if entry == nil {
+			return nil
+		}
+		maps.Copy(entry, map[string]any{"at": firestore.ServerTimestamp, "uid": op.By.UID, "email": op.By.Email, "action": op.Action})
+		if op.Reason != "" {
+			entry["reason"] = op.Reason
+		}
+		return tx.Create(s.client.Collection(Log).Doc(op.ScreeningID).Collection("entries").NewDoc(), entry)
+	}
+	// An operator's action must not lose to the traffic it acts on (a
+	// revoke raced by the user's own bots on the place): a transaction
+	// aborted by contention is tried again, with backoff, until ctx ends.
+	err := retryAborted(ctx, func() error { return s.client.RunTransaction(ctx, run) })
 	if err != nil {
 		return Outcome{}, err
 	}
