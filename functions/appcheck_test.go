@@ -230,8 +230,42 @@ func TestAppCheckModeFromTheEnvironment(t *testing.T) {
 			t.Errorf("%s=%q: %+v %v, want %s", functions.AppCheckEnv, c.env, ac, err, c.mode)
 		}
 	}
+	t.Setenv(functions.AppCheckAppsEnv, " 1:1:web:a, ,1:1:ios:b ")
+	if ac, err := functions.AppCheckFromEnv(app, nil, nil); err != nil || len(ac.Apps) != 2 || ac.Apps[0] != "1:1:web:a" || ac.Apps[1] != "1:1:ios:b" {
+		t.Errorf("%s: %+v %v, want the two app IDs", functions.AppCheckAppsEnv, ac, err)
+	}
 	t.Setenv(functions.AppCheckEnv, "enforced")
 	if _, err := functions.AppCheckFromEnv(app, nil, nil); err == nil {
 		t.Fatal("a misspelt mode was accepted")
+	}
+}
+
+// When App Check's keys cannot be fetched no token can be judged: enforce
+// answers 503 unavailable with Retry-After (not 401: the app did nothing
+// wrong) and writes nothing; monitor lets the call go on and counts it
+// invalid.
+func TestAppCheckWithoutItsKeysIsUnavailableNotRefused(t *testing.T) {
+	dead := httptest.NewServer(http.NotFoundHandler())
+	dead.Close()
+	was := appcheck.JWKSUrl
+	appcheck.JWKSUrl = dead.URL
+	t.Cleanup(func() { appcheck.JWKSUrl = was })
+	e := newEnv(t)
+	ctx := context.Background()
+	e.onSale("nokeys", time.Now().Add(2*time.Hour), map[string]any{"opensAt": time.Now().Add(time.Hour), "admitPerMinute": 10, "maxActive": 5})
+	withAppCheck(t, e, functions.AppCheckEnforce)
+	r := e.call("JoinQueue", token(t, "keyless"), map[string]any{"screeningId": "nokeys"}, withToken("some.token.here"))
+	if r.Status != http.StatusServiceUnavailable || r.code() != "unavailable" || r.Header.Get("Retry-After") == "" {
+		t.Fatalf("enforce without keys: %d %v %v, want 503 unavailable with Retry-After", r.Status, r.Body, r.Header)
+	}
+	if places, _ := e.fs.Collection(sale.Queue).Where("screeningId", "==", "nokeys").Documents(ctx).GetAll(); len(places) != 0 {
+		t.Fatalf("a call App Check could not judge left %d places", len(places))
+	}
+	m := withAppCheck(t, e, functions.AppCheckMonitor)
+	if r := e.call("JoinQueue", token(t, "keyless"), map[string]any{"screeningId": "nokeys"}, withToken("some.token.here")); r.Status != http.StatusCreated {
+		t.Fatalf("monitor without keys: %d %v, want 201", r.Status, r.Body)
+	}
+	if n := m.Value(t, telemetry.AppCheckVerifications, telemetry.Result.String(telemetry.Invalid)); n != 1 {
+		t.Fatalf("monitor without keys counted %v invalid, want 1", n)
 	}
 }
