@@ -5,6 +5,7 @@ import (
 	"math"
 	"regexp"
 	"slices"
+	"strings"
 	"time"
 
 	"cloud.google.com/go/firestore"
@@ -140,4 +141,15 @@ func (p Price) Total(seats []string) int64 {
 		t += p.Seat(s)
 	}
 	return t
+}
+
+// Format writes an amount in a currency's smallest unit as operators and
+// the local checkout page show it: "27.50 EUR" (two decimals, the
+// currencies of a cinema's sale; the app formats every currency with Intl).
+func Format(amount int64, currency string) string {
+	sign := ""
+	if amount < 0 {
+		sign, amount = "-", -amount
+	}
+	return fmt.Sprintf("%s%d.%02d %s", sign, amount/100, amount%100, strings.ToUpper(currency))
 }

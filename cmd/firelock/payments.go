@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"cloud.google.com/go/firestore"
-	"github.com/firelock/firelock/internal/salereport"
 	"github.com/firelock/firelock/payment"
 	"github.com/spf13/cobra"
 	"google.golang.org/grpc/codes"
@@ -110,7 +109,7 @@ total: 1 paid (30.00 EUR), 0 refunded (0.00 EUR): 30.00 EUR`,
 			if p.Status == payment.StatusRefunded {
 				then = p.RefundReason
 			}
-			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", p.HoldID, p.UID, strings.Join(p.Seats, " "), salereport.Amount(p.Amount, p.Currency), p.Status, then)
+			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", p.HoldID, p.UID, strings.Join(p.Seats, " "), payment.Format(p.Amount, p.Currency), p.Status, then)
 			cur = p.Currency
 			if p.Status == payment.StatusPaid || p.Status == payment.StatusRefunded {
 				paid += p.Amount
@@ -124,8 +123,8 @@ total: 1 paid (30.00 EUR), 0 refunded (0.00 EUR): 30.00 EUR`,
 		if err := w.Flush(); err != nil {
 			return err
 		}
-		_, err = fmt.Fprintf(a.stdout, "total: %d paid (%s), %d refunded (%s): %s\n", nPaid, salereport.Amount(paid, cur), nRefunded,
-			salereport.Amount(refunded, cur), salereport.Amount(paid-refunded, cur))
+		_, err = fmt.Fprintf(a.stdout, "total: %d paid (%s), %d refunded (%s): %s\n", nPaid, payment.Format(paid, cur), nRefunded,
+			payment.Format(refunded, cur), payment.Format(paid-refunded, cur))
 		return err
 	})
 	cmd.Flags().StringVar(&uid, "uid", "", "one buyer's payments (a Firebase Auth uid)")
@@ -173,7 +172,7 @@ amount           30.00 EUR
 		w := tabwriter.NewWriter(a.stdout, 0, 0, 2, ' ', 0)
 		for _, l := range [][2]string{
 			{"hold", p.HoldID}, {"screening", p.ScreeningID}, {"buyer (uid)", p.UID}, {"seats", strings.Join(p.Seats, " ")},
-			{"state", p.Status}, {"amount", salereport.Amount(p.Amount, p.Currency)},
+			{"state", p.Status}, {"amount", payment.Format(p.Amount, p.Currency)},
 			{"checkout session", p.SessionID}, {"payment intent", or(p.PaymentIntentID)}, {"booking", or(p.BookingID)},
 			{"late, and booked", fmt.Sprint(p.LateAccepted)}, {"refund", or(p.RefundID)}, {"refund reason", or(p.RefundReason)},
 			{"created", p.CreatedAt.UTC().Format(time.RFC3339)}, {"paid", ts(p.PaidAt)}, {"refunded", ts(p.RefundedAt)},

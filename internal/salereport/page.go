@@ -18,6 +18,7 @@ import (
 	"cloud.google.com/go/firestore"
 	"github.com/firelock/firelock/booking"
 	"github.com/firelock/firelock/internal/when"
+	"github.com/firelock/firelock/payment"
 	"github.com/firelock/firelock/sale"
 )
 
@@ -188,22 +189,12 @@ func (r *Report) Figures() []Line {
 		paused,
 	}
 	if m := s.Money; m != nil {
-		lines = append(lines, Line{Key: "money", Label: "Takings, after refunds", Value: Amount(m.Net, m.Currency),
+		lines = append(lines, Line{Key: "money", Label: "Takings, after refunds", Value: payment.Format(m.Net, m.Currency),
 			Note: fmt.Sprintf("%s in (%s), %s refunded (%s); %s, %d late and booked, %d late and refunded",
-				plural(m.Paid, "payment", "payments"), Amount(m.Revenue, m.Currency), plural(m.Refunded, "payment", "payments"), Amount(m.Refunds, m.Currency),
+				plural(m.Paid, "payment", "payments"), payment.Format(m.Revenue, m.Currency), plural(m.Refunded, "payment", "payments"), payment.Format(m.Refunds, m.Currency),
 				plural(m.Checkouts, "checkout", "checkouts"), m.LateAccepted, m.LateRefunded)})
 	}
 	return lines
-}
-
-// Amount writes an amount in a currency's smallest unit for the report:
-// "27.50 EUR" (two decimals; the currencies of a cinema's sale have them).
-func Amount(amount int64, currency string) string {
-	sign := ""
-	if amount < 0 {
-		sign, amount = "-", -amount
-	}
-	return fmt.Sprintf("%s%d.%02d %s", sign, amount/100, amount%100, strings.ToUpper(currency))
 }
 
 // FairnessLines judge who was admitted when.

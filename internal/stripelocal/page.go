@@ -87,10 +87,10 @@ func (p *Page) show(w http.ResponseWriter, r *http.Request, holdID, sessionID, p
 		return
 	}
 	price, _, _ := payment.ScreeningPrice(sc, time.Second)
-	v := view{HoldID: holdID, SessionID: sessionID, State: rec.Status, Total: money(rec.Amount, rec.Currency), Error: problem, Open: rec.Status == payment.StatusOpen}
+	v := view{HoldID: holdID, SessionID: sessionID, State: rec.Status, Total: payment.Format(rec.Amount, rec.Currency), Error: problem, Open: rec.Status == payment.StatusOpen}
 	v.Title, _ = sc.Data()["title"].(string)
 	for _, seat := range rec.Seats {
-		v.Lines = append(v.Lines, line{Seat: seat, Amount: money(price.Seat(seat), rec.Currency)})
+		v.Lines = append(v.Lines, line{Seat: seat, Amount: payment.Format(price.Seat(seat), rec.Currency)})
 	}
 	switch rec.Status {
 	case payment.StatusPaid:
@@ -139,12 +139,6 @@ func (p *Page) act(w http.ResponseWriter, r *http.Request, what string) {
 		return
 	}
 	http.Redirect(w, r, back, http.StatusSeeOther)
-}
-
-// money shows an amount in major units, for the currencies with two
-// decimals (the page is a stand-in: Stripe's page formats every currency).
-func money(amount int64, currency string) string {
-	return fmt.Sprintf("%d.%02d %s", amount/100, amount%100, strings.ToUpper(currency))
 }
 
 var pageTemplate = template.Must(template.New("checkout").Parse(`<!doctype html>
