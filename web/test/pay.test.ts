@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { money, paymentState, paymentWords, seatPrice, totalOf, type Price } from "../src/app/pay";
+import { minorUnits, money, paymentState, paymentWords, seatPrice, totalOf, type Price } from "../src/app/pay";
 
 const price: Price = { amount: 1250, currency: "eur", rows: { A: 1500, B: 1500 } };
 
@@ -13,6 +13,10 @@ describe("prices", () => {
   it("adds up seats", () => {
     expect(totalOf(price, ["A1", "C1", "C2"])).toBe(4000);
     expect(totalOf(price, [])).toBe(0);
+  });
+  it("knows each currency's smallest unit", () => {
+    expect(minorUnits("eur")).toBe(100);
+    expect(minorUnits("JPY")).toBe(1);
   });
   it("writes amounts in the currency's own units", () => {
     expect(money(1250, "eur", "en")).toBe("€12.50");

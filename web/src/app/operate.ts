@@ -13,7 +13,7 @@ import type { Auth, User } from "firebase/auth";
 import { type Timestamp, type Unsubscribe, collection, doc, limit, onSnapshot, orderBy, query } from "firebase/firestore";
 import { Api, ApiError, type Operation, type SaleFields } from "./api";
 import { type Series, drawChart, minuteStart, zoneOf } from "./chart";
-import { money } from "./pay";
+import { minorUnits, money } from "./pay";
 import { FIELDS, type Field, fieldProblem, formProblems } from "./saleform";
 import { services } from "./config";
 import { STATE_WORDS, listSales } from "./salelist";
@@ -348,7 +348,7 @@ async function main(): Promise<void> {
     }
     $("[data-op-takings]").textContent = money(revenue - refunds, currency);
     $("[data-op-refunds]").textContent = `${money(revenue, currency)} in, ${money(refunds, currency)} refunded; ${String(late)} paid late`;
-    const cents = 10 ** (new Intl.NumberFormat(undefined, { style: "currency", currency: currency.toUpperCase() }).resolvedOptions().maximumFractionDigits ?? 2);
+    const cents = minorUnits(currency);
     drawChart($(".plot", chart), {
       ...story(),
       label: "Takings per minute, after refunds",

@@ -43,11 +43,15 @@ export function totalOf(price: Price, seats: readonly string[]): number {
   return seats.reduce((sum, s) => sum + seatPrice(price, s), 0);
 }
 
+/** How many smallest units a currency's major unit has: 100 for EUR, 1 for JPY. */
+export function minorUnits(currency: string): number {
+  const f = new Intl.NumberFormat(undefined, { style: "currency", currency: currency.toUpperCase() });
+  return 10 ** (f.resolvedOptions().maximumFractionDigits ?? 2);
+}
+
 /** An amount in the currency's smallest unit, as the buyer reads it: "€12.50". */
 export function money(amount: number, currency: string, locale?: string): string {
-  const f = new Intl.NumberFormat(locale, { style: "currency", currency: currency.toUpperCase() });
-  const digits = f.resolvedOptions().maximumFractionDigits ?? 2;
-  return f.format(amount / 10 ** digits);
+  return new Intl.NumberFormat(locale, { style: "currency", currency: currency.toUpperCase() }).format(amount / minorUnits(currency));
 }
 
 /** What the buyer reads about a payment. */
