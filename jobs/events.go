@@ -212,6 +212,9 @@ func (e *Events) finishOnce(ctx context.Context, run *Run, runErr error) (o Outc
 		}
 		if rec := snaps[1]; rec.Exists() { // our own commit landed unheard
 			o = Outcome(fmt.Sprint(rec.Data()["outcome"]))
+			if r, ok := rec.Data()["result"].(string); ok && runErr != nil {
+				run.landed = r
+			}
 			if o == Failed {
 				result = runErr
 				if result == nil {

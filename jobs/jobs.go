@@ -87,6 +87,7 @@ type Run struct {
 	fields      map[string]any         // the run document's fields beside the lease's
 	ref         *firestore.DocumentRef // jobRuns/{key}
 	record      *firestore.DocumentRef // this delivery's record
+	landed      string                 // the result a done mark of this delivery recorded, found after the fact
 }
 
 // Lease is the run's lease on its event (the jobRuns document): fence every
@@ -122,15 +123,32 @@ func (r *Run) Until() time.Time { return r.until }
 // commits the event is done: the Runner does not mark it again, and an
 // error the body returns afterwards is not retried. A transaction retried
 // after an earlier attempt committed unheard fails (the record exists).
-func (r *Run) MarkDone(tx *firestore.Transaction) error {
+func (r *Run) MarkDone(tx *firestore.Transaction) error { return r.MarkDoneWith(tx, "") }
+
+// MarkDoneWith is MarkDone that also records result, the body's own word
+// for what it did ("paid", "refunded"), on this delivery's record. When
+// the body's commit lands but its answer is lost, the body returns an
+// error while the event is done; the delivery then acknowledges, and
+// Landed gives the result back so the caller can say what was done.
+func (r *Run) MarkDoneWith(tx *firestore.Transaction, result string) error {
 	if err := tx.Update(r.ref, []firestore.Update{
 		{Path: "state", Value: StateDone},
 		{Path: "finishedAt", Value: firestore.ServerTimestamp},
 	}); err != nil {
 		return err
 	}
-	return tx.Create(r.record, r.delivery(Ran, nil))
+	d := r.delivery(Ran, nil)
+	if result != "" {
+		d["result"] = result
+	}
+	return tx.Create(r.record, d)
 }
+
+// Landed is the result this delivery's done mark recorded (MarkDoneWith)
+// if the body's commit landed while the body saw an error, and "" if it
+// did not (the body then knows its result itself). Read it after the
+// delivery returned.
+func (r *Run) Landed() string { return r.landed }
 
 // Runner delivers scheduled-job events to jobs: each event runs once, on
 // the per-event leases of Events in the collection jobRuns. Safe for

@@ -70,6 +70,8 @@ type hooks struct {
 	// beforeSettle runs between a webhook run's deciding commit and its
 	// call to Stripe.
 	beforeSettle func(holdID string)
+	// beforeDone runs in a webhook run's transaction before its done mark.
+	beforeDone func()
 }
 
 // Option configures a Service.

@@ -14,3 +14,8 @@ func PlantArrivalOrder(s *Service) { s.hooks.arrivalOrder = true }
 // BeforeSettle runs fn between a webhook run's deciding commit and its call
 // to Stripe.
 func BeforeSettle(s *Service, fn func(holdID string)) { s.hooks.beforeSettle = fn }
+
+// BeforeDone runs fn in a webhook run's transaction just before the
+// event's done mark is added to it (on each attempt), so a test can drop
+// the commit's answer.
+func BeforeDone(s *Service, fn func()) { s.hooks.beforeDone = fn }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -170,5 +171,60 @@ func TestAWebhookRunCutOffMidwayIsFinishedByTheNextDelivery(t *testing.T) {
 	}
 	if n := b.doc("holds/" + h.ID)["status"]; n == booking.StatusOK {
 		t.Fatalf("the refunded hold was confirmed")
+	}
+}
+
+// A delivery whose applying commit lands while its answer is lost (the
+// network dropped it) still answers what it did: the event was applied by
+// this delivery, so the answer and firelock.payments say paid (or
+// refunded), not an empty outcome.
+func TestADeliveryWhoseCommitLandedUnheardAnswersWhatItDid(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name string
+		want string
+	}{{"paid", payment.OutcomePaid}, {"refunded", payment.OutcomeRefunded}} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			project := emulators.ProjectID(t)
+			dark := faultproxy.Start(t, os.Getenv("FIRESTORE_EMULATOR_HOST"))
+			fsA, _ := emulators.NewFirestoreVia(t, dark.Addr, project)
+			b := newEnvOn(t, emulators.NewFirestoreFor(t, project), true)
+			a := newEnvOn(t, fsA, false)
+
+			var h booking.Hold
+			if c.want == payment.OutcomePaid {
+				h = b.hold("u1", 120*time.Second, "B7")
+				b.checkout("u1", h.ID)
+			} else { // paid late for a seat taken since: refunded
+				h = b.holdOf("quick", "u1", 5*time.Second, "E4")
+				b.checkout("u1", h.ID)
+				time.Sleep(time.Until(h.HeldUntil) + time.Second)
+				b.holdOf("quick", "u2", 120*time.Second, "E4")
+			}
+			var once sync.Once
+			payment.BeforeDone(a.pay, func() {
+				once.Do(func() {
+					// The commit goes out and lands; its answer never comes back.
+					if err := dark.DropAnswers(300 * time.Millisecond); err != nil {
+						t.Error(err)
+					}
+					time.AfterFunc(1500*time.Millisecond, dark.Heal)
+				})
+			})
+			rc, err := a.deliver(completed, "", b.session(h.ID))
+			if err != nil {
+				t.Fatalf("the delivery whose commit landed: %v", err)
+			}
+			if rc.Outcome != c.want {
+				t.Fatalf("the delivery whose commit landed answered %+v, want %q", rc, c.want)
+			}
+			if got := a.payments(); got[c.want] != 1 || len(got) != 1 {
+				t.Fatalf("firelock.payments %v, want %s 1", got, c.want)
+			}
+			if r := b.record(h.ID); r.Status != map[string]string{payment.OutcomePaid: payment.StatusPaid, payment.OutcomeRefunded: payment.StatusRefunded}[c.want] {
+				t.Fatalf("record %+v", r)
+			}
+		})
 	}
 }

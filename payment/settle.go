@@ -119,7 +119,7 @@ func (s *Service) record(ctx context.Context, ref *firestore.DocumentRef, run *j
 				return err
 			}
 		}
-		return markDone(tx, run)
+		return s.markDone(tx, run, OutcomeRefunded) // within a run, settle makes the refund its event decided (applyPaid)
 	})
 }
 

@@ -110,7 +110,9 @@ func (s *Service) HandleWebhook(ctx context.Context, executionID string, payload
 	} else if err != nil {
 		return rc, err
 	}
+	var ran *jobs.Run
 	body := func(ctx context.Context, run *jobs.Run) error {
+		ran = run
 		var o string
 		var err error
 		if kind == kindPaid {
@@ -125,8 +127,16 @@ func (s *Service) HandleWebhook(ctx context.Context, executionID string, payload
 		return rc, body(ctx, nil)
 	}
 	o, err := s.events.Do(ctx, executionID, ev.ID, string(ev.Type), map[string]any{"holdId": rc.HoldID, "sessionId": cs.ID, "eventId": ev.ID}, body)
-	if o == jobs.AlreadyDone {
+	switch {
+	case o == jobs.AlreadyDone:
 		rc.Outcome = OutcomeDuplicate
+	case err == nil && rc.Outcome == "" && ran != nil:
+		// The body's commit landed but its answer was lost: the event is
+		// done, by this delivery, as its done mark recorded.
+		rc.Outcome = ran.Landed()
+		if rc.Outcome == OutcomeRefunded {
+			s.metrics.count(ctx, OutcomeRefunded) // settle counts only a refund it heard recorded
+		}
 	}
 	return rc, err
 }
@@ -156,12 +166,17 @@ func fenceOf(run *jobs.Run) booking.Fence {
 	return func(tx *firestore.Transaction) error { return run.Lease().Guard(tx) }
 }
 
-// markDone adds run's done mark to tx (after its fence).
-func markDone(tx *firestore.Transaction, run *jobs.Run) error {
+// markDone adds run's done mark to tx (after its fence), recording the
+// outcome the commit decides, so a delivery whose commit lands unheard
+// still answers it (jobs.Run.Landed).
+func (s *Service) markDone(tx *firestore.Transaction, run *jobs.Run, outcome string) error {
 	if run == nil {
 		return nil
 	}
-	return run.MarkDone(tx)
+	if h := s.hooks.beforeDone; h != nil {
+		h()
+	}
+	return run.MarkDoneWith(tx, outcome)
 }
 
 // errUnmatched: a payment firelock cannot match to the hold's record.
@@ -213,7 +228,7 @@ func (s *Service) applyPaid(ctx context.Context, run *jobs.Run, executionID, hol
 			if refundDue {
 				return nil // the event is done once its refund is made (settle)
 			}
-			return markDone(tx, run)
+			return s.markDone(tx, run, paidOutcome(a))
 		})
 	if err != nil {
 		return "", err
@@ -227,12 +242,20 @@ func (s *Service) applyPaid(ctx context.Context, run *jobs.Run, executionID, hol
 			return "", err
 		}
 		return OutcomeRefunded, nil
-	case action == booking.PaidConfirm:
-		return OutcomePaid, nil
-	case action == booking.PaidLate:
-		return OutcomeLateAccepted, nil
 	}
-	return OutcomeDuplicate, nil
+	return paidOutcome(action), nil
+}
+
+// paidOutcome is the outcome of a completed payment applied by action
+// (without a refund due).
+func paidOutcome(a booking.PaidAction) string {
+	switch a {
+	case booking.PaidConfirm:
+		return OutcomePaid
+	case booking.PaidLate:
+		return OutcomeLateAccepted
+	}
+	return OutcomeDuplicate
 }
 
 // decidePaid is the late-payment rule (CONTRACT §10), applied to a hold
@@ -298,7 +321,7 @@ func (s *Service) applyEnded(ctx context.Context, run *jobs.Run, holdID, session
 				return err
 			}
 		}
-		return markDone(tx, run)
+		return s.markDone(tx, run, outcome)
 	})
 	return outcome, err
 }
