@@ -110,6 +110,12 @@ func (e *Events) run(ctx context.Context, run *Run, body Func) (Outcome, error) 
 // take acquires the event's lease; while another delivery holds it live,
 // it waits (woken by a snapshot listener on the run, or when the holder's
 // lease would end) within e.wait and ctx, then answers ErrHeld.
+//
+// The listener wakes it only when the run stops being a live run held by
+// another (done, failed, released, gone): trying again while the holder is
+// live would run a transaction that reads the run as the holder's body
+// commits its done mark to it, and the two would wait on each other's
+// locks (about 2 s on the emulator), for an answer known in advance.
 func (e *Events) take(ctx context.Context, locker *lock.Locker, run *firestore.DocumentRef, opts ...lock.AcquireOption) (*lock.Lease, error) {
 	wctx, cancel := context.WithTimeout(ctx, e.wait)
 	var listener sync.WaitGroup
@@ -128,8 +134,12 @@ func (e *Events) take(ctx context.Context, locker *lock.Locker, run *firestore.D
 				it := run.Snapshots(wctx)
 				defer it.Stop()
 				for {
-					if _, err := it.Next(); err != nil {
+					snap, err := it.Next()
+					if err != nil {
 						return
+					}
+					if heldLive(snap) {
+						continue
 					}
 					select {
 					case changed <- struct{}{}:
@@ -153,6 +163,17 @@ func (e *Events) take(ctx context.Context, locker *lock.Locker, run *firestore.D
 		case <-t.C:
 		}
 	}
+}
+
+// heldLive reports whether a run's snapshot shows it running under a
+// holder's lease. Whether that lease has ended by Firestore's clock is not
+// in the snapshot: take's timer covers that (the holder's remaining time).
+func heldLive(snap *firestore.DocumentSnapshot) bool {
+	if !snap.Exists() || snap.Data()["state"] != StateRunning {
+		return false
+	}
+	holds, _ := snap.Data()[lock.FieldHolds].([]any)
+	return len(holds) > 0
 }
 
 // settle bounds the calls a delivery makes after its context ended (read

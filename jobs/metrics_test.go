@@ -74,3 +74,49 @@ func TestDeliveriesCountUnderJobAndOutcome(t *testing.T) {
 		t.Errorf("%v acquisitions recorded for 5 deliveries that reached the lock", n)
 	}
 }
+
+// A delivery that meets a live run waits for the run's document to show it
+// done (or its lease to end), and only then tries the lease again: not on
+// every renewal of the holder's lease, nor on the listener's first
+// snapshot of the run it just found held. Each try would be a transaction
+// reading the run while its holder commits the done mark to it; on the
+// emulator the two wait on each other's locks for about 2 s.
+func TestADeliveryWaitingForALiveRunTriesAgainOnlyWhenItEnds(t *testing.T) {
+	c := emulators.NewFirestore(t)
+	m := telemetrytest.New(t)
+	ev := jobs.NewEvents(c, "zzEvents", "type", jobs.WithMeterProvider(m.Provider), jobs.WithLease(3*time.Second), jobs.WithWait(30*time.Second))
+	ctx := context.Background()
+	started, release := make(chan struct{}), make(chan struct{})
+	holder := make(chan error, 1)
+	go func() {
+		_, err := ev.Do(ctx, execID(t), "e1", "slow", nil, func(context.Context, *jobs.Run) error {
+			close(started)
+			<-release // the lease is renewed meanwhile
+			return nil
+		})
+		holder <- err
+	}()
+	<-started
+	dup := make(chan jobs.Outcome, 1)
+	go func() {
+		o, err := ev.Do(ctx, execID(t), "e1", "slow", nil, func(context.Context, *jobs.Run) error {
+			t.Error("the duplicate ran the body")
+			return nil
+		})
+		if err != nil {
+			t.Error(err)
+		}
+		dup <- o
+	}()
+	time.Sleep(2 * time.Second) // renewals of the holder's 3 s lease, before it would end
+	close(release)
+	if err := <-holder; err != nil {
+		t.Fatal(err)
+	}
+	if o := <-dup; o != jobs.AlreadyDone {
+		t.Fatalf("the duplicate: %s, want already_done", o)
+	}
+	if n := m.Value(t, telemetry.LockAcquireDuration, telemetry.Result.String(telemetry.Held)); n != 1 {
+		t.Fatalf("the waiting delivery tried the live lease %v times, want once: %s", n, m.Dump(t, telemetry.LockAcquireDuration))
+	}
+}
