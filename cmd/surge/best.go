@@ -67,19 +67,17 @@ func (s *sim) holdBest(u *user, passUntil time.Time, m *seatMap, want int) (held
 			together = false
 		}
 		if booking.Best(h, nil, want, together) == nil {
-			t := time.NewTimer(max(time.Until(passUntil), 10*time.Millisecond))
-			select {
-			case <-m.changed:
-			case <-t.C:
-			case <-s.stop:
-			}
-			t.Stop()
+			m.waitChange(passUntil, s.stop)
 			continue
 		}
 		body := map[string]any{"screeningId": s.screening, "count": want,
 			"requestId": fmt.Sprintf("surge-%d-best-%d", u.i, tries), "holdSeconds": s.cfg.HoldSeconds}
 		if !together {
 			body["together"] = false
+		}
+		select { // a change from now on is one the answer may not know
+		case <-m.changed:
+		default:
 		}
 		sent := time.Now()
 		a, err := s.call("HoldSeats", u.acct.token, body)
@@ -100,10 +98,28 @@ func (s *sim) holdBest(u *user, passUntil time.Time, m *seatMap, want int) (held
 				together = false
 			case left >= 1:
 				want = int(left)
-			} // none left: the map shows nothing to ask for until a hold ends
+			default:
+				// None left, though the map (a second behind) showed some:
+				// asking again before the map changes would get the same
+				// answer. A person would wait for the map to show a seat
+				// come free, too.
+				m.waitChange(passUntil, s.stop)
+			}
 		default:
 			return heldRecord{}, "hold " + a.code()
 		}
+	}
+}
+
+// waitChange waits for the map to change, the pass to end or the run to
+// stop.
+func (m *seatMap) waitChange(passUntil time.Time, stop <-chan struct{}) {
+	t := time.NewTimer(max(time.Until(passUntil), 10*time.Millisecond))
+	defer t.Stop()
+	select {
+	case <-m.changed:
+	case <-t.C:
+	case <-stop:
 	}
 }
 

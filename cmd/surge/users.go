@@ -600,6 +600,10 @@ func (s *sim) shop(ctx context.Context, u *user, passUntil time.Time) string {
 	r := u.rng.Float64()
 	switch {
 	case r < s.cfg.Confirm && s.payments != nil:
+		// Checking out leaves the app for Stripe's page: its listeners
+		// close with it, as the web app's do when it follows checkoutUrl.
+		cancel()
+		listener.Wait()
 		return s.pay(u, hold) // checks out now, pays after thinking (pay.go)
 	case r < s.cfg.Confirm:
 		if !s.sleep(think) {
