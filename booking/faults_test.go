@@ -457,6 +457,52 @@ func TestLostAnswerOfAOneCommitRequestIsSettled(t *testing.T) {
 	}
 }
 
+// An ExtendHold whose commit lands with its answer lost is retried (a
+// fresh transaction) and finds its own write: it answers the heldUntil it
+// wrote, and does not extend a second time from a later now.
+func TestLostAnswerOfAnExtendHoldExtendsOnce(t *testing.T) {
+	t.Parallel()
+	tp := newTapped(t)
+	ctx := context.Background()
+	warm(t, tp.svc)
+	h, _, err := tp.svc.Hold(ctx, "e", Request{UID: "u", ScreeningID: "s1", Seats: []string{"A3"}, RequestID: "x"}, 30*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var landed time.Time // the heldUntil the commit whose answer is lost writes
+	tp.onNextCommit(inTransaction, func() { tp.loseAnswers(t, 600*time.Millisecond) })
+	tp.mu.Lock()
+	lose := tp.tap
+	tp.tap = func(method string, req any) {
+		if c, ok := req.(*pb.CommitRequest); ok && method == "Commit" && landed.IsZero() {
+			for _, w := range c.Writes {
+				if strings.HasSuffix(w.GetUpdate().GetName(), "/"+Holds+"/"+h.ID) {
+					landed = w.GetUpdate().GetFields()["heldUntil"].GetTimestampValue().AsTime()
+				}
+			}
+		}
+		lose(method, req)
+	}
+	tp.mu.Unlock()
+	got, err := tp.svc.ExtendHold(ctx, "u", h.ID, time.Minute)
+	if err != nil {
+		t.Fatalf("extend with its answer lost: %v", err)
+	}
+	if tp.proxy.Faults() != 1 {
+		t.Fatalf("the commit's answer was not lost (%d faults)", tp.proxy.Faults())
+	}
+	snap, err := tp.direct.Collection(Holds).Doc(h.ID).Get(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stored, _ := snap.Data()["heldUntil"].(time.Time)
+	if landed.IsZero() || !stored.Equal(landed) || !got.HeldUntil.Equal(landed) {
+		t.Fatalf("the extension that landed wrote heldUntil %s; the call answered %s and Firestore holds %s: extended twice",
+			landed.Format(time.RFC3339Nano), got.HeldUntil.Format(time.RFC3339Nano), stored.Format(time.RFC3339Nano))
+	}
+	checkSeats(t, tp.direct)
+}
+
 // A hold confirmed right at its end (a 5 s hold): with 1.3 s left it books
 // before the end; with 0.9 s left (under the one-second margin) it answers
 // hold_expired and books nothing.

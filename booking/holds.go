@@ -308,11 +308,17 @@ func (s *Service) ExtendHold(ctx context.Context, uid, holdID string, d time.Dur
 	if err := checkHoldLength(d); err != nil {
 		return Hold{}, err
 	}
+	var wrote time.Time // what an earlier attempt of this call wrote
 	return s.onHold(ctx, uid, holdID, func(tx *firestore.Transaction, h *Hold, docs heldDocs, now time.Time) error {
+		if !wrote.IsZero() && h.HeldUntil.Equal(wrote) {
+			// That attempt committed, its answer lost: this call is done,
+			// and extending again from a later now would extend twice.
+			return nil
+		}
 		if !h.live(now) {
 			return ErrHoldExpired
 		}
-		until := now.Add(d)
+		until := now.Add(d).Truncate(time.Microsecond) // as Firestore stores it
 		if limit := h.CreatedAt.Add(MaxHoldSinceCreate); until.After(limit) {
 			return fmt.Errorf("%w: a hold lasts at most %d seconds from its creation; it can be extended to %s at most",
 				ErrInvalidArgument, int(MaxHoldSinceCreate/time.Second), limit.UTC().Format(time.RFC3339))
@@ -329,6 +335,7 @@ func (s *Service) ExtendHold(ctx context.Context, uid, holdID string, d time.Dur
 			return err
 		}
 		h.HeldUntil = until
+		wrote = until
 		return tx.Update(docs.hold.Ref, []firestore.Update{{Path: "heldUntil", Value: until}})
 	})
 }
