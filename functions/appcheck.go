@@ -146,9 +146,9 @@ func (c *AppCheck) verify(ctx context.Context, token string) (err error) {
 // on. In enforce a missing or invalid token is 401 app_check_failed (503
 // when App Check's keys cannot be fetched); in monitor it is logged and
 // counted, and the call goes on.
-func (c *AppCheck) check(r *http.Request, log *slog.Logger) error {
+func (c *AppCheck) check(r *http.Request, log *slog.Logger) (result string, _ error) {
 	if c == nil || c.Mode == AppCheckOff || c.Mode == "" {
-		return nil
+		return "", nil
 	}
 	c.once.Do(func() {
 		if c.counter == nil { // a literal AppCheck: the global provider
@@ -164,17 +164,17 @@ func (c *AppCheck) check(r *http.Request, log *slog.Logger) error {
 	}
 	c.counter.Add(r.Context(), 1, metric.WithAttributes(telemetry.Result.String(result)))
 	if why == nil {
-		return nil
+		return result, nil
 	}
 	if c.log != nil {
 		log = c.log
 	}
 	log.WarnContext(r.Context(), "app check", "mode", c.Mode, "result", result, "path", r.URL.Path, "error", why.Error())
 	if c.Mode != AppCheckEnforce {
-		return nil
+		return result, nil
 	}
 	if errors.Is(why, errAppCheckUnavailable) {
-		return &apiError{status: http.StatusServiceUnavailable, Code: "unavailable", Msg: "App Check cannot verify tokens right now; try again"}
+		return result, &apiError{status: http.StatusServiceUnavailable, Code: "unavailable", Msg: "App Check cannot verify tokens right now; try again"}
 	}
-	return errorf(http.StatusUnauthorized, "app_check_failed", "this call needs a valid App Check token in %s (%s): the app proves it is the real app", AppCheckHeader, result)
+	return result, errorf(http.StatusUnauthorized, "app_check_failed", "this call needs a valid App Check token in %s (%s): the app proves it is the real app", AppCheckHeader, result)
 }

@@ -6,6 +6,7 @@ import (
 	"crypto/rsa"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"math/big"
 	"net/http"
 	"net/http/httptest"
@@ -204,6 +205,16 @@ func TestAppCheckMonitorCountsEveryResultAndRefusesNothing(t *testing.T) {
 		r := e.call("JoinQueue", token(t, "monitored"+string(rune('a'+i))), map[string]any{"screeningId": "watched"}, withToken(c.token))
 		if r.Status != http.StatusCreated {
 			t.Errorf("%s: %d %v, want 201 (monitor refuses nothing)", c.name, r.Status, r.Body)
+			continue
+		}
+		// The place says what App Check made of its join (the report's
+		// and the console's joins by result).
+		place, err := e.fs.Doc("queue/" + fmt.Sprint(r.Body["queueId"])).Get(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := place.Data()["appCheck"]; got != c.result {
+			t.Errorf("%s: the place records appCheck %v, want %q", c.name, got, c.result)
 		}
 	}
 	for _, want := range []struct {

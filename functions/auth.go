@@ -75,6 +75,9 @@ type caller struct {
 	Operator bool
 	// EmailVerified: the token says email_verified (CONTRACT §12).
 	EmailVerified bool
+	// AppCheck is what App Check made of the call: valid, missing or
+	// invalid ("" when it is off or the function is not guarded).
+	AppCheck string
 }
 
 type callerKey struct{}

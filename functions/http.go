@@ -399,8 +399,10 @@ func (a *API) serveWith(w http.ResponseWriter, r *http.Request, req any, guarded
 		a.writeError(w, r, execID, fmt.Errorf("%w: %v", errNotReady, a.initErr))
 		return
 	}
+	var appCheck string
 	if guarded {
-		if err := a.AppCheck.check(r, a.Log); err != nil {
+		var err error
+		if appCheck, err = a.AppCheck.check(r, a.Log); err != nil {
 			a.writeError(w, r, execID, err)
 			return
 		}
@@ -410,6 +412,7 @@ func (a *API) serveWith(w http.ResponseWriter, r *http.Request, req any, guarded
 		a.writeError(w, r, execID, err)
 		return
 	}
+	who.AppCheck = appCheck
 	code, body, err := handle(context.WithValue(r.Context(), callerKey{}, who), execID, who.UID)
 	if err != nil {
 		a.writeError(w, r, execID, err)

@@ -31,7 +31,8 @@ func (a *API) JoinQueue(w http.ResponseWriter, r *http.Request) {
 			return 0, nil, errorf(http.StatusBadRequest, "invalid_argument", "screeningId is required")
 		}
 		who := callerOf(ctx)
-		p, created, err := a.Sales.Join(ctx, uid, req.ScreeningID, sale.JoinerEmail(who.Email), sale.JoinerVerified(who.EmailVerified))
+		p, created, err := a.Sales.Join(ctx, uid, req.ScreeningID, sale.JoinerEmail(who.Email), sale.JoinerVerified(who.EmailVerified),
+			sale.JoinerAppCheck(who.AppCheck))
 		if err != nil {
 			return 0, nil, err
 		}

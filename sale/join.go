@@ -55,6 +55,13 @@ type JoinOption func(*joiner)
 type joiner struct {
 	email    string
 	verified bool
+	appCheck string
+}
+
+// JoinerAppCheck records on the place what App Check made of the call
+// (valid, missing, invalid; "" when it was off).
+func JoinerAppCheck(result string) JoinOption {
+	return func(j *joiner) { j.appCheck = result }
 }
 
 // JoinerVerified says whether the joiner's ID token carries
@@ -156,7 +163,7 @@ func (s *Service) join(ctx context.Context, uid, screeningID string, who joiner)
 		return Place{}, false, booking.ErrScreeningStarted
 	}
 
-	p := Place{ID: id, UID: uid, ScreeningID: screeningID, Status: StatusWaiting, JoinedAt: now, Shard: shardOf(id), Email: who.email}
+	p := Place{ID: id, UID: uid, ScreeningID: screeningID, Status: StatusWaiting, JoinedAt: now, Shard: shardOf(id), Email: who.email, AppCheck: who.appCheck}
 	//lint:ignore SA1019 WriteBatch is the only atomic multi-document write that costs one RPC.
 	b := s.client.Batch()
 	commitBy := now.Add(s.o.joinWindow) // Firestore time

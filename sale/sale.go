@@ -464,6 +464,11 @@ type Place struct {
 	// when the token had none): operators find a person by it, and the
 	// log names whom a revoke ended.
 	Email string `firestore:"email,omitempty"`
+	// AppCheck is what App Check made of the JoinQueue call that made the
+	// place (CONTRACT §12): valid, missing or invalid; "" when App Check
+	// was off. Under enforce only valid joins make places; under monitor
+	// operators see how many places scripts took.
+	AppCheck string `firestore:"appCheck,omitempty"`
 }
 
 func placeOf(snap *firestore.DocumentSnapshot) (Place, error) {

@@ -188,6 +188,15 @@ func (r *Report) Figures() []Line {
 		{Key: "wait", Label: "Time in line, p50 / p90 / max", Value: fmt.Sprintf("%s / %s / %s", secs(s.WaitP50), secs(s.WaitP90), secs(s.WaitMax))},
 		paused,
 	}
+	if ac := s.AppCheck; ac != nil {
+		unchecked := ac["missing"] + ac["invalid"]
+		l := Line{Key: "app-check", Label: "Joined with a valid App Check token", Value: fmt.Sprintf("%d of %d", ac["valid"], s.Places),
+			Note: fmt.Sprintf("%d without a token, %d with an invalid one, %d with App Check off", ac["missing"], ac["invalid"], s.Places-ac["valid"]-unchecked)}
+		if unchecked > 0 {
+			l.Note += ": places a script may hold (App Check in monitor)"
+		}
+		lines = append(lines, l)
+	}
 	if m := s.Money; m != nil {
 		lines = append(lines, Line{Key: "money", Label: "Takings, after refunds", Value: payment.Format(m.Net, m.Currency),
 			Note: fmt.Sprintf("%s in (%s), %s refunded (%s); %s, %d late and booked, %d late and refunded",
@@ -454,12 +463,12 @@ func (r *Report) CSV(dir string) error {
 		row = append(row, strconv.FormatInt(m.Revenue, 10), strconv.FormatInt(m.Refunds, 10))
 		minutes = append(minutes, row)
 	}
-	places := [][]string{{"queueId", "uid", "email", "status", "joinedAt", "order", "admittedAt", "passUntil", "doneAt", "revokedAt"}}
+	places := [][]string{{"queueId", "uid", "email", "status", "joinedAt", "order", "admittedAt", "passUntil", "doneAt", "revokedAt", "appCheck"}}
 	ps := slices.Clone(r.sale.Places)
 	slices.SortFunc(ps, func(a, b Place) int { return a.JoinedAt.Compare(b.JoinedAt) })
 	for _, p := range ps {
 		j := p.JoinedAt
-		places = append(places, []string{p.ID, p.UID, p.Email, p.Status, ts(&j), p.Order, ts(p.AdmittedAt), ts(p.PassUntil), ts(p.DoneAt), ts(p.RevokedAt)})
+		places = append(places, []string{p.ID, p.UID, p.Email, p.Status, ts(&j), p.Order, ts(p.AdmittedAt), ts(p.PassUntil), ts(p.DoneAt), ts(p.RevokedAt), p.AppCheck})
 	}
 	bookings := [][]string{{"bookingId", "uid", "status", "seats", "holdId", "createdAt"}}
 	bs := slices.Clone(r.sale.Bookings)

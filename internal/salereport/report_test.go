@@ -61,21 +61,34 @@ type fixturePlace struct {
 	joined                             time.Duration
 	status, order                      string
 	admitted, passUntil, done, revoked *time.Duration
+	appCheck                           string // "": App Check was off (e1); else valid unless said
 }
 
 func d(v time.Duration) *time.Duration { return &v }
+
+// appCheckResult is what App Check made of the place's join: e1 joined
+// while it was off; the others are valid unless the fixture says.
+func (p fixturePlace) appCheckResult() string {
+	switch {
+	case p.uid == "e1":
+		return ""
+	case p.appCheck != "":
+		return p.appCheck
+	}
+	return "valid"
+}
 
 var fixturePlaces = []fixturePlace{
 	{uid: "e1", joined: -3 * time.Minute, status: "expired", order: "0c", admitted: d(ms(41.5)), passUntil: d(ms(161.5))},
 	{uid: "e2", joined: -2 * time.Minute, status: "done", order: "0a", admitted: d(time.Second), passUntil: d(121 * time.Second), done: d(40 * time.Second)},
 	{uid: "e3", joined: -time.Minute, status: "expired", order: "0b", admitted: d(time.Second), passUntil: d(121 * time.Second)},
-	{uid: "w1", joined: -30 * time.Second, status: "expired", order: "0d", revoked: d(90 * time.Second)},
+	{uid: "w1", joined: -30 * time.Second, status: "expired", order: "0d", revoked: d(90 * time.Second), appCheck: "missing"},
 	{uid: "l1", joined: 110 * time.Second, status: "done", admitted: d(122 * time.Second), passUntil: d(242 * time.Second), done: d(150 * time.Second)},
 	{uid: "l2", joined: 130 * time.Second, status: "expired", admitted: d(ms(240.5)), passUntil: d(ms(360.5))},
 	{uid: "l3", joined: 200 * time.Second, status: "done", admitted: d(ms(240.5)), passUntil: d(ms(360.5)), done: d(300 * time.Second)},
 	{uid: "l4", joined: 310 * time.Second, status: "expired", admitted: d(311 * time.Second), passUntil: d(431 * time.Second)},
 	{uid: "l5", joined: 390 * time.Second, status: "admitted", admitted: d(391 * time.Second), passUntil: d(511 * time.Second)},
-	{uid: "l6", joined: 450 * time.Second, status: "waiting"},
+	{uid: "l6", joined: 450 * time.Second, status: "waiting", appCheck: "invalid"},
 }
 
 const screening = "rep1"
@@ -103,6 +116,9 @@ func writeFixture(t *testing.T, fs *firestore.Client) {
 		}
 		doc := map[string]any{"uid": p.uid, "email": p.uid + "@example.com", "screeningId": screening, "status": p.status,
 			"joinedAt": at(p.joined), "order": order, "shard": 0}
+		if ac := p.appCheckResult(); ac != "" {
+			doc["appCheck"] = ac
+		}
 		for k, v := range map[string]*time.Duration{"admittedAt": p.admitted, "passUntil": p.passUntil, "doneAt": p.done, "revokedAt": p.revoked} {
 			if v != nil {
 				doc[k] = at(*v)
@@ -258,6 +274,7 @@ func checkHTML(t *testing.T, r *Report) {
 		"passes":       "Passes 8 3 ended by a booking, 4 ran out (4 unused), 0 revoked, 1 live",
 		"wait":         "Time in line, p50 / p90 / max 1.0 s / 41.5 s / 110.5 s",
 		"paused":       "Paused 1 min 40 s 2 pauses",
+		"app-check":    "Joined with a valid App Check token 7 of 10 1 without a token, 1 with an invalid one, 1 with App Check off: places a script may hold (App Check in monitor)",
 		"money":        "Takings, after refunds 50.00 EUR 3 payments in (62.50 EUR), 1 payment refunded (12.50 EUR); 4 checkouts, 0 late and booked, 1 late and refunded",
 		"early-first":  "Everyone who joined before the opening, and was still in line, was admitted before anyone who joined after it yes",
 		"early-rho":    "Early joiners 4, admitted 3; Spearman's ρ of join order against admission order too few to tell: ρ needs 10 admitted early joiners",
@@ -405,13 +422,13 @@ func checkCSV(t *testing.T, r *Report) {
 		row = append(row, fmt.Sprint(money[0]), fmt.Sprint(money[1]))
 		minutes = append(minutes, row)
 	}
-	places := [][]string{{"queueId", "uid", "email", "status", "joinedAt", "order", "admittedAt", "passUntil", "doneAt", "revokedAt"}}
+	places := [][]string{{"queueId", "uid", "email", "status", "joinedAt", "order", "admittedAt", "passUntil", "doneAt", "revokedAt", "appCheck"}}
 	for _, p := range fixturePlaces { // in join order
 		order := p.order
 		if order == "" {
 			order = fmt.Sprintf("1%017d%s", at(p.joined).UnixMicro(), qid(p.uid)[:12])
 		}
-		places = append(places, []string{qid(p.uid), p.uid, p.uid + "@example.com", p.status, rfc(p.joined), order, opt(p.admitted), opt(p.passUntil), opt(p.done), opt(p.revoked)})
+		places = append(places, []string{qid(p.uid), p.uid, p.uid + "@example.com", p.status, rfc(p.joined), order, opt(p.admitted), opt(p.passUntil), opt(p.done), opt(p.revoked), p.appCheckResult()})
 	}
 	bookings := [][]string{
 		{"bookingId", "uid", "status", "seats", "holdId", "createdAt"},
@@ -477,6 +494,7 @@ func checkJSON(t *testing.T, r *Report) {
 		"summary": map[string]any{"seats": 10, "sold": 5, "places": 10, "admitted": 8, "booked": 3, "conversion": 0.375,
 			"passesDone": 3, "passesRanOut": 4, "expiredUnused": 4, "passesRevoked": 0, "passesLive": 1, "revokedWaiting": 1, "stillWaiting": 1,
 			"waitP50Seconds": 1, "waitP90Seconds": 41.5, "waitMaxSeconds": 110.5,
+			"appCheck": map[string]any{"valid": 7, "missing": 1, "invalid": 1},
 			"money": map[string]any{"currency": "eur", "checkouts": 4, "paid": 3, "revenue": 6250, "refunded": 1, "refunds": 1250, "net": 5000,
 				"lateAccepted": 0, "lateRefunded": 1}},
 		"fairness": map[string]any{"earlyJoiners": 4, "lateJoiners": 6, "earlyAdmitted": 3, "lateAdmitted": 5, "earlyBeforeLate": true,

@@ -75,6 +75,9 @@ type Place struct {
 	// RevokedAt: an operator revoked the place then (a waiting place left
 	// the line; a pass ended).
 	RevokedAt *time.Time
+	// AppCheck is what App Check made of the join (CONTRACT §12): valid,
+	// missing, invalid, or "" when it was off.
+	AppCheck string
 }
 
 // Revoked says whether an operator revoked the place. Places revoked
@@ -163,12 +166,13 @@ func Read(ctx context.Context, fs *firestore.Client, id string) (*Sale, error) {
 			PassUntil  *time.Time `firestore:"passUntil"`
 			DoneAt     *time.Time `firestore:"doneAt"`
 			RevokedAt  *time.Time `firestore:"revokedAt"`
+			AppCheck   string     `firestore:"appCheck"`
 		}
 		if err := s.DataTo(&p); err != nil {
 			return nil, fmt.Errorf("place %s: %w", s.Ref.ID, err)
 		}
 		st.Places = append(st.Places, Place{ID: s.Ref.ID, UID: p.UID, Status: p.Status, Order: p.Order, Email: p.Email,
-			JoinedAt: p.JoinedAt, AdmittedAt: p.AdmittedAt, PassUntil: p.PassUntil, DoneAt: p.DoneAt, RevokedAt: p.RevokedAt})
+			JoinedAt: p.JoinedAt, AdmittedAt: p.AdmittedAt, PassUntil: p.PassUntil, DoneAt: p.DoneAt, RevokedAt: p.RevokedAt, AppCheck: p.AppCheck})
 	}
 
 	holds, err := fs.Collection(booking.Holds).Where("screeningId", "==", id).Documents(ctx).GetAll()

@@ -39,6 +39,11 @@ type Summary struct {
 	WaitMax float64 `json:"waitMaxSeconds"`
 	// Money is the takings of a priced screening (nil: nobody checked out).
 	Money *Money `json:"money,omitempty"`
+	// AppCheck counts the places by what App Check made of their join
+	// (valid, missing, invalid; CONTRACT §12). Nil when every place joined
+	// with App Check off. Under monitor, missing and invalid are the places
+	// a script may have taken; under enforce they stay zero.
+	AppCheck map[string]int `json:"appCheck,omitempty"`
 }
 
 // Money is what a priced sale took (CONTRACT §10), in the currency's
@@ -121,6 +126,12 @@ func (st *Sale) Summarize(now time.Time) Summary {
 	}
 	var waits []time.Duration
 	for _, p := range st.Places {
+		if p.AppCheck != "" {
+			if s.AppCheck == nil {
+				s.AppCheck = map[string]int{}
+			}
+			s.AppCheck[p.AppCheck]++
+		}
 		if p.AdmittedAt == nil {
 			switch {
 			case p.Revoked():

@@ -241,6 +241,31 @@ test("a free sale's console shows no takings", async ({ open }) => {
   await expect(op.locator('[data-chart="revenue"]')).toBeHidden();
 });
 
+test("the console counts a sale's joins by what App Check made of them, and says nothing when it was off", async ({ open }) => {
+  const screening = await createScreening({ rows: ["A"], seatsPerRow: 8, sale: { opensAt: new Date(Date.now() + 3_600_000), admitPerMinute: 60, maxActive: 5 } });
+  const off = await createScreening({ rows: ["A"], seatsPerRow: 8, sale: { opensAt: new Date(Date.now() + 3_600_000), admitPerMinute: 60, maxActive: 5 } });
+  // Places as JoinQueue writes them (CONTRACT §7, §12): appCheck is the
+  // result of the join's token, absent when App Check was off.
+  const place = (screeningId: string, uid: string, appCheck?: string) =>
+    putDoc(`queue/${queueIdOf(screeningId, uid)}`, {
+      uid: { stringValue: uid }, screeningId: { stringValue: screeningId }, status: { stringValue: "waiting" },
+      joinedAt: { timestampValue: new Date().toISOString() }, shard: { integerValue: "0" },
+      ...(appCheck === undefined ? {} : { appCheck: { stringValue: appCheck } }),
+    });
+  await Promise.all([place(screening, "person1", "valid"), place(screening, "person2", "valid"), place(screening, "script1", "missing"), place(screening, "early1"), place(off, "person3")]);
+  const op = await operatorPage(open, screening);
+  const box = op.locator("[data-op-appcheck]");
+  await expect(box).toBeVisible();
+  await expect(op.locator("[data-op-appcheck-valid]")).toHaveText("2 of 3 valid");
+  await expect(op.locator("[data-op-appcheck-note]")).toContainText("1 without a token, 0 with an invalid one");
+  await expect(box).toHaveAttribute("data-missing", "1");
+  await op.locator("dl.numbers").screenshot({ path: "test-results/console-app-check.png" });
+  await op.goto(`/operate.html?screening=${off}`);
+  await expect(op.locator("[data-op-state]")).toBeVisible();
+  await expect(op.locator("[data-op-appcheck]")).toHaveAttribute("data-valid", "0");
+  await expect(op.locator("[data-op-appcheck]")).toBeHidden();
+});
+
 /** "26 Nov 14:05 UTC+01:00": a time as a browser in timeZone shows it. */
 function inZone(d: Date, timeZone: string): string {
   const parts = Object.fromEntries(

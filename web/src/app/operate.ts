@@ -13,6 +13,7 @@ import type { Auth, User } from "firebase/auth";
 import { type Timestamp, type Unsubscribe, collection, doc, limit, onSnapshot, orderBy, query } from "firebase/firestore";
 import { Api, ApiError, type Operation, type SaleFields } from "./api";
 import { type Series, drawChart, minuteStart, zoneOf } from "./chart";
+import { countJoinChecks, joinCheckWords } from "./joinchecks";
 import { minorUnits, money } from "./pay";
 import { FIELDS, type Field, fieldProblem, formProblems } from "./saleform";
 import { services } from "./config";
@@ -533,10 +534,31 @@ async function main(): Promise<void> {
     ];
   }
 
+  // Joins by App Check result: counted (not listened to: a count query
+  // costs a read per 1,000 places) now and every minute.
+  async function paintJoinChecks(): Promise<void> {
+    try {
+      const c = await countJoinChecks(db, screeningId);
+      const w = joinCheckWords(c);
+      const box = $("[data-op-appcheck]");
+      box.hidden = w === undefined;
+      box.dataset.valid = String(c.valid);
+      box.dataset.missing = String(c.missing);
+      box.dataset.invalid = String(c.invalid);
+      $("[data-op-appcheck-valid]").textContent = w?.value ?? "–";
+      $("[data-op-appcheck-note]").textContent = w?.note ?? "";
+    } catch {
+      // a figure only: the next minute tries again
+    }
+  }
+
   gate(auth, status, () => {
     $("#console").hidden = false;
     listen();
+    void paintJoinChecks();
+    const counting = setInterval(() => void paintJoinChecks(), 60_000);
     return () => {
+      clearInterval(counting);
       for (const stop of stops) stop();
       stops = [];
       finder.stop();
