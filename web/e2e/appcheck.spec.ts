@@ -73,3 +73,47 @@ test("with App Check enforced a person joins the queue through the app, and a re
   expect(fromPage).toEqual({ status: 401, code: "app_check_failed" });
   expect((await places()).map((d) => d.fields.uid?.stringValue), "the refused joins left no place").toEqual([person.uid]);
 });
+
+test("with App Check enforced a person books a seat through the app", async ({ open }) => {
+  const screening = await createScreening({ rows: ["A"], seatsPerRow: 6, title: "The General" });
+  const person = await createUser("booker");
+  const page = await open();
+  const books: (string | undefined)[] = [];
+  page.on("request", (req) => {
+    if (req.method() === "POST" && req.url() === `${env.functions}/BookSeats`) books.push(req.headers()["x-firebase-appcheck"]);
+  });
+  await page.goto(`/?screening=${screening}`);
+  await signIn(page, person);
+  await page.locator('[data-seat="A3"]').click();
+  await page.locator('[data-action="book"]').click();
+  await expect(page.locator('[data-seat="A3"]')).toHaveAttribute("data-state", "mine-booked");
+  expect(books).toHaveLength(1);
+  expect(books[0]).toMatch(/^[\w-]+\.[\w-]+\.[\w-]+$/);
+});
+
+test("an app whose tokens App Check does not vouch for is refused, in words, and gets no place", async ({ page }) => {
+  // Not a watched page: its refused calls are the point. The app's token
+  // endpoint answers tokens no App Check key signed.
+  const screening = await createScreening({
+    rows: ["A"],
+    seatsPerRow: 6,
+    sale: { opensAt: new Date(Date.now() + 3_600_000), admitPerMinute: 60, maxActive: 5 },
+  });
+  const person = await createUser("forged");
+  const forged = `${Buffer.from('{"alg":"RS256","kid":"forged"}').toString("base64url")}.${Buffer.from(`{"iat":${String(Math.floor(Date.now() / 1000))}}`).toString("base64url")}.c2ln`;
+  await page.route(`${env.appCheckTokenURL}*`, (route) => route.fulfill({ json: { token: forged, expireTimeMillis: Date.now() + 600_000 } }));
+  const joins: (string | undefined)[] = [];
+  page.on("request", (req) => {
+    if (req.method() === "POST" && req.url() === `${env.functions}/JoinQueue`) joins.push(req.headers()["x-firebase-appcheck"]);
+  });
+  await page.goto(`/?screening=${screening}`);
+  await signIn(page, person);
+  await page.locator('[data-action="join"]').click();
+  const status = page.locator("[data-status]");
+  await expect(status).toHaveAttribute("data-code", "app_check_failed");
+  await expect(status).toContainText("could not prove it is the real app");
+  await expect(page.locator("#queue")).toHaveAttribute("data-queue-state", "none");
+  await page.screenshot({ path: "test-results/screenshots/appcheck-refused.png", fullPage: true });
+  expect(joins, "the kept token, then one fresh one").toEqual([forged, forged]);
+  expect((await listDocs("queue")).filter((d) => d.fields.screeningId?.stringValue === screening)).toHaveLength(0);
+});
