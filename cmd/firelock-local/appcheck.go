@@ -212,8 +212,8 @@ func (a *appCheckRun) banner() string {
 		return "  App Check           off   (-appcheck enforce|monitor: tokens signed by this run)\n"
 	}
 	return fmt.Sprintf("  App Check           %s   (%s; key set %s, made for this run)\n"+
-		"  App Check tokens    %s   (%s; the app's CustomProvider; valid %s)\n"+
+		"  App Check tokens    %s   (%s; the app's CustomProvider; valid %d min)\n"+
 		"                      JoinQueue, HoldSeats, BookSeats, CheckoutHold by curl: add\n"+
 		"                      -H \"%s: $(curl -sS \"$%s?format=text\")\"\n",
-		a.mode, functions.AppCheckEnv, a.JWKSURL, a.TokenURL, AppCheckTokenURLEnv, AppCheckTokenTTL, functions.AppCheckHeader, AppCheckTokenURLEnv)
+		a.mode, functions.AppCheckEnv, a.JWKSURL, a.TokenURL, AppCheckTokenURLEnv, int(AppCheckTokenTTL.Minutes()), functions.AppCheckHeader, AppCheckTokenURLEnv)
 }
