@@ -10,7 +10,7 @@ run: deps
 # tests themselves). The web client's Vitest suites and the browser tests
 # (Playwright in Chromium) run inside one local bundle: emulators, functions
 # and the built app, started by cmd/firelock-local around them. Then a
-# second, short bundle with App Check enforced (CONTRACT §12; about 20 s)
+# second, short bundle with App Check enforced (CONTRACT §12; about 30 s)
 # runs the browser test of that path alone. Last, the
 # README's shell blocks run as written against `make run` (its default ports).
 test: deps
