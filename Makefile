@@ -9,7 +9,9 @@ run: deps
 # Every test, Go and web, against the real emulators (started by the Go
 # tests themselves). The web client's Vitest suites and the browser tests
 # (Playwright in Chromium) run inside one local bundle: emulators, functions
-# and the built app, started by cmd/firelock-local around them. Last, the
+# and the built app, started by cmd/firelock-local around them. Then a
+# second, short bundle with App Check enforced (CONTRACT §12; about 30 s)
+# runs the browser test of that path alone. Last, the
 # README's shell blocks run as written against `make run` (its default ports).
 test: deps
 	gofmt -l . | (! grep .) || (echo "gofmt needed on the files above" >&2; exit 1)
@@ -20,6 +22,10 @@ test: deps
 		sh -c 'cd web && npm run --silent test && npm run --silent e2e' || \
 		{ echo "--- the functions' last log lines (web/test-results/functions.log):" >&2; \
 		  tail -n 40 web/test-results/functions.log >&2; exit 1; }
+	go run ./cmd/firelock-local -port 0 -web preview -web-port 0 -schedule '' -env-file '' -appcheck enforce -log web/test-results/functions-appcheck.log -- \
+		sh -c 'cd web && npm run --silent e2e:appcheck' || \
+		{ echo "--- the functions' last log lines (web/test-results/functions-appcheck.log):" >&2; \
+		  tail -n 40 web/test-results/functions-appcheck.log >&2; exit 1; }
 	FIRELOCK_README_TEST=1 go test -count=1 -run '^TestREADME' ./internal/readme/
 
 deps:

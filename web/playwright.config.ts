@@ -4,9 +4,15 @@ import { defineConfig } from "@playwright/test";
 // (no browser download works here), against the local bundle that
 // `go run ./cmd/firelock-local -- ...` starts around them: see `make test`.
 const chromium = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
+// In a bundle with App Check enforced (`firelock-local -appcheck enforce`,
+// `npm run e2e:appcheck` in `make test`) only appcheck.spec.ts runs: the
+// other specs call the functions from Node, without App Check tokens. In
+// any other bundle appcheck.spec.ts skips itself.
+const appCheckEnforced = process.env.FIRELOCK_APPCHECK === "enforce";
 
 export default defineConfig({
   testDir: "e2e",
+  ...(appCheckEnforced ? { testMatch: "appcheck.spec.ts" } : {}),
   outputDir: "test-results/artifacts",
   timeout: 90_000,
   expect: { timeout: 20_000 },

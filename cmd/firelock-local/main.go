@@ -8,10 +8,12 @@
 // user, and a stand-in for Cloud Scheduler that publishes job messages on an
 // interval,
 // and the web app (web/: the seat map and the mutex page) on Vite, set up to
-// talk to all of these.
+// talk to all of these. With -appcheck enforce or monitor (or
+// FIRELOCK_APPCHECK so set), it also stands in for App Check: a key set and
+// a token endpoint signed with a key made for the run (appcheck.go).
 //
 //	go run ./cmd/firelock-local [-port 8086] [-web dev|preview|off] [-web-port 5173]
-//	    [-schedule '* * * * *'] [-tz UTC] [-- command args...]
+//	    [-schedule '* * * * *'] [-tz UTC] [-appcheck enforce|monitor|off] [-- command args...]
 //
 // Ctrl-C stops the server, the web app and every emulator it started. Given
 // a command, it runs that once everything is up, with FIRELOCK_FUNCTIONS_URL,
@@ -58,10 +60,16 @@ func main() {
 	webPort := flag.Int("web-port", 5173, "port of the web app (0: a free one)")
 	logFile := flag.String("log", "", "write the functions' log lines to this file instead of stdout")
 	stripeMode := flag.String("stripe", stripeMock, "payments: mock (stripe-mock, a fresh webhook secret and the local checkout page) or env (STRIPE_SECRET_KEY, STRIPE_WEBHOOK_SECRET, STRIPE_API_URL as set: Stripe's test mode with `stripe listen`)")
+	appCheck := flag.String("appcheck", "", "App Check on the sale's functions (CONTRACT §12): enforce, monitor or off; on, the run signs the tokens itself and the web app fetches them (default: FIRELOCK_APPCHECK, else off)")
 	envFile := flag.String("env-file", ".firelock-local.env", "write the run's addresses and the demo user's ID token to this file as shell exports, for other terminals and the README's examples; removed on exit (empty: none)")
 	flag.Parse()
 	if *stripeMode != stripeMock && *stripeMode != stripeEnv {
 		fmt.Fprintf(os.Stderr, "firelock-local: -stripe %q: want mock or env\n", *stripeMode)
+		os.Exit(2)
+	}
+	acMode, err := appCheckMode(*appCheck)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "firelock-local:", err)
 		os.Exit(2)
 	}
 	if *web != webDev && *web != webPreview && *web != webOff {
@@ -94,7 +102,7 @@ func main() {
 		stdout: stdout,
 		port:   *port, web: *web, webPort: *webPort, origins: *origins,
 		sched: scheduler{*schedule, *zone}, jobs: strings.Split(*jobsFlag, ","), command: flag.Args(),
-		envFile: *envFile, stripe: *stripeMode,
+		envFile: *envFile, stripe: *stripeMode, appCheck: acMode,
 	})
 	giveBack()
 	if err != nil {
@@ -113,6 +121,7 @@ type config struct {
 	stdout        *os.File // the process's own stdout (os.Stdout may be the -log file)
 	envFile       string   // the run's exports, for other shells ("": none)
 	stripe        string   // stripeMock or stripeEnv
+	appCheck      string   // functions.AppCheckEnforce, AppCheckMonitor or AppCheckOff
 }
 
 // scheduler is the Cloud Scheduler stand-in's schedule: like Cloud
@@ -176,6 +185,18 @@ func run(cfg config) (int, error) {
 		return 0, err
 	}
 	defer pay.stop()
+	// The functions read FIRELOCK_APPCHECK on their first request: set it
+	// to the run's mode, also when that is off and the environment says
+	// otherwise.
+	ac, err := startAppCheck(cfg.appCheck, project, strings.Split(origins, ","))
+	if err != nil {
+		return 0, err
+	}
+	defer ac.stop()
+	os.Setenv(functions.AppCheckEnv, cfg.appCheck)
+	for _, kv := range ac.env() {
+		os.Setenv(kv[0], kv[1])
+	}
 
 	serveErr := make(chan error, 1)
 	base := fmt.Sprintf("http://127.0.0.1:%d", port)
@@ -218,7 +239,7 @@ func run(cfg config) (int, error) {
 	defer pub.Stop()
 
 	if cfg.envFile != "" {
-		if err := writeEnvFile(cfg.envFile, emu, project, base, token, pay.env()...); err != nil {
+		if err := writeEnvFile(cfg.envFile, emu, project, base, token, append(pay.env(), ac.env()...)...); err != nil {
 			return 0, err
 		}
 		defer os.Remove(cfg.envFile)
@@ -228,7 +249,7 @@ func run(cfg config) (int, error) {
 	webExited := make(<-chan error)
 	if cfg.web != webOff {
 		fmt.Printf("starting the web app (vite %s) ...\n", cfg.web)
-		if app, err = startWeb(ctx, cfg.web, webPort, webEnv(emu, project, base)); err != nil {
+		if app, err = startWeb(ctx, cfg.web, webPort, append(webEnv(emu, project, base), ac.webEnv()...)); err != nil {
 			return 0, err
 		}
 		defer app.stop()
@@ -239,7 +260,7 @@ func run(cfg config) (int, error) {
 	if len(cfg.command) > 0 {
 		commandDone = runCommand(ctx, cfg.command, cfg.stdout, base, app)
 	} else {
-		printBanner(cfg.stdout, emu, base, app, project, token, uid, sched, jobNames, opensAt, cfg.envFile, pay)
+		printBanner(cfg.stdout, emu, base, app, project, token, uid, sched, jobNames, opensAt, cfg.envFile, pay, ac)
 	}
 
 	for {
@@ -400,7 +421,7 @@ func runCommand(ctx context.Context, argv []string, stdout *os.File, functionsUR
 	return done
 }
 
-func printBanner(out *os.File, emu *emulators.Running, base string, app *webApp, project, token, uid string, sched scheduler, jobNames []string, opensAt time.Time, envFile string, pay *stripeRun) {
+func printBanner(out *os.File, emu *emulators.Running, base string, app *webApp, project, token, uid string, sched scheduler, jobNames []string, opensAt time.Time, envFile string, pay *stripeRun, ac *appCheckRun) {
 	envName := envFile
 	if envName == "" {
 		envName = ".firelock-local.env   (not written: -env-file is empty)"
@@ -434,7 +455,7 @@ firelock is running on loopback (project %s)
   functions           %s
   metrics             %s%s   (Prometheus text format, CONTRACT §9)
   scheduler stand-in  %s on %q (%s)
-%s
+%s%s
 Demo user demo@example.com, password demo-password (uid %s), an operator of sales; its ID token (valid 1h):
 
   export ID_TOKEN=%s
@@ -475,6 +496,6 @@ Press Ctrl-C to stop everything.
 		emu.Host(emulators.Auth), started(emulators.Auth),
 		functionURLs(base),
 		base, MetricsPath,
-		strings.Join(jobNames, ", "), sched.schedule, sched.zone, pay.banner(),
+		strings.Join(jobNames, ", "), sched.schedule, sched.zone, pay.banner(), ac.banner(),
 		uid, token, envName, returnURL, DemoSale)
 }

@@ -19,6 +19,10 @@ export const env = {
   get firestore() { return need("FIRESTORE_EMULATOR_HOST"); },
   get auth() { return need("FIREBASE_AUTH_EMULATOR_HOST"); },
   get project() { return need("GOOGLE_CLOUD_PROJECT"); },
+  /** The bundle's App Check mode (CONTRACT §12): enforce, monitor or off (firelock-local -appcheck). */
+  get appCheck() { return process.env.FIRELOCK_APPCHECK ?? "off"; },
+  /** The bundle's App Check token endpoint (with App Check on). */
+  get appCheckTokenURL() { return need("FIRELOCK_APPCHECK_TOKEN_URL"); },
 };
 
 export interface TestUser {

@@ -6,7 +6,7 @@ import { type IncomingMessage, type ServerResponse, createServer } from "node:ht
 import type { AddressInfo } from "node:net";
 import type { User } from "firebase/auth";
 import { afterEach, describe, expect, it } from "vitest";
-import { Api, ApiError } from "../src/app/api";
+import { APP_CHECK_HEADER, Api, ApiError } from "../src/app/api";
 
 type Answer = { status: number; body?: unknown } | "drop";
 
@@ -17,9 +17,12 @@ afterEach(() => {
 });
 
 /** A server that gives the scripted answers in order; its received bodies. */
-async function serve(answers: Answer[]): Promise<{ url: string; bodies: Record<string, unknown>[] }> {
+async function serve(answers: Answer[]): Promise<{ url: string; bodies: Record<string, unknown>[]; appCheck: (string | undefined)[] }> {
   const bodies: Record<string, unknown>[] = [];
+  const appCheck: (string | undefined)[] = [];
   const server = createServer((req: IncomingMessage, res: ServerResponse) => {
+    const h = req.headers[APP_CHECK_HEADER.toLowerCase()];
+    appCheck.push(Array.isArray(h) ? h.join(",") : h);
     let data = "";
     req.on("data", (c: Buffer) => (data += c.toString()));
     req.on("end", () => {
@@ -34,7 +37,7 @@ async function serve(answers: Answer[]): Promise<{ url: string; bodies: Record<s
   });
   await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
   servers.push(() => server.close());
-  return { url: `http://127.0.0.1:${String((server.address() as AddressInfo).port)}`, bodies };
+  return { url: `http://127.0.0.1:${String((server.address() as AddressInfo).port)}`, bodies, appCheck };
 }
 
 const booking = { bookingId: "b1", screeningId: "s", seats: ["A1"], status: "confirmed" };
@@ -87,5 +90,62 @@ describe("Api retries", () => {
     expect((err as ApiError).code).toBe("no_seats_together");
     expect((err as ApiError).seatsLeft).toBe(3);
     expect(srv.bodies, "a refusal is not retried").toHaveLength(3);
+  });
+});
+
+describe("Api with App Check", () => {
+  const place = { screeningId: "s", queueId: "q", status: "waiting" };
+  const hold = { holdId: "h1", screeningId: "s", seats: ["A1"], status: "held", heldUntil: "2026-11-25T10:07:00Z" };
+  const refused = { status: 401, body: { error: { code: "app_check_failed", message: "no" } } };
+
+  it("sends the token to the sale's four functions only", async () => {
+    const asked: boolean[] = [];
+    const appCheckToken = (force: boolean) => {
+      asked.push(force);
+      return Promise.resolve("ac-token");
+    };
+    const checkout = { holdId: "h1", checkoutUrl: "http://pay", heldUntil: "2026-11-25T10:07:00Z", amount: 900, currency: "eur" };
+    const srv = await serve([
+      { status: 201, body: place },
+      { status: 201, body: hold },
+      { status: 201, body: booking },
+      { status: 200, body: checkout },
+      { status: 200, body: hold },
+      { status: 200, body: booking },
+    ]);
+    const api = new Api(srv.url, () => user, { backoffMs: 10, appCheckToken });
+    await api.joinQueue("s");
+    await api.holdSeats("s", ["A1"]);
+    await api.bookSeats("s", ["A2"]);
+    await api.checkoutHold("h1", "http://back");
+    await api.extendHold("h1", 60);
+    await api.cancelBooking("b1");
+    expect(srv.appCheck).toEqual(["ac-token", "ac-token", "ac-token", "ac-token", undefined, undefined]);
+    expect(asked).toEqual([false, false, false, false]);
+  });
+
+  it("sends no header when App Check is off", async () => {
+    const srv = await serve([{ status: 201, body: place }]);
+    await new Api(srv.url, () => user, { backoffMs: 10 }).joinQueue("s");
+    expect(srv.appCheck).toEqual([undefined]);
+  });
+
+  it("after an app_check_failed tries once more with a fresh token, and then gives up", async () => {
+    const asked: boolean[] = [];
+    const appCheckToken = (force: boolean) => {
+      asked.push(force);
+      return Promise.resolve(force ? "fresh" : "kept");
+    };
+    const srv = await serve([refused, { status: 201, body: hold }]);
+    const api = new Api(srv.url, () => user, { backoffMs: 10, appCheckToken });
+    await expect(api.holdSeats("s", ["A1"], undefined, "req-ac")).resolves.toEqual(hold);
+    expect(srv.appCheck).toEqual(["kept", "fresh"]);
+    expect(srv.bodies.map((b) => b.requestId)).toEqual(["req-ac", "req-ac"]);
+
+    const srv2 = await serve([refused, refused, { status: 201, body: place }]);
+    const err = await new Api(srv2.url, () => user, { backoffMs: 10, appCheckToken }).joinQueue("s").catch((e: unknown) => e);
+    expect((err as ApiError).code).toBe("app_check_failed");
+    expect(srv2.bodies, "one fresh try, no more").toHaveLength(2);
+    expect(asked).toEqual([false, true, false, true]);
   });
 });

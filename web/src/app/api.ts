@@ -8,6 +8,9 @@
  * answer or a `503` joins the first attempt instead of booking twice: these
  * are retried here, with the same `requestId`, a few times. `JoinQueue`
  * needs none: a user has one place per sale, and joining again answers it.
+ *
+ * With App Check on (appcheck.ts), the sale's functions (CONTRACT §12) get
+ * its token in `X-Firebase-AppCheck`.
  */
 import type { User } from "firebase/auth";
 
@@ -108,11 +111,20 @@ export async function errorFrom(res: Response): Promise<ApiError> {
   return new ApiError(res.status, code, message, seats, typeof e.seatsLeft === "number" ? e.seatsLeft : undefined);
 }
 
+/** The functions that verify App Check tokens (CONTRACT §12). */
+export const APP_CHECKED: ReadonlySet<string> = new Set(["JoinQueue", "HoldSeats", "BookSeats", "CheckoutHold"]);
+export const APP_CHECK_HEADER = "X-Firebase-AppCheck";
+
 export interface ApiOptions {
   /** Attempts for a lost answer, a `503` or a `409 seat_busy`. Default 3. */
   attempts?: number;
   /** Wait before the first retry, doubled each time (a `Retry-After` wins, up to 5 s). Default 400 ms. */
   backoffMs?: number;
+  /**
+   * The App Check token for the functions in APP_CHECKED (appcheck.ts);
+   * undefined: App Check is off, no header.
+   */
+  appCheckToken?: ((forceRefresh: boolean) => Promise<string>) | undefined;
 }
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -121,6 +133,7 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 export class Api {
   private readonly attempts: number;
   private readonly backoffMs: number;
+  private readonly appCheckToken: ((forceRefresh: boolean) => Promise<string>) | undefined;
 
   constructor(
     private readonly baseURL: string,
@@ -129,6 +142,7 @@ export class Api {
   ) {
     this.attempts = options.attempts ?? 3;
     this.backoffMs = options.backoffMs ?? 400;
+    this.appCheckToken = options.appCheckToken;
   }
 
   bookSeats(screeningId: string, seats: string[], requestId: string = crypto.randomUUID()): Promise<Booking> {
@@ -187,20 +201,26 @@ export class Api {
     const user = this.user();
     if (!user) throw new ApiError(401, "unauthenticated", "sign in first");
     let wait = this.backoffMs;
+    const appCheck = APP_CHECKED.has(fn) ? this.appCheckToken : undefined;
+    let refreshAppCheck = false;
     for (let attempt = 1; ; attempt++) {
       let err: ApiError;
       try {
-        const res = await fetch(`${this.baseURL}/${fn}`, {
-          method: "POST",
-          headers: { "Content-Type": "application/json", Authorization: `Bearer ${await user.getIdToken()}` },
-          body: JSON.stringify(body),
-        });
+        const headers: Record<string, string> = { "Content-Type": "application/json", Authorization: `Bearer ${await user.getIdToken()}` };
+        if (appCheck) headers[APP_CHECK_HEADER] = await appCheck(refreshAppCheck);
+        const res = await fetch(`${this.baseURL}/${fn}`, { method: "POST", headers, body: JSON.stringify(body) });
         if (res.ok) return (await res.json()) as T;
         err = await errorFrom(res);
         const retryAfter = Number(res.headers.get("Retry-After"));
         if (retryAfter > 0) wait = Math.min(retryAfter * 1000, 5000);
       } catch (cause) {
         err = new ApiError(0, "unavailable", cause instanceof Error ? cause.message : String(cause));
+      }
+      // A refused App Check token may be one the SDK kept from before (a
+      // local run's key is new each run): once more, with a fresh token, at once.
+      if (err.code === "app_check_failed" && appCheck && !refreshAppCheck && attempt < this.attempts) {
+        refreshAppCheck = true;
+        continue;
       }
       const retriable = err.code === "unavailable" || err.code === "seat_busy";
       if (!retriable || attempt >= this.attempts) throw err;

@@ -12,12 +12,15 @@
  * | `VITE_FUNCTIONS_URL`            | base URL of the HTTP functions, e.g. `https://europe-west1-P.cloudfunctions.net` |
  * | `VITE_FIRESTORE_EMULATOR_HOST`  | `host:port` of the Firestore emulator (local only) |
  * | `VITE_AUTH_EMULATOR_HOST`       | `host:port` of the Auth emulator (local only) |
+ * | `VITE_RECAPTCHA_SITE_KEY`       | App Check with reCAPTCHA Enterprise (deployed; appcheck.ts) |
+ * | `VITE_APPCHECK_TOKEN_URL`       | App Check with firelock-local's tokens (local; appcheck.ts) |
  */
 import { type FirebaseApp, type FirebaseOptions, initializeApp } from "firebase/app";
 import { type Auth, connectAuthEmulator, getAuth } from "firebase/auth";
 import { type Firestore, connectFirestoreEmulator, getFirestore } from "firebase/firestore";
+import { type AppCheckEnv, type AppCheckTokens, appCheckSetup, startAppCheck } from "./appcheck";
 
-export interface Env {
+export interface Env extends AppCheckEnv {
   VITE_FIREBASE_PROJECT_ID?: string;
   VITE_FIREBASE_API_KEY?: string;
   VITE_FIREBASE_AUTH_DOMAIN?: string;
@@ -33,6 +36,8 @@ export interface Services {
   db: Firestore;
   /** Base URL of the HTTP functions, without a trailing slash. */
   functionsURL: string;
+  /** The App Check token for the sale's functions; undefined when App Check is off. */
+  appCheckToken: AppCheckTokens | undefined;
 }
 
 /** Splits "host:port" (the emulators' variables) into its parts. */
@@ -70,6 +75,8 @@ export async function services(env: Env = import.meta.env as Env): Promise<Servi
     options = (await res.json()) as FirebaseOptions;
   }
   const app = initializeApp(options);
+  // First, so that App Check is ready before anything calls the functions.
+  const appCheckToken = startAppCheck(app, appCheckSetup(env));
   const auth = getAuth(app);
   const db = getFirestore(app);
   if (env.VITE_AUTH_EMULATOR_HOST) {
@@ -79,5 +86,5 @@ export async function services(env: Env = import.meta.env as Env): Promise<Servi
     const { host, port } = hostPort(env.VITE_FIRESTORE_EMULATOR_HOST);
     connectFirestoreEmulator(db, host, port);
   }
-  return { app, auth, db, functionsURL: functionsURLFor(options.projectId ?? "", env) };
+  return { app, auth, db, functionsURL: functionsURLFor(options.projectId ?? "", env), appCheckToken };
 }

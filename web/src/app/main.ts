@@ -65,8 +65,8 @@ async function main(): Promise<void> {
   const holdSeconds = Number.isInteger(holdSecondsParam) && holdSecondsParam >= 5 && holdSecondsParam <= 900 ? holdSecondsParam : 420;
 
   const status = new Status($("[data-status]"));
-  const { auth, db, functionsURL } = await services();
-  const api = new Api(functionsURL, () => auth.currentUser);
+  const { auth, db, functionsURL, appCheckToken } = await services();
+  const api = new Api(functionsURL, () => auth.currentUser, { appCheckToken });
 
   const mapEl = $("#seatmap");
   const bookButton = $as(HTMLButtonElement, '[data-action="book"]');

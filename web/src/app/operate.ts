@@ -144,8 +144,8 @@ async function main(): Promise<void> {
   }
   const screeningId: string = asked;
   const status = new Status($("[data-status]"));
-  const { auth, db, functionsURL } = await services();
-  const api = new Api(functionsURL, () => auth.currentUser);
+  const { auth, db, functionsURL, appCheckToken } = await services();
+  const api = new Api(functionsURL, () => auth.currentUser, { appCheckToken });
 
   const form = $as(HTMLFormElement, "#sale-form");
   const input = (f: Field | "reason") => $as(HTMLInputElement, `[name="${f}"]`, form);
