@@ -1,13 +1,9 @@
 package main
 
 import (
-	"crypto/rand"
-	"crypto/rsa"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math/big"
 	"net"
 	"net/http"
 	"os"
@@ -16,7 +12,7 @@ import (
 	"time"
 
 	"github.com/firelock/firelock/functions"
-	"github.com/golang-jwt/jwt/v4"
+	"github.com/firelock/firelock/internal/appchecklocal"
 )
 
 // App Check in the local run (CONTRACT §12). No emulator exists for App
@@ -33,16 +29,11 @@ const (
 	// "expireTimeMillis"} (the JS SDK's CustomProvider's shape), or the
 	// bare token with ?format=text, for curl.
 	AppCheckTokenPath = "/token"
-	// AppCheckTokenTTL is short, so that the app's token refresh runs in
-	// a local session too (App Check's own default is an hour).
-	AppCheckTokenTTL = 10 * time.Minute
-	// LocalProjectNumber stands for the project number that App Check
-	// puts in its tokens' issuer and audience; the emulators' project has
-	// none.
-	LocalProjectNumber = "123456789012"
-	// LocalAppID is the app ID of the local run's tokens (the token's
-	// subject), unless FIRELOCK_APPCHECK_APPS names one.
-	LocalAppID = "1:" + LocalProjectNumber + ":web:firelock-local"
+	// AppCheckTokenTTL, LocalProjectNumber and LocalAppID are the
+	// stand-in's (package appchecklocal).
+	AppCheckTokenTTL   = appchecklocal.TokenTTL
+	LocalProjectNumber = appchecklocal.ProjectNumber
+	LocalAppID         = appchecklocal.AppID
 	// AppCheckTokenURLEnv names the run's token endpoint in the env file and
 	// for a command the run starts.
 	AppCheckTokenURLEnv = "FIRELOCK_APPCHECK_TOKEN_URL"
@@ -68,15 +59,11 @@ func appCheckMode(flagValue string) (string, error) {
 
 // appCheckRun is the run's stand-in for App Check: nil with -appcheck off.
 type appCheckRun struct {
+	*appchecklocal.Issuer
 	mode     string
-	project  string
-	appID    string
-	key      *rsa.PrivateKey
-	kid      string
 	origins  []string // browser origins that may fetch tokens (CORS)
 	ln       net.Listener
 	srv      *http.Server
-	jwks     []byte
 	JWKSURL  string
 	TokenURL string
 }
@@ -89,38 +76,25 @@ func startAppCheck(mode, project string, origins []string) (*appCheckRun, error)
 	if mode == functions.AppCheckOff {
 		return nil, nil
 	}
-	key, err := rsa.GenerateKey(rand.Reader, 2048)
-	if err != nil {
-		return nil, err
-	}
-	a := &appCheckRun{mode: mode, project: project, appID: LocalAppID, key: key, origins: origins}
+	appID := LocalAppID
 	for _, id := range strings.Split(os.Getenv(functions.AppCheckAppsEnv), ",") {
 		if id = strings.TrimSpace(id); id != "" {
-			a.appID = id
+			appID = id
 			break
 		}
 	}
-	kidBytes := make([]byte, 6)
-	if _, err := rand.Read(kidBytes); err != nil {
+	issuer, err := appchecklocal.New(project, appID)
+	if err != nil {
 		return nil, err
 	}
-	a.kid = "firelock-local-" + base64.RawURLEncoding.EncodeToString(kidBytes)
-	b64 := base64.RawURLEncoding.EncodeToString
-	a.jwks, _ = json.Marshal(map[string]any{"keys": []any{map[string]any{
-		"kty": "RSA", "use": "sig", "alg": "RS256", "kid": a.kid,
-		"n": b64(key.N.Bytes()), "e": b64(big.NewInt(int64(key.E)).Bytes()),
-	}}})
+	a := &appCheckRun{Issuer: issuer, mode: mode, origins: origins}
 	if a.ln, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
 		return nil, fmt.Errorf("App Check stand-in: %w", err)
 	}
 	base := "http://" + a.ln.Addr().String()
 	a.JWKSURL, a.TokenURL = base+AppCheckJWKSPath, base+AppCheckTokenPath
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET "+AppCheckJWKSPath, func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		w.Header().Set("Cache-Control", "no-store")
-		w.Write(a.jwks)
-	})
+	mux.HandleFunc("GET "+AppCheckJWKSPath, a.ServeJWKS)
 	mux.HandleFunc(AppCheckTokenPath, a.serveToken)
 	a.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go func() {
@@ -129,23 +103,6 @@ func startAppCheck(mode, project string, origins []string) (*appCheckRun, error)
 		}
 	}()
 	return a, nil
-}
-
-// sign makes an App Check token as App Check signs one: RS256 with the
-// key's id, the project's number in the issuer, the project's number and
-// id in the audience, the app's ID as the subject.
-func (a *appCheckRun) sign(now time.Time) (string, time.Time, error) {
-	exp := now.Add(AppCheckTokenTTL)
-	tok := jwt.NewWithClaims(jwt.SigningMethodRS256, jwt.MapClaims{
-		"iss": "https://firebaseappcheck.googleapis.com/" + LocalProjectNumber,
-		"sub": a.appID,
-		"aud": []string{"projects/" + LocalProjectNumber, "projects/" + a.project},
-		"iat": now.Unix(),
-		"exp": exp.Unix(),
-	})
-	tok.Header["kid"] = a.kid
-	s, err := tok.SignedString(a.key)
-	return s, exp, err
 }
 
 // serveToken answers a fresh token to anyone on loopback (GET or POST): it
@@ -166,7 +123,7 @@ func (a *appCheckRun) serveToken(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "GET or POST", http.StatusMethodNotAllowed)
 		return
 	}
-	token, exp, err := a.sign(time.Now())
+	token, exp, err := a.Sign(time.Now())
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusInternalServerError)
 		return

@@ -74,7 +74,7 @@ func TestLocalAppCheckTokensPassTheFunctionsVerifierAndEnforceRefusesTheRest(t *
 		t.Fatal(err)
 	}
 	defer other.stop()
-	othersToken, _, err := other.sign(time.Now())
+	othersToken, _, err := other.Sign(time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}

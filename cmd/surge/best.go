@@ -80,7 +80,7 @@ func (s *sim) holdBest(u *user, passUntil time.Time, m *seatMap, want int) (held
 		default:
 		}
 		sent := time.Now()
-		a, err := s.call("HoldSeats", u.acct.token, body)
+		a, err := s.call("HoldSeats", u, body)
 		switch {
 		case err != nil:
 			s.fail("user %d: HoldSeats: %v", u.i, err)

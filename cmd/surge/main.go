@@ -30,6 +30,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"github.com/firelock/firelock/functions"
 	"io"
 	"os"
 	"os/signal"
@@ -71,6 +72,11 @@ type config struct {
 	// Best: shoppers ask for best available (HoldSeats with count,
 	// CONTRACT §11) instead of picking seats off the map (issue #39).
 	Best bool `json:"best"`
+	// AppCheck is the functions' App Check mode (CONTRACT §12): the
+	// people's app sends a token signed by a key made for the run; Bots
+	// scripted joiners send none (issue #40).
+	AppCheck string `json:"appCheck"`
+	Bots     int    `json:"bots"`
 
 	Limit time.Duration `json:"limit"` // the sale runs at most this long after opensAt
 	Seed  uint64        `json:"seed"`
@@ -114,7 +120,7 @@ type goals struct {
 
 func defaults() config {
 	return config{
-		Early: 1000, EarlySpan: 30 * time.Second, Late: 1000, LateSpan: 30 * time.Second,
+		Early: 1000, EarlySpan: 30 * time.Second, Late: 1000, LateSpan: 30 * time.Second, AppCheck: "off",
 		Seats: 200, SeatsPerRow: 20,
 		AdmitPerMinute: 600, MaxActive: 100, PassSeconds: 30, MaxSeatsPerUser: 4,
 		PickMin: 1, PickMax: 4, HoldTries: 8, HoldSeconds: 30, Confirm: 0.7, Walk: 0.2,
@@ -156,6 +162,8 @@ func main() {
 	flag.Float64Var(&cfg.PayDuplicates, "pay-duplicates", cfg.PayDuplicates, "with -pay: share of payments whose event is delivered twice, in parallel")
 	flag.DurationVar(&cfg.Goals.WebhookP99, "goal-webhook-p99", cfg.Goals.WebhookP99, "goal with -pay: StripeWebhook's p99 within this")
 	flag.Float64Var(&cfg.Goals.StripeCallsPerSeat, "goal-stripe-calls", cfg.Goals.StripeCallsPerSeat, "goal with -pay: Stripe API calls per seat sold")
+	flag.StringVar(&cfg.AppCheck, "appcheck", cfg.AppCheck, "the functions' App Check mode: enforce, monitor or off (the people's app sends a token signed by a key made for the run)")
+	flag.IntVar(&cfg.Bots, "bots", cfg.Bots, "scripted joiners without App Check tokens, with accounts of their own, joining in the early span (with -appcheck enforce: none may get a place)")
 	flag.DurationVar(&cfg.Limit, "limit", cfg.Limit, "stop this long after opensAt if the sale has not sold out (default: 4m for each 200 seats)")
 	flag.Uint64Var(&cfg.Seed, "seed", cfg.Seed, "seed of the users' random choices (0: from the clock)")
 	flag.IntVar(&cfg.SignupConcurrency, "signup-concurrency", cfg.SignupConcurrency, "sign-ups in flight at once")
@@ -241,6 +249,10 @@ func (c config) check() error {
 		return fmt.Errorf("-hold-tries, -signup-concurrency and -conns must be positive")
 	case c.EarlySpan < time.Second || c.LateSpan < 0 || c.Limit <= 0:
 		return fmt.Errorf("-early-span (1 s at least), -late-span and -limit must be positive")
+	case c.AppCheck != functions.AppCheckEnforce && c.AppCheck != functions.AppCheckMonitor && c.AppCheck != functions.AppCheckOff:
+		return fmt.Errorf("-appcheck %q: want enforce, monitor or off", c.AppCheck)
+	case c.Bots < 0:
+		return fmt.Errorf("-bots %d: want 0 or more", c.Bots)
 	}
 	return nil
 }

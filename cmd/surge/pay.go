@@ -105,7 +105,7 @@ func (p *payRun) price() map[string]any {
 // shopper's outcome.
 func (s *sim) pay(u *user, h heldRecord) string {
 	p := s.payments
-	a, err := s.call("CheckoutHold", u.acct.token, map[string]any{"holdId": h.ID, "returnUrl": surgeOrigin + "/"})
+	a, err := s.call("CheckoutHold", u, map[string]any{"holdId": h.ID, "returnUrl": surgeOrigin + "/"})
 	switch {
 	case err != nil:
 		s.fail("user %d: CheckoutHold: %v", u.i, err)

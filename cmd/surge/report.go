@@ -61,6 +61,8 @@ type Report struct {
 	Best bestFigures `json:"best"`
 	// The priced surge (-pay, issue #37; pay.go): the money audit.
 	Pay *payReport `json:"pay,omitempty"`
+	// App Check and the bots (-appcheck, -bots; bots.go).
+	Bots botFigures `json:"bots"`
 
 	// Cost.
 	ReadsPerSeatSold  float64       `json:"readsPerSeatSold"`
@@ -233,6 +235,13 @@ func report(cfg config, st *salereport.Sale, s *sim, us []*user, be *backend, ad
 	c.ServerResent += an.Resent
 	r.Cost = c
 	r.Best = bestFiguresOf(cfg, st, s, r, end)
+	var bots []string
+	for _, u := range us {
+		if u.bot {
+			bots = append(bots, u.acct.uid)
+		}
+	}
+	r.Bots = botFiguresOf(st, bots)
 	if sold := float64(r.SeatsSold); sold > 0 {
 		round := func(v float64) float64 { return math.Round(v*100) / 100 }
 		r.ReadsPerSeatSold = round(float64(c.ServerReads+c.ListenerReads) / sold)
@@ -393,6 +402,7 @@ func (r *Report) judge(g goals) {
 	}
 	r.judgeBest(g, add)
 	r.judgePay(g, add)
+	r.judgeBots(add)
 }
 
 // print writes the report as text.
@@ -440,6 +450,7 @@ func (r *Report) print(w io.Writer) {
 	}
 	r.printBest(p)
 	r.printPay(p)
+	r.printBots(p)
 	p("\nhottest documents  (most writes in any 10 s; goal <= %d)", r.Config.Goals.HotWritesPer10s)
 	for _, h := range r.HottestByKind {
 		p("  %3d  %-42s %s  (%d writes in all)", h.WritesPer10s, h.Kind, h.Doc, h.Writes)

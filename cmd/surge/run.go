@@ -74,6 +74,11 @@ func run(ctx context.Context, cfg config) (*Report, error) {
 		}
 		defer pay.stop()
 	}
+	ac, restoreAppCheck, err := startAppCheck(cfg.AppCheck, emulators.AuthProject)
+	if err != nil {
+		return nil, err
+	}
+	defer restoreAppCheck()
 	be, err := startBackend(ctx, project, emulatorHost, hot, log)
 	if err != nil {
 		return nil, err
@@ -92,7 +97,11 @@ func run(ctx context.Context, cfg config) (*Report, error) {
 	users := cfg.Early + cfg.Late
 	t0 := time.Now()
 	progress("surge: signing up %d users in the Auth emulator ...", users)
-	accts, err := signUp(ctx, users, cfg.SignupConcurrency)
+	accts, err := signUp(ctx, "surge", users, cfg.SignupConcurrency)
+	if err != nil {
+		return nil, err
+	}
+	botAccts, err := signUp(ctx, "surge-bot", cfg.Bots, cfg.SignupConcurrency)
 	if err != nil {
 		return nil, err
 	}
@@ -129,7 +138,7 @@ func run(ctx context.Context, cfg config) (*Report, error) {
 	listenCtx, stopListening := context.WithCancel(ctx)
 	defer stopListening()
 	s := &sim{cfg: cfg, screening: surgeScreening, opensAt: opensAt, base: be.url, stop: make(chan struct{}),
-		callCtx: callCtx, answers: map[string]int{}, payments: pay,
+		callCtx: callCtx, answers: map[string]int{}, payments: pay, appCheck: ac,
 		http: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 1024, IdleConnTimeout: time.Minute}}}
 	for _, r := range rows {
 		for n := 1; n <= cfg.SeatsPerRow; n++ {
@@ -146,6 +155,14 @@ func run(ctx context.Context, cfg config) (*Report, error) {
 			u.joinAt = opensAt.Add(time.Duration(rng.Int64N(int64(cfg.LateSpan) + 1)))
 		}
 		us[i] = u
+	}
+	// Bots are scripts: they join in the early span, as soon as the page
+	// opens, and then act as people do, without App Check tokens.
+	for j, a := range botAccts {
+		i := users + j
+		u := &user{i: i, bot: true, acct: a, fs: pool.clients[i%len(pool.clients)], rng: rand.New(rand.NewPCG(seed, uint64(i)+2))}
+		u.joinAt = opensAt.Add(-cfg.EarlySpan).Add(time.Duration(rng.Int64N(int64(cfg.EarlySpan - 500*time.Millisecond))))
+		us = append(us, u)
 	}
 
 	// The end: the sale sold out (the admitter publishes it), everyone

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/firelock/firelock/functions"
 	"github.com/firelock/firelock/internal/emulators"
 	"github.com/firelock/firelock/internal/salereport"
 )
@@ -34,6 +35,9 @@ func shortSurge(t *testing.T) config {
 	// leaves room for make test's parallel packages on two cores (a CI run
 	// sold 36 of 40 in 40 s) without a test that waits for nothing.
 	cfg.Limit = 120 * time.Second
+	// App Check enforced, and bots without tokens: none may get a place
+	// (issue #40); the people's calls carry the run's tokens.
+	cfg.AppCheck, cfg.Bots = functions.AppCheckEnforce, 10
 	cfg.Seed = uint64(time.Now().UnixNano())
 	cfg.Progress = 0
 	cfg.out, cfg.logw = io.Discard, io.Discard
@@ -80,6 +84,9 @@ func TestShortSurge(t *testing.T) {
 	if rep.SeatsSold != 40 || rep.Admitted == 0 || rep.EarlyAdmitted == 0 {
 		t.Fatalf("sold %d of 40, admitted %d (%d early)\n%s", rep.SeatsSold, rep.Admitted, rep.EarlyAdmitted, text.String())
 	}
+	if b := rep.Bots; b.Bots != 10 || b.Places != 0 || b.JoinsByAppCheck["valid"] != b.People || b.People == 0 || len(b.JoinsByAppCheck) != 1 {
+		t.Fatalf("App Check enforced with 10 bots: %+v, want every place a person's with a valid token, and no bot's", b)
+	}
 	if rep.HottestDoc == "" || rep.Cost.ServerWrites == 0 || rep.Cost.ListenerReads == 0 {
 		t.Fatalf("nothing counted: hottest %q, %d writes, %d listener reads", rep.HottestDoc, rep.Cost.ServerWrites, rep.Cost.ListenerReads)
 	}
@@ -110,6 +117,15 @@ func TestShortSurge(t *testing.T) {
 	planted.judge(cfg.Goals)
 	if got := failuresOf(&planted, "robustness"); len(got) != 2 {
 		t.Errorf("a lost lease and 2 confirmations refused in time, planted: judged %+v, want two robustness failures", got)
+	}
+	// A bot with a place under enforce, planted: one person's uid counted
+	// as a bot's.
+	planted = *rep
+	planted.Failures = nil
+	planted.Bots = botFiguresOf(rep.state, []string{rep.state.Places[0].UID})
+	planted.judge(cfg.Goals)
+	if got := failuresOf(&planted, "correctness"); len(got) != 1 || !strings.Contains(got[0].What, "bots got a place") {
+		t.Errorf("a bot's place under enforce, planted: judged %+v, want one correctness failure naming it", got)
 	}
 	for _, plant := range []struct {
 		name, want string

@@ -15,6 +15,7 @@ import (
 
 	"cloud.google.com/go/firestore"
 	"github.com/firelock/firelock/booking"
+	"github.com/firelock/firelock/functions"
 	"github.com/firelock/firelock/internal/emulators"
 	"github.com/firelock/firelock/internal/rpcstats"
 	"github.com/firelock/firelock/internal/salereport"
@@ -34,7 +35,7 @@ type account struct {
 
 // signUp signs n users up in the Auth emulator (or in, if they exist),
 // at most conc at once.
-func signUp(ctx context.Context, n, conc int) ([]account, error) {
+func signUp(ctx context.Context, prefix string, n, conc int) ([]account, error) {
 	accts := make([]account, n)
 	errs := make(chan error, n)
 	sem := make(chan struct{}, conc)
@@ -43,7 +44,7 @@ func signUp(ctx context.Context, n, conc int) ([]account, error) {
 		wg.Go(func() {
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			email := fmt.Sprintf("surge-%06d@example.com", i)
+			email := fmt.Sprintf("%s-%06d@example.com", prefix, i)
 			var err error
 			for try := 0; try < 3 && ctx.Err() == nil; try++ {
 				var tok, uid string
@@ -114,6 +115,7 @@ const (
 // user is one simulated fan.
 type user struct {
 	i      int
+	bot    bool // a scripted joiner (-bots): no App Check token
 	acct   account
 	joinAt time.Time
 	fs     *firestore.Client
@@ -156,6 +158,7 @@ func (u *user) countReads(n int) {
 // sim is one surge's users and what they were told.
 type sim struct {
 	cfg       config
+	appCheck  *appCheckRun // nil: App Check off
 	screening string
 	opensAt   time.Time
 	hall      []string
@@ -251,10 +254,10 @@ func (a answer) str(key string) string { v, _ := a.body[key].(string); return v 
 
 // call calls fn as the user with token, and tries a 503 again after its
 // Retry-After (the same body: a retry of the same request), up to 10 times.
-func (s *sim) call(fn, token string, body any) (answer, error) {
+func (s *sim) call(fn string, u *user, body any) (answer, error) {
 	b, _ := json.Marshal(body)
 	for attempt := 1; ; attempt++ {
-		a, err := s.callOnce(fn, token, b)
+		a, err := s.callOnce(fn, u, b)
 		if err != nil {
 			s.note(fn + " error")
 			return a, err
@@ -272,7 +275,7 @@ func (s *sim) call(fn, token string, body any) (answer, error) {
 	}
 }
 
-func (s *sim) callOnce(fn, token string, body []byte) (answer, error) {
+func (s *sim) callOnce(fn string, u *user, body []byte) (answer, error) {
 	ctx, cancel := context.WithTimeout(s.callCtx, time.Minute)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.base+"/"+fn, bytes.NewReader(body))
@@ -280,7 +283,14 @@ func (s *sim) callOnce(fn, token string, body []byte) (answer, error) {
 		return answer{}, err
 	}
 	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Authorization", "Bearer "+u.acct.token)
+	if s.appCheck != nil && !u.bot { // the real app proves itself; a script cannot
+		token, err := s.appCheck.token()
+		if err != nil {
+			return answer{}, err
+		}
+		req.Header.Set(functions.AppCheckHeader, token)
+	}
 	resp, err := s.http.Do(req)
 	if err != nil {
 		return answer{}, err
@@ -305,7 +315,7 @@ func (s *sim) run(ctx context.Context, u *user) {
 		u.outcome = "never joined"
 		return
 	}
-	a, err := s.call("JoinQueue", u.acct.token, map[string]any{"screeningId": s.screening})
+	a, err := s.call("JoinQueue", u, map[string]any{"screeningId": s.screening})
 	switch {
 	case err != nil:
 		u.outcome = "join failed"
@@ -569,7 +579,7 @@ func (s *sim) shop(ctx context.Context, u *user, passUntil time.Time) string {
 			continue
 		}
 		picked := pick(u.rng, free, want)
-		a, err := s.call("HoldSeats", u.acct.token, map[string]any{"screeningId": s.screening, "seats": picked,
+		a, err := s.call("HoldSeats", u, map[string]any{"screeningId": s.screening, "seats": picked,
 			"requestId": fmt.Sprintf("surge-%d-hold-%d", u.i, tries), "holdSeconds": s.cfg.HoldSeconds})
 		switch {
 		case err != nil:
@@ -611,7 +621,7 @@ func (s *sim) shop(ctx context.Context, u *user, passUntil time.Time) string {
 		}
 		u.confirming.Store(true)
 		left := time.Until(hold.HeldUntil) // the emulator's clock is this machine's
-		a, err := s.call("ConfirmHold", u.acct.token, map[string]any{"holdId": hold.ID})
+		a, err := s.call("ConfirmHold", u, map[string]any{"holdId": hold.ID})
 		switch {
 		case err != nil:
 			s.fail("user %d: ConfirmHold: %v", u.i, err)
@@ -634,7 +644,7 @@ func (s *sim) shop(ctx context.Context, u *user, passUntil time.Time) string {
 		if !s.sleep(think) {
 			return "holding at the end"
 		}
-		a, err := s.call("ReleaseHold", u.acct.token, map[string]any{"holdId": hold.ID})
+		a, err := s.call("ReleaseHold", u, map[string]any{"holdId": hold.ID})
 		switch {
 		case err != nil:
 			s.fail("user %d: ReleaseHold: %v", u.i, err)
