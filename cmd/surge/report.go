@@ -28,7 +28,7 @@ type Report struct {
 	Config   config `json:"config"`
 	Ended    string `json:"ended"` // sold out, everyone left, time limit
 
-	Users int `json:"users"`
+	Users int `json:"users"` // people; -bots are counted apart (Bots)
 	Seats int `json:"seats"`
 	correctness
 	salereport.Fairness
@@ -170,7 +170,7 @@ type failure struct {
 func report(cfg config, st *salereport.Sale, s *sim, us []*user, be *backend, adm *scheduler, pool *listenerPool, tap *commitTap, hot *hotDocs, opensAt, end time.Time) *Report {
 	r := &Report{
 		Date: time.Now().UTC().Format(time.RFC3339), Machine: fmt.Sprintf("%s/%s, %d CPUs", runtime.GOOS, runtime.GOARCH, runtime.NumCPU()),
-		Go: runtime.Version(), Admitter: adm.describe(), Config: cfg, Users: len(us), Seats: len(st.Hall),
+		Go: runtime.Version(), Admitter: adm.describe(), Config: cfg, Users: len(us) - cfg.Bots, Seats: len(st.Hall),
 		AdmitPerMinute: st.AdmitPerMinute, MaxActive: st.MaxActive, RunSeconds: salereport.Seconds(end.Sub(opensAt)),
 		SellOutSeconds: -1, Answers: s.answers, Outcomes: map[string]int{}, Problems: s.failures,
 	}
