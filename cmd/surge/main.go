@@ -34,6 +34,8 @@ import (
 	"os"
 	"os/signal"
 	"time"
+
+	"github.com/firelock/firelock/functions"
 )
 
 // config is one surge: its users, hall, sale, behaviour and goals.
@@ -79,6 +81,13 @@ type config struct {
 	Conns             int           `json:"-"` // gRPC connections the users' Firestore clients share
 	Progress          time.Duration `json:"-"`
 
+	// MaxConns bounds the users' HTTP connections to the functions, as a
+	// load balancer in front of them would (issue #41).
+	MaxConns int `json:"maxConns"`
+	// MaxInFlight caps the backend's requests in flight; past it they are
+	// shed with 503 unavailable and Retry-After (0: no cap).
+	MaxInFlight int `json:"maxInFlight"`
+
 	Goals goals `json:"goals"`
 
 	out  io.Writer // progress lines
@@ -122,6 +131,7 @@ func defaults() config {
 		PayWalk: 0.1, PayLate: 0.03, PayDuplicates: 0.05,
 		Limit:             4 * time.Minute,
 		SignupConcurrency: 16, Conns: 16, Progress: 3 * time.Second,
+		MaxConns: 256, MaxInFlight: functions.DefaultMaxInFlight,
 		Goals: goals{HotWritesPer10s: 10, LateInversions: 0.01, SpearmanSigmas: 4,
 			FirstAdmission: 2 * time.Second, Refill: 3 * time.Second, SoldOut: true, ConfirmBurstP99: 2 * time.Second, ReadsPerSeat: 1000,
 			HoldBurstP99: time.Second, StrandedShare: 0.02, WebhookP99: time.Second, StripeCallsPerSeat: 1.2},
@@ -160,6 +170,8 @@ func main() {
 	flag.Uint64Var(&cfg.Seed, "seed", cfg.Seed, "seed of the users' random choices (0: from the clock)")
 	flag.IntVar(&cfg.SignupConcurrency, "signup-concurrency", cfg.SignupConcurrency, "sign-ups in flight at once")
 	flag.IntVar(&cfg.Conns, "conns", cfg.Conns, "gRPC connections the users' listeners share")
+	flag.IntVar(&cfg.MaxConns, "max-conns", cfg.MaxConns, "HTTP connections the users open to the functions at most, as behind a load balancer (each costs two open files: both ends are in this process)")
+	flag.IntVar(&cfg.MaxInFlight, "max-in-flight", cfg.MaxInFlight, "requests the functions serve at once; past it they answer 503 unavailable with Retry-After (0: no cap)")
 	flag.DurationVar(&cfg.Progress, "progress", cfg.Progress, "how often to print a progress line (0: never)")
 	flag.IntVar(&cfg.Goals.HotWritesPer10s, "goal-hot-writes", cfg.Goals.HotWritesPer10s, "goal: most writes to one document in any 10 s")
 	flag.Float64Var(&cfg.Goals.LateInversions, "goal-late-inversions", cfg.Goals.LateInversions, "goal: share of later joiners' pairs admitted out of join order")
@@ -185,6 +197,12 @@ func main() {
 	if err := cfg.check(); err != nil {
 		fmt.Fprintln(os.Stderr, "surge:", err)
 		os.Exit(2)
+	}
+	if raised, err := ensureDescriptors(cfg); err != nil {
+		fmt.Fprintln(os.Stderr, "surge:", err)
+		os.Exit(2)
+	} else if raised != "" {
+		fmt.Fprintln(os.Stderr, raised)
 	}
 	logf, err := os.Create(logPath)
 	if err != nil {
@@ -237,8 +255,10 @@ func (c config) check() error {
 		return fmt.Errorf("-best -pick-max %d: more than -max-seats-per-user %d is a bad request, not a shopper", c.PickMax, c.MaxSeatsPerUser)
 	case c.PayWalk < 0 || c.PayLate < 0 || c.PayWalk+c.PayLate > 1 || c.PayDuplicates < 0 || c.PayDuplicates > 1:
 		return fmt.Errorf("-pay-walk %v -pay-late %v -pay-duplicates %v: want shares from 0 to 1, walk and late adding up to at most 1", c.PayWalk, c.PayLate, c.PayDuplicates)
-	case c.HoldTries < 1 || c.SignupConcurrency < 1 || c.Conns < 1:
-		return fmt.Errorf("-hold-tries, -signup-concurrency and -conns must be positive")
+	case c.HoldTries < 1 || c.SignupConcurrency < 1 || c.Conns < 1 || c.MaxConns < 1:
+		return fmt.Errorf("-hold-tries, -signup-concurrency, -conns and -max-conns must be positive")
+	case c.MaxInFlight < 0:
+		return fmt.Errorf("-max-in-flight %d: want 0 (no cap) or more", c.MaxInFlight)
 	case c.EarlySpan < time.Second || c.LateSpan < 0 || c.Limit <= 0:
 		return fmt.Errorf("-early-span (1 s at least), -late-span and -limit must be positive")
 	}

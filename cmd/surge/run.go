@@ -74,7 +74,7 @@ func run(ctx context.Context, cfg config) (*Report, error) {
 		}
 		defer pay.stop()
 	}
-	be, err := startBackend(ctx, project, emulatorHost, hot, log)
+	be, err := startBackend(ctx, project, emulatorHost, cfg.MaxInFlight, hot, log)
 	if err != nil {
 		return nil, err
 	}
@@ -130,7 +130,7 @@ func run(ctx context.Context, cfg config) (*Report, error) {
 	defer stopListening()
 	s := &sim{cfg: cfg, screening: surgeScreening, opensAt: opensAt, base: be.url, stop: make(chan struct{}),
 		callCtx: callCtx, answers: map[string]int{}, payments: pay,
-		http: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 1024, IdleConnTimeout: time.Minute}}}
+		http: &http.Client{Transport: &http.Transport{MaxConnsPerHost: cfg.MaxConns, MaxIdleConnsPerHost: cfg.MaxConns, IdleConnTimeout: time.Minute}}}
 	for _, r := range rows {
 		for n := 1; n <= cfg.SeatsPerRow; n++ {
 			s.hall = append(s.hall, fmt.Sprintf("%s%d", r, n))
