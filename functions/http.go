@@ -33,16 +33,16 @@ import (
 // The functions, each under the local run's cap on requests in flight
 // (LimitInFlight; none when deployed).
 func init() {
-	functions.HTTP("BookSeats", limited(func(a *API) http.HandlerFunc { return a.BookSeats }))
-	functions.HTTP("CancelBooking", limited(func(a *API) http.HandlerFunc { return a.CancelBooking }))
-	functions.HTTP("HoldSeats", limited(func(a *API) http.HandlerFunc { return a.HoldSeats }))
-	functions.HTTP("ExtendHold", limited(func(a *API) http.HandlerFunc { return a.ExtendHold }))
-	functions.HTTP("ConfirmHold", limited(func(a *API) http.HandlerFunc { return a.ConfirmHold }))
-	functions.HTTP("ReleaseHold", limited(func(a *API) http.HandlerFunc { return a.ReleaseHold }))
-	functions.HTTP("JoinQueue", limited(func(a *API) http.HandlerFunc { return a.JoinQueue }))
-	functions.HTTP("OperateSale", limited(func(a *API) http.HandlerFunc { return a.OperateSale }))
-	functions.HTTP("CheckoutHold", limited(func(a *API) http.HandlerFunc { return a.CheckoutHold }))
-	functions.HTTP("StripeWebhook", limited(func(a *API) http.HandlerFunc { return a.StripeWebhook }))
+	functions.HTTP("BookSeats", limited("BookSeats", func(a *API) http.HandlerFunc { return a.BookSeats }))
+	functions.HTTP("CancelBooking", limited("CancelBooking", func(a *API) http.HandlerFunc { return a.CancelBooking }))
+	functions.HTTP("HoldSeats", limited("HoldSeats", func(a *API) http.HandlerFunc { return a.HoldSeats }))
+	functions.HTTP("ExtendHold", limited("ExtendHold", func(a *API) http.HandlerFunc { return a.ExtendHold }))
+	functions.HTTP("ConfirmHold", limited("ConfirmHold", func(a *API) http.HandlerFunc { return a.ConfirmHold }))
+	functions.HTTP("ReleaseHold", limited("ReleaseHold", func(a *API) http.HandlerFunc { return a.ReleaseHold }))
+	functions.HTTP("JoinQueue", limited("JoinQueue", func(a *API) http.HandlerFunc { return a.JoinQueue }))
+	functions.HTTP("OperateSale", limited("OperateSale", func(a *API) http.HandlerFunc { return a.OperateSale }))
+	functions.HTTP("CheckoutHold", limited("CheckoutHold", func(a *API) http.HandlerFunc { return a.CheckoutHold }))
+	functions.HTTP("StripeWebhook", limited("StripeWebhook", func(a *API) http.HandlerFunc { return a.StripeWebhook }))
 }
 
 // HTTPFunctions names every HTTP function (CONTRACT §3, §7, §8, §10), for

@@ -5,15 +5,19 @@ import (
 	"sync/atomic"
 )
 
-// DefaultMaxInFlight is the local functions server's cap on requests in
-// flight (cmd/firelock-local -max-in-flight, cmd/surge -max-in-flight).
-// Each request in flight holds a connection, a goroutine and its Firestore
-// calls; a few hundred keep two cores busy without running out of open
-// files under the default limit of 1,024.
-const DefaultMaxInFlight = 512
+// DefaultMaxInFlight is the local functions server's cap on each
+// function's requests in flight (cmd/firelock-local -max-in-flight,
+// cmd/surge -max-in-flight). Each request in flight holds a connection, a
+// goroutine and its Firestore calls, and the one Firestore emulator answers
+// every caller later the more work is queued in it: in the ten-times surge
+// (issue #41) unbounded joins delayed the admitter's lease renewals past
+// its lease. 64 joins at once keep the emulator's commits within about 3 s
+// there, on two cores.
+const DefaultMaxInFlight = 64
 
-// InFlight caps how many requests the HTTP functions of one process serve
-// at once, as Cloud Functions' --concurrency caps an instance. Past the cap
+// InFlight caps how many requests an HTTP function serves at once in one
+// process, as Cloud Functions' --concurrency and --max-instances cap a
+// deployed function. Past the cap
 // a request is shed: it is answered at once 503 unavailable with
 // Retry-After (CONTRACT §3), before its body is read or anything is
 // written, so the caller may retry it as it is. A nil *InFlight has no cap.
@@ -68,22 +72,36 @@ func (l *InFlight) Wrap(a *API, h http.HandlerFunc) http.HandlerFunc {
 // errOverloaded: the request was shed at the cap.
 var errOverloaded = errorf(http.StatusServiceUnavailable, "unavailable", "the server is at capacity; try again")
 
-// registered caps the functions this package registers with the
-// Functions Framework (the local run serves them all in one process).
-var registered atomic.Pointer[InFlight]
+// registered caps each function this package registers with the
+// Functions Framework (the local run serves them all in one process), by
+// name; nil: no cap.
+var registered atomic.Pointer[map[string]*InFlight]
 
-// LimitInFlight caps the requests in flight of the functions registered
-// with the Functions Framework in this process (all of them, together):
+// LimitInFlight caps the requests in flight of each function registered
+// with the Functions Framework in this process at max, every function on
+// its own, as each deployed function has its own instances: a crowd of
+// joins past JoinQueue's cap is shed while ConfirmHold still has room.
 // cmd/firelock-local sets it. A deployed function leaves it unset, since
 // Cloud Functions caps requests per instance (--concurrency) in front of
 // it. RunScheduledJob's push deliveries and the metrics are not capped.
 // max <= 0: no cap.
-func LimitInFlight(max int) { registered.Store(NewInFlight(max)) }
+func LimitInFlight(max int) {
+	caps := map[string]*InFlight{}
+	for _, name := range HTTPFunctions {
+		caps[name] = NewInFlight(max)
+	}
+	registered.Store(&caps)
+}
 
-// limited serves a registered function under the cap of LimitInFlight.
-func limited(fn func(*API) http.HandlerFunc) func(http.ResponseWriter, *http.Request) {
+// limited serves the registered function name under its cap of
+// LimitInFlight.
+func limited(name string, fn func(*API) http.HandlerFunc) func(http.ResponseWriter, *http.Request) {
 	return func(w http.ResponseWriter, r *http.Request) {
 		a := defaultAPI()
-		registered.Load().Serve(a, fn(a), w, r)
+		var l *InFlight
+		if caps := registered.Load(); caps != nil {
+			l = (*caps)[name]
+		}
+		l.Serve(a, fn(a), w, r)
 	}
 }

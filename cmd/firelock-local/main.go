@@ -59,7 +59,7 @@ func main() {
 	logFile := flag.String("log", "", "write the functions' log lines to this file instead of stdout")
 	stripeMode := flag.String("stripe", stripeMock, "payments: mock (stripe-mock, a fresh webhook secret and the local checkout page) or env (STRIPE_SECRET_KEY, STRIPE_WEBHOOK_SECRET, STRIPE_API_URL as set: Stripe's test mode with `stripe listen`)")
 	envFile := flag.String("env-file", ".firelock-local.env", "write the run's addresses and the demo user's ID token to this file as shell exports, for other terminals and the README's examples; removed on exit (empty: none)")
-	maxInFlight := flag.Int("max-in-flight", functions.DefaultMaxInFlight, "requests the HTTP functions serve at once; past it they answer 503 unavailable with Retry-After (0: no cap; a deployed function's cap is its --concurrency, see docs/operating.md)")
+	maxInFlight := flag.Int("max-in-flight", functions.DefaultMaxInFlight, "requests each HTTP function serves at once; past it they answer 503 unavailable with Retry-After (0: no cap; a deployed function's cap is its --concurrency, see docs/operating.md)")
 	flag.Parse()
 	if *maxInFlight < 0 {
 		fmt.Fprintf(os.Stderr, "firelock-local: -max-in-flight %d: want 0 (no cap) or more\n", *maxInFlight)

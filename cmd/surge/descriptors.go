@@ -57,7 +57,10 @@ func fitDescriptors(need int, soft, hard uint64) (descriptorFit, error) {
 
 // ensureDescriptors checks cfg against the process's RLIMIT_NOFILE and
 // raises the soft limit to the hard one when that makes it fit. It returns
-// a line to print when it raised the limit.
+// a line to print when it raised the limit. (Go's os package already
+// raises the soft limit to the hard one as a program starts, on Linux, so
+// the check that matters is against the hard limit; the raise is kept for
+// where that did not happen.)
 func ensureDescriptors(cfg config) (string, error) {
 	var lim syscall.Rlimit
 	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {

@@ -84,8 +84,8 @@ type config struct {
 	// MaxConns bounds the users' HTTP connections to the functions, as a
 	// load balancer in front of them would (issue #41).
 	MaxConns int `json:"maxConns"`
-	// MaxInFlight caps the backend's requests in flight; past it they are
-	// shed with 503 unavailable and Retry-After (0: no cap).
+	// MaxInFlight caps each function's requests in flight; past it they
+	// are shed with 503 unavailable and Retry-After (0: no cap).
 	MaxInFlight int `json:"maxInFlight"`
 
 	Goals goals `json:"goals"`
@@ -171,7 +171,7 @@ func main() {
 	flag.IntVar(&cfg.SignupConcurrency, "signup-concurrency", cfg.SignupConcurrency, "sign-ups in flight at once")
 	flag.IntVar(&cfg.Conns, "conns", cfg.Conns, "gRPC connections the users' listeners share")
 	flag.IntVar(&cfg.MaxConns, "max-conns", cfg.MaxConns, "HTTP connections the users open to the functions at most, as behind a load balancer (each costs two open files: both ends are in this process)")
-	flag.IntVar(&cfg.MaxInFlight, "max-in-flight", cfg.MaxInFlight, "requests the functions serve at once; past it they answer 503 unavailable with Retry-After (0: no cap)")
+	flag.IntVar(&cfg.MaxInFlight, "max-in-flight", cfg.MaxInFlight, "requests each function serves at once; past it they answer 503 unavailable with Retry-After (0: no cap)")
 	flag.DurationVar(&cfg.Progress, "progress", cfg.Progress, "how often to print a progress line (0: never)")
 	flag.IntVar(&cfg.Goals.HotWritesPer10s, "goal-hot-writes", cfg.Goals.HotWritesPer10s, "goal: most writes to one document in any 10 s")
 	flag.Float64Var(&cfg.Goals.LateInversions, "goal-late-inversions", cfg.Goals.LateInversions, "goal: share of later joiners' pairs admitted out of join order")
