@@ -11,8 +11,10 @@
 // talk to all of these.
 //
 //	go run ./cmd/firelock-local [-port 8086] [-web dev|preview|off] [-web-port 5173]
-//	    [-schedule '* * * * *'] [-tz UTC] [-- command args...]
+//	    [-schedule '* * * * *'] [-tz UTC] [-max-in-flight 64] [-- command args...]
 //
+// Each HTTP function serves at most -max-in-flight requests at once and
+// answers the rest 503 unavailable with Retry-After (docs/operating.md).
 // Ctrl-C stops the server, the web app and every emulator it started. Given
 // a command, it runs that once everything is up, with FIRELOCK_FUNCTIONS_URL,
 // FIRELOCK_WEB_URL, GOOGLE_CLOUD_PROJECT and the emulators' *_EMULATOR_HOST

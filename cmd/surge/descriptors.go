@@ -11,9 +11,10 @@ import (
 // user opens to the functions costs two descriptors, one at each end
 // (issue #41: 10,000 users without a bound on connections exhausted 20,000
 // descriptors, and the functions' accept failed). The users' transport
-// therefore opens at most MaxConns connections, as a crowd behind a load
-// balancer reaches a function, and the run checks at the start that the
-// descriptors it needs fit under RLIMIT_NOFILE.
+// (front) therefore opens at most MaxConns connections to each function, as
+// a crowd reaches a deployed function through its front end, and the run
+// checks at the start that the descriptors it needs fit under
+// RLIMIT_NOFILE.
 
 // descriptorMargin covers what is open besides the connections counted:
 // stdio, the log, the Go runtime's poller and pipes, the emulators' child
@@ -21,14 +22,14 @@ import (
 const descriptorMargin = 128
 
 // descriptorsNeeded is what a run of cfg holds open at most: both ends of
-// every user connection to the functions, and the Firestore and Auth
+// every user connection to each function (-max-conns each), and the Firestore and Auth
 // clients (each function instance and the admitter have their own
 // Firestore client and lease commit client; the listeners' pool; the
 // commit tap's two sides; the sign-ups), plus a margin.
 func descriptorsNeeded(cfg config) int {
 	instances := len(functions.HTTPFunctions) + 2 // the admitter, and the run's own client
 	emulatorClients := 2*instances + cfg.Conns + 2*instances + cfg.SignupConcurrency
-	return 2*cfg.MaxConns + emulatorClients + descriptorMargin
+	return 2*cfg.MaxConns*len(functions.HTTPFunctions) + emulatorClients + descriptorMargin
 }
 
 // descriptorFit is what to do about RLIMIT_NOFILE before a run.

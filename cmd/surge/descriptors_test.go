@@ -3,6 +3,8 @@ package main
 import (
 	"strings"
 	"testing"
+
+	"github.com/firelock/firelock/functions"
 )
 
 // The fit check decides from the need and RLIMIT_NOFILE alone: under the
@@ -39,23 +41,24 @@ func TestDescriptorFit(t *testing.T) {
 }
 
 // Both ends of every user connection are in the process: the need grows
-// by two descriptors a connection, and the ten-times crowd at its default
-// bound fits well under the 20,000 of issue #41, where 10,000 unbounded
-// connections (20,000 descriptors and more) could not.
+// by two descriptors a connection to each function, and the ten-times
+// crowd at its default bound fits well under the 20,000 of issue #41,
+// where 10,000 unbounded connections (20,000 descriptors and more) could
+// not.
 func TestDescriptorsNeededCountsBothEnds(t *testing.T) {
 	cfg := defaults()
 	base := descriptorsNeeded(cfg)
 	cfg.MaxConns += 100
-	if got := descriptorsNeeded(cfg) - base; got != 200 {
-		t.Errorf("100 more connections need %d more descriptors, want 200", got)
+	if got, want := descriptorsNeeded(cfg)-base, 200*len(functions.HTTPFunctions); got != want {
+		t.Errorf("100 more connections to each function need %d more descriptors, want %d", got, want)
 	}
 	cfg = defaults()
 	cfg.Early, cfg.Late, cfg.Seats = 5000, 5000, 1000
 	if _, err := fitDescriptors(descriptorsNeeded(cfg), 20000, 20000); err != nil {
 		t.Errorf("the ten-times surge at the defaults: %v", err)
 	}
-	cfg.MaxConns = 10000
+	cfg.MaxConns = 1000
 	if _, err := fitDescriptors(descriptorsNeeded(cfg), 20000, 20000); err == nil {
-		t.Errorf("10,000 connections fit under 20,000 descriptors; both ends are in this process")
+		t.Errorf("1,000 connections to each of %d functions fit under 20,000 descriptors; both ends are in this process", len(functions.HTTPFunctions))
 	}
 }

@@ -81,8 +81,8 @@ type config struct {
 	Conns             int           `json:"-"` // gRPC connections the users' Firestore clients share
 	Progress          time.Duration `json:"-"`
 
-	// MaxConns bounds the users' HTTP connections to the functions, as a
-	// load balancer in front of them would (issue #41).
+	// MaxConns bounds the users' HTTP connections to each function, as
+	// its front end would (issue #41).
 	MaxConns int `json:"maxConns"`
 	// MaxInFlight caps each function's requests in flight; past it they
 	// are shed with 503 unavailable and Retry-After (0: no cap).
@@ -131,7 +131,7 @@ func defaults() config {
 		PayWalk: 0.1, PayLate: 0.03, PayDuplicates: 0.05,
 		Limit:             4 * time.Minute,
 		SignupConcurrency: 16, Conns: 16, Progress: 3 * time.Second,
-		MaxConns: 256, MaxInFlight: functions.DefaultMaxInFlight,
+		MaxConns: functions.DefaultMaxInFlight, MaxInFlight: functions.DefaultMaxInFlight,
 		Goals: goals{HotWritesPer10s: 10, LateInversions: 0.01, SpearmanSigmas: 4,
 			FirstAdmission: 2 * time.Second, Refill: 3 * time.Second, SoldOut: true, ConfirmBurstP99: 2 * time.Second, ReadsPerSeat: 1000,
 			HoldBurstP99: time.Second, StrandedShare: 0.02, WebhookP99: time.Second, StripeCallsPerSeat: 1.2},
@@ -170,7 +170,7 @@ func main() {
 	flag.Uint64Var(&cfg.Seed, "seed", cfg.Seed, "seed of the users' random choices (0: from the clock)")
 	flag.IntVar(&cfg.SignupConcurrency, "signup-concurrency", cfg.SignupConcurrency, "sign-ups in flight at once")
 	flag.IntVar(&cfg.Conns, "conns", cfg.Conns, "gRPC connections the users' listeners share")
-	flag.IntVar(&cfg.MaxConns, "max-conns", cfg.MaxConns, "HTTP connections the users open to the functions at most, as behind a load balancer (each costs two open files: both ends are in this process)")
+	flag.IntVar(&cfg.MaxConns, "max-conns", cfg.MaxConns, "HTTP connections the users open to each function at most, as its front end would allow; the calls beyond wait for one (each connection costs two open files: both ends are in this process)")
 	flag.IntVar(&cfg.MaxInFlight, "max-in-flight", cfg.MaxInFlight, "requests each function serves at once; past it they answer 503 unavailable with Retry-After (0: no cap)")
 	flag.DurationVar(&cfg.Progress, "progress", cfg.Progress, "how often to print a progress line (0: never)")
 	flag.IntVar(&cfg.Goals.HotWritesPer10s, "goal-hot-writes", cfg.Goals.HotWritesPer10s, "goal: most writes to one document in any 10 s")

@@ -128,9 +128,11 @@ func run(ctx context.Context, cfg config) (*Report, error) {
 	defer cutCalls()
 	listenCtx, stopListening := context.WithCancel(ctx)
 	defer stopListening()
+	lb := newFront(cfg.MaxConns)
+	defer lb.close()
 	s := &sim{cfg: cfg, screening: surgeScreening, opensAt: opensAt, base: be.url, stop: make(chan struct{}),
 		callCtx: callCtx, answers: map[string]int{}, payments: pay,
-		http: &http.Client{Transport: &http.Transport{MaxConnsPerHost: cfg.MaxConns, MaxIdleConnsPerHost: cfg.MaxConns, IdleConnTimeout: time.Minute}}}
+		http: &http.Client{Transport: lb}}
 	for _, r := range rows {
 		for n := 1; n <= cfg.SeatsPerRow; n++ {
 			s.hall = append(s.hall, fmt.Sprintf("%s%d", r, n))
