@@ -17,10 +17,10 @@ const DefaultMaxInFlight = 64
 
 // InFlight caps how many requests an HTTP function serves at once in one
 // process, as Cloud Functions' --concurrency and --max-instances cap a
-// deployed function. Past the cap
-// a request is shed: it is answered at once 503 unavailable with
-// Retry-After (CONTRACT §3), before its body is read or anything is
-// written, so the caller may retry it as it is. A nil *InFlight has no cap.
+// deployed function. Past the cap a request is shed: it is answered at
+// once 503 unavailable with Retry-After (CONTRACT §3), before its body is
+// read or anything is written, so the caller may retry it as it is. A nil
+// *InFlight has no cap.
 type InFlight struct {
 	slots chan struct{}
 	shed  atomic.Int64
@@ -57,10 +57,10 @@ func (l *InFlight) Serve(a *API, h http.HandlerFunc, w http.ResponseWriter, r *h
 		return
 	default:
 	}
-	l.shed.Add(1)
 	if a.CORS.apply(w, r) {
 		return
 	}
+	l.shed.Add(1)
 	a.writeError(w, r, "", errOverloaded)
 }
 
