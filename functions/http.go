@@ -30,17 +30,19 @@ import (
 	"github.com/firelock/firelock/sale"
 )
 
+// The functions, each under the local run's cap on requests in flight
+// (LimitInFlight; none when deployed).
 func init() {
-	functions.HTTP("BookSeats", func(w http.ResponseWriter, r *http.Request) { defaultAPI().BookSeats(w, r) })
-	functions.HTTP("CancelBooking", func(w http.ResponseWriter, r *http.Request) { defaultAPI().CancelBooking(w, r) })
-	functions.HTTP("HoldSeats", func(w http.ResponseWriter, r *http.Request) { defaultAPI().HoldSeats(w, r) })
-	functions.HTTP("ExtendHold", func(w http.ResponseWriter, r *http.Request) { defaultAPI().ExtendHold(w, r) })
-	functions.HTTP("ConfirmHold", func(w http.ResponseWriter, r *http.Request) { defaultAPI().ConfirmHold(w, r) })
-	functions.HTTP("ReleaseHold", func(w http.ResponseWriter, r *http.Request) { defaultAPI().ReleaseHold(w, r) })
-	functions.HTTP("JoinQueue", func(w http.ResponseWriter, r *http.Request) { defaultAPI().JoinQueue(w, r) })
-	functions.HTTP("OperateSale", func(w http.ResponseWriter, r *http.Request) { defaultAPI().OperateSale(w, r) })
-	functions.HTTP("CheckoutHold", func(w http.ResponseWriter, r *http.Request) { defaultAPI().CheckoutHold(w, r) })
-	functions.HTTP("StripeWebhook", func(w http.ResponseWriter, r *http.Request) { defaultAPI().StripeWebhook(w, r) })
+	functions.HTTP("BookSeats", limited("BookSeats", func(a *API) http.HandlerFunc { return a.BookSeats }))
+	functions.HTTP("CancelBooking", limited("CancelBooking", func(a *API) http.HandlerFunc { return a.CancelBooking }))
+	functions.HTTP("HoldSeats", limited("HoldSeats", func(a *API) http.HandlerFunc { return a.HoldSeats }))
+	functions.HTTP("ExtendHold", limited("ExtendHold", func(a *API) http.HandlerFunc { return a.ExtendHold }))
+	functions.HTTP("ConfirmHold", limited("ConfirmHold", func(a *API) http.HandlerFunc { return a.ConfirmHold }))
+	functions.HTTP("ReleaseHold", limited("ReleaseHold", func(a *API) http.HandlerFunc { return a.ReleaseHold }))
+	functions.HTTP("JoinQueue", limited("JoinQueue", func(a *API) http.HandlerFunc { return a.JoinQueue }))
+	functions.HTTP("OperateSale", limited("OperateSale", func(a *API) http.HandlerFunc { return a.OperateSale }))
+	functions.HTTP("CheckoutHold", limited("CheckoutHold", func(a *API) http.HandlerFunc { return a.CheckoutHold }))
+	functions.HTTP("StripeWebhook", limited("StripeWebhook", func(a *API) http.HandlerFunc { return a.StripeWebhook }))
 }
 
 // HTTPFunctions names every HTTP function (CONTRACT §3, §7, §8, §10), for

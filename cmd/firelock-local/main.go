@@ -13,8 +13,11 @@
 // a token endpoint signed with a key made for the run (appcheck.go).
 //
 //	go run ./cmd/firelock-local [-port 8086] [-web dev|preview|off] [-web-port 5173]
-//	    [-schedule '* * * * *'] [-tz UTC] [-appcheck enforce|monitor|off] [-- command args...]
+//	    [-schedule '* * * * *'] [-tz UTC] [-appcheck enforce|monitor|off] [-max-in-flight 64]
+//	    [-- command args...]
 //
+// Each HTTP function serves at most -max-in-flight requests at once and
+// answers the rest 503 unavailable with Retry-After (docs/operating.md).
 // Ctrl-C stops the server, the web app and every emulator it started. Given
 // a command, it runs that once everything is up, with FIRELOCK_FUNCTIONS_URL,
 // FIRELOCK_WEB_URL, GOOGLE_CLOUD_PROJECT and the emulators' *_EMULATOR_HOST
@@ -62,7 +65,13 @@ func main() {
 	stripeMode := flag.String("stripe", stripeMock, "payments: mock (stripe-mock, a fresh webhook secret and the local checkout page) or env (STRIPE_SECRET_KEY, STRIPE_WEBHOOK_SECRET, STRIPE_API_URL as set: Stripe's test mode with `stripe listen`)")
 	appCheck := flag.String("appcheck", "", "App Check on the sale's functions (CONTRACT §12): enforce, monitor or off; on, the run signs the tokens itself and the web app fetches them (default: FIRELOCK_APPCHECK, else off)")
 	envFile := flag.String("env-file", ".firelock-local.env", "write the run's addresses and the demo user's ID token to this file as shell exports, for other terminals and the README's examples; removed on exit (empty: none)")
+	maxInFlight := flag.Int("max-in-flight", functions.DefaultMaxInFlight, "requests each HTTP function serves at once; past it they answer 503 unavailable with Retry-After (0: no cap; a deployed function's cap is its --concurrency, see docs/operating.md)")
 	flag.Parse()
+	if *maxInFlight < 0 {
+		fmt.Fprintf(os.Stderr, "firelock-local: -max-in-flight %d: want 0 (no cap) or more\n", *maxInFlight)
+		os.Exit(2)
+	}
+	functions.LimitInFlight(*maxInFlight)
 	if *stripeMode != stripeMock && *stripeMode != stripeEnv {
 		fmt.Fprintf(os.Stderr, "firelock-local: -stripe %q: want mock or env\n", *stripeMode)
 		os.Exit(2)

@@ -99,10 +99,13 @@ type backend struct {
 	srv       *httptest.Server
 	instances []*instance
 	calls     *callLog
+	// inFlight caps the requests each function serves at once, as the
+	// local run's server does (issue #41); nil: no cap.
+	inFlight map[string]*functions.InFlight
 }
 
-func startBackend(ctx context.Context, project, emulatorHost string, hot *hotDocs, log *slog.Logger) (*backend, error) {
-	b := &backend{calls: &callLog{}}
+func startBackend(ctx context.Context, project, emulatorHost string, maxInFlight int, hot *hotDocs, log *slog.Logger) (*backend, error) {
+	b := &backend{calls: &callLog{}, inFlight: map[string]*functions.InFlight{}}
 	mux := http.NewServeMux()
 	for _, name := range functions.HTTPFunctions {
 		in, err := newInstance(ctx, name, project, emulatorHost, hot, log)
@@ -111,7 +114,8 @@ func startBackend(ctx context.Context, project, emulatorHost string, hot *hotDoc
 			return nil, err
 		}
 		b.instances = append(b.instances, in)
-		h := handlerOf(in.api, name)
+		b.inFlight[name] = functions.NewInFlight(maxInFlight)
+		h := b.inFlight[name].Wrap(in.api, handlerOf(in.api, name))
 		mux.HandleFunc("/"+name, func(w http.ResponseWriter, r *http.Request) {
 			rec := &statusWriter{ResponseWriter: w, status: http.StatusOK}
 			start := time.Now()

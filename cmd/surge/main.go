@@ -30,11 +30,12 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
-	"github.com/firelock/firelock/functions"
 	"io"
 	"os"
 	"os/signal"
 	"time"
+
+	"github.com/firelock/firelock/functions"
 )
 
 // config is one surge: its users, hall, sale, behaviour and goals.
@@ -85,6 +86,13 @@ type config struct {
 	Conns             int           `json:"-"` // gRPC connections the users' Firestore clients share
 	Progress          time.Duration `json:"-"`
 
+	// MaxConns bounds the users' HTTP connections to each function, as
+	// its front end would (issue #41).
+	MaxConns int `json:"maxConns"`
+	// MaxInFlight caps each function's requests in flight; past it they
+	// are shed with 503 unavailable and Retry-After (0: no cap).
+	MaxInFlight int `json:"maxInFlight"`
+
 	Goals goals `json:"goals"`
 
 	out  io.Writer // progress lines
@@ -128,6 +136,7 @@ func defaults() config {
 		PayWalk: 0.1, PayLate: 0.03, PayDuplicates: 0.05,
 		Limit:             4 * time.Minute,
 		SignupConcurrency: 16, Conns: 16, Progress: 3 * time.Second,
+		MaxConns: functions.DefaultMaxInFlight, MaxInFlight: functions.DefaultMaxInFlight,
 		Goals: goals{HotWritesPer10s: 10, LateInversions: 0.01, SpearmanSigmas: 4,
 			FirstAdmission: 2 * time.Second, Refill: 3 * time.Second, SoldOut: true, ConfirmBurstP99: 2 * time.Second, ReadsPerSeat: 1000,
 			HoldBurstP99: time.Second, StrandedShare: 0.02, WebhookP99: time.Second, StripeCallsPerSeat: 1.2},
@@ -168,6 +177,8 @@ func main() {
 	flag.Uint64Var(&cfg.Seed, "seed", cfg.Seed, "seed of the users' random choices (0: from the clock)")
 	flag.IntVar(&cfg.SignupConcurrency, "signup-concurrency", cfg.SignupConcurrency, "sign-ups in flight at once")
 	flag.IntVar(&cfg.Conns, "conns", cfg.Conns, "gRPC connections the users' listeners share")
+	flag.IntVar(&cfg.MaxConns, "max-conns", cfg.MaxConns, "HTTP connections the users open to each function at most, as its front end would allow; the calls beyond wait for one (each connection costs two open files: both ends are in this process)")
+	flag.IntVar(&cfg.MaxInFlight, "max-in-flight", cfg.MaxInFlight, "requests each function serves at once; past it they answer 503 unavailable with Retry-After (0: no cap)")
 	flag.DurationVar(&cfg.Progress, "progress", cfg.Progress, "how often to print a progress line (0: never)")
 	flag.IntVar(&cfg.Goals.HotWritesPer10s, "goal-hot-writes", cfg.Goals.HotWritesPer10s, "goal: most writes to one document in any 10 s")
 	flag.Float64Var(&cfg.Goals.LateInversions, "goal-late-inversions", cfg.Goals.LateInversions, "goal: share of later joiners' pairs admitted out of join order")
@@ -193,6 +204,12 @@ func main() {
 	if err := cfg.check(); err != nil {
 		fmt.Fprintln(os.Stderr, "surge:", err)
 		os.Exit(2)
+	}
+	if raised, err := ensureDescriptors(cfg); err != nil {
+		fmt.Fprintln(os.Stderr, "surge:", err)
+		os.Exit(2)
+	} else if raised != "" {
+		fmt.Fprintln(os.Stderr, raised)
 	}
 	logf, err := os.Create(logPath)
 	if err != nil {
@@ -245,8 +262,10 @@ func (c config) check() error {
 		return fmt.Errorf("-best -pick-max %d: more than -max-seats-per-user %d is a bad request, not a shopper", c.PickMax, c.MaxSeatsPerUser)
 	case c.PayWalk < 0 || c.PayLate < 0 || c.PayWalk+c.PayLate > 1 || c.PayDuplicates < 0 || c.PayDuplicates > 1:
 		return fmt.Errorf("-pay-walk %v -pay-late %v -pay-duplicates %v: want shares from 0 to 1, walk and late adding up to at most 1", c.PayWalk, c.PayLate, c.PayDuplicates)
-	case c.HoldTries < 1 || c.SignupConcurrency < 1 || c.Conns < 1:
-		return fmt.Errorf("-hold-tries, -signup-concurrency and -conns must be positive")
+	case c.HoldTries < 1 || c.SignupConcurrency < 1 || c.Conns < 1 || c.MaxConns < 1:
+		return fmt.Errorf("-hold-tries, -signup-concurrency, -conns and -max-conns must be positive")
+	case c.MaxInFlight < 0:
+		return fmt.Errorf("-max-in-flight %d: want 0 (no cap) or more", c.MaxInFlight)
 	case c.EarlySpan < time.Second || c.LateSpan < 0 || c.Limit <= 0:
 		return fmt.Errorf("-early-span (1 s at least), -late-span and -limit must be positive")
 	case c.AppCheck != functions.AppCheckEnforce && c.AppCheck != functions.AppCheckMonitor && c.AppCheck != functions.AppCheckOff:

@@ -79,7 +79,7 @@ func run(ctx context.Context, cfg config) (*Report, error) {
 		return nil, err
 	}
 	defer restoreAppCheck()
-	be, err := startBackend(ctx, project, emulatorHost, hot, log)
+	be, err := startBackend(ctx, project, emulatorHost, cfg.MaxInFlight, hot, log)
 	if err != nil {
 		return nil, err
 	}
@@ -137,9 +137,11 @@ func run(ctx context.Context, cfg config) (*Report, error) {
 	defer cutCalls()
 	listenCtx, stopListening := context.WithCancel(ctx)
 	defer stopListening()
+	lb := newFront(cfg.MaxConns)
+	defer lb.close()
 	s := &sim{cfg: cfg, screening: surgeScreening, opensAt: opensAt, base: be.url, stop: make(chan struct{}),
 		callCtx: callCtx, answers: map[string]int{}, payments: pay, appCheck: ac,
-		http: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 1024, IdleConnTimeout: time.Minute}}}
+		http: &http.Client{Transport: lb}}
 	for _, r := range rows {
 		for n := 1; n <= cfg.SeatsPerRow; n++ {
 			s.hall = append(s.hall, fmt.Sprintf("%s%d", r, n))
