@@ -136,7 +136,11 @@ func defaults() config {
 		PayWalk: 0.1, PayLate: 0.03, PayDuplicates: 0.05,
 		Limit:             4 * time.Minute,
 		SignupConcurrency: 16, Conns: 16, Progress: 3 * time.Second,
-		MaxConns: functions.DefaultMaxInFlight, MaxInFlight: functions.DefaultMaxInFlight,
+		// 128 connections and requests in flight per function: at the
+		// defaults, 64 (firelock-local's cap) missed the refill and first
+		// admission goals and once lost the lease on this 2-core machine,
+		// 128 met every goal (docs/surge.md, issue #41).
+		MaxConns: 2 * functions.DefaultMaxInFlight, MaxInFlight: 2 * functions.DefaultMaxInFlight,
 		Goals: goals{HotWritesPer10s: 10, LateInversions: 0.01, SpearmanSigmas: 4,
 			FirstAdmission: 2 * time.Second, Refill: 3 * time.Second, SoldOut: true, ConfirmBurstP99: 2 * time.Second, ReadsPerSeat: 1000,
 			HoldBurstP99: time.Second, StrandedShare: 0.02, WebhookP99: time.Second, StripeCallsPerSeat: 1.2},
