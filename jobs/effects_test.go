@@ -10,6 +10,7 @@ import (
 	"cloud.google.com/go/firestore"
 	"github.com/firelock/firelock/internal/emulators"
 	"github.com/firelock/firelock/internal/faultproxy"
+	"github.com/firelock/firelock/internal/rpcstats"
 	"github.com/firelock/firelock/jobs"
 	"github.com/firelock/firelock/lock"
 )
@@ -142,4 +143,56 @@ func TestDoneMarkIsRetriedWhileTheLeaseLasts(t *testing.T) {
 	if n := effects(t, direct); n != 1 || runs.Load() != 1 {
 		t.Fatalf("the effect was applied %d times (the body ran %d times), want once", n, runs.Load())
 	}
+}
+
+// A body that says its done mark committed (Run.Committed) ends the
+// delivery without a settling transaction: counted at the client, one
+// transaction fewer (its begin and its read) than the same delivery
+// without it, and the same records.
+func TestACommittedBodySavesTheSettlingTransaction(t *testing.T) {
+	ctx := context.Background()
+	stats := &rpcstats.Stats{}
+	c, err := rpcstats.NewClient(ctx, emulators.ProjectID(t), stats)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	ev := jobs.NewEvents(c, "committedEvents", "type")
+	deliver := func(key string, say bool) rpcstats.Counts {
+		before := stats.Snapshot()
+		o, err := ev.Do(ctx, execID(t), key, "effect", nil, func(ctx context.Context, run *jobs.Run) error {
+			err := c.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
+				if err := run.Lease().Guard(tx); err != nil {
+					return err
+				}
+				if err := tx.Set(c.Collection("committedEffects").Doc(key), map[string]any{"done": true}); err != nil {
+					return err
+				}
+				return run.MarkDone(tx)
+			})
+			if err == nil && say {
+				run.Committed()
+			}
+			return err
+		})
+		if o != jobs.Ran || err != nil {
+			t.Fatalf("%s: %s %v, want ran", key, o, err)
+		}
+		return stats.Snapshot().Sub(before)
+	}
+	with, without := deliver("with", true), deliver("without", false)
+	if with.RPCs["BeginTransaction"] != without.RPCs["BeginTransaction"]-1 || with.Calls() >= without.Calls() || with.Reads >= without.Reads {
+		t.Fatalf("with Committed %v; without %v: want one transaction fewer (no settling transaction), fewer RPCs and reads", with, without)
+	}
+	for _, key := range []string{"with", "without"} {
+		d, err := c.Collection("committedEvents").Doc(key).Get(ctx)
+		if err != nil || d.Data()["state"] != jobs.StateDone {
+			t.Fatalf("%s: the run %v %v, want done", key, d.Data(), err)
+		}
+		recs, err := d.Ref.Collection("deliveries").Documents(ctx).GetAll()
+		if err != nil || len(recs) != 1 || recs[0].Data()["outcome"] != string(jobs.Ran) {
+			t.Fatalf("%s: delivery records %d %v, want one ran", key, len(recs), err)
+		}
+	}
+	t.Logf("with Committed: %v; without: %v", with, without)
 }

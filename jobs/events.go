@@ -104,6 +104,9 @@ func (e *Events) run(ctx context.Context, run *Run, body Func) (Outcome, error) 
 	if errors.Is(lost, lock.ErrNotHeld) {
 		runErr = errors.Join(runErr, fmt.Errorf("jobs: the run's lease was lost while it ran: %w", lost))
 	}
+	if runErr == nil && run.committed {
+		return Ran, nil // the done mark and this delivery's record are in Firestore
+	}
 	return e.finish(ctx, run, runErr)
 }
 

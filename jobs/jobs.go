@@ -88,6 +88,7 @@ type Run struct {
 	ref         *firestore.DocumentRef // jobRuns/{key}
 	record      *firestore.DocumentRef // this delivery's record
 	landed      string                 // the result a done mark of this delivery recorded, found after the fact
+	committed   bool                   // the body said its done mark committed (Committed)
 }
 
 // Lease is the run's lease on its event (the jobRuns document): fence every
@@ -143,6 +144,14 @@ func (r *Run) MarkDoneWith(tx *firestore.Transaction, result string) error {
 	}
 	return tx.Create(r.record, d)
 }
+
+// Committed tells the run that the transaction carrying its done mark
+// (MarkDone, in a transaction guarded by Lease) has committed: its
+// RunTransaction returned nil. The event is then done and this delivery
+// recorded, so settling the run needs no transaction of its own (a
+// delivery saves its begin and its read). Call it only then; without it the run is
+// settled as before, by a transaction that reads what the body left.
+func (r *Run) Committed() { r.committed = true }
 
 // Landed is the result this delivery's done mark recorded (MarkDoneWith)
 // if the body's commit landed while the body saw an error, and "" if it

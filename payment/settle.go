@@ -100,7 +100,7 @@ func (s *Service) record(ctx context.Context, ref *firestore.DocumentRef, run *j
 	if run == nil && write == nil {
 		return nil
 	}
-	return s.client.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
+	err := s.client.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
 		if f := fenceOf(run); f != nil {
 			if err := f(tx); err != nil {
 				return err
@@ -121,6 +121,10 @@ func (s *Service) record(ctx context.Context, ref *firestore.DocumentRef, run *j
 		}
 		return s.markDone(tx, run, OutcomeRefunded) // within a run, settle makes the refund its event decided (applyPaid)
 	})
+	if err == nil && run != nil {
+		run.Committed()
+	}
+	return err
 }
 
 // ReleaseHold releases uid's hold (booking.Service.ReleaseHold), and, for

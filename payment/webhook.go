@@ -233,6 +233,9 @@ func (s *Service) applyPaid(ctx context.Context, run *jobs.Run, executionID, hol
 	if err != nil {
 		return "", err
 	}
+	if !refundDue && run != nil {
+		run.Committed() // the done mark was in that commit
+	}
 	switch {
 	case refundDue:
 		if h := s.hooks.beforeSettle; h != nil {
@@ -323,5 +326,8 @@ func (s *Service) applyEnded(ctx context.Context, run *jobs.Run, holdID, session
 		}
 		return s.markDone(tx, run, outcome)
 	})
+	if err == nil && run != nil {
+		run.Committed()
+	}
 	return outcome, err
 }
