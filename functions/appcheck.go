@@ -56,6 +56,8 @@ type AppCheck struct {
 	once      sync.Once
 	mu        sync.Mutex
 	client    *appcheck.Client
+	fetching  chan struct{} // closed when the key fetch in flight ends; nil: none
+	fetchErr  error         // the last fetch's error
 	counter   metric.Int64Counter
 	log       *slog.Logger
 }
@@ -111,14 +113,7 @@ func (c *AppCheck) instrument(mp metric.MeterProvider) {
 func (c *AppCheck) verify(ctx context.Context, token string) (err error) {
 	verify := c.Verify
 	if verify == nil {
-		c.mu.Lock()
-		if c.client == nil && c.newClient != nil {
-			cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-			c.client, err = c.newClient(cctx)
-			cancel()
-		}
-		cl := c.client
-		c.mu.Unlock()
+		cl, err := c.appCheckClient(ctx)
 		if cl == nil {
 			return fmt.Errorf("%w: %v", errAppCheckUnavailable, err)
 		}
@@ -140,6 +135,42 @@ func (c *AppCheck) verify(ctx context.Context, token string) (err error) {
 		return fmt.Errorf("a token of app %q, not one of %s", t.AppID, AppCheckAppsEnv)
 	}
 	return nil
+}
+
+// appCheckClient is the Admin SDK's client, made on first use. Calls that
+// come while App Check's keys are being fetched share that one fetch (at
+// most 10 s), each waiting no longer than its own request: with the key
+// set hanging, concurrent calls must not queue up behind one another's
+// fetch (N calls at once would take N times 10 s).
+func (c *AppCheck) appCheckClient(ctx context.Context) (*appcheck.Client, error) {
+	c.mu.Lock()
+	if c.client != nil || c.newClient == nil {
+		defer c.mu.Unlock()
+		return c.client, nil
+	}
+	done := c.fetching
+	if done == nil {
+		done = make(chan struct{})
+		c.fetching = done
+		go func() {
+			cctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			cl, err := c.newClient(cctx)
+			cancel()
+			c.mu.Lock()
+			c.client, c.fetchErr, c.fetching = cl, err, nil
+			c.mu.Unlock()
+			close(done)
+		}()
+	}
+	c.mu.Unlock()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.client, c.fetchErr
 }
 
 // check runs App Check on a request of a guarded function: nil lets it go
