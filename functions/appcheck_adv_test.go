@@ -307,8 +307,8 @@ func TestAdvAppCheckHangingKeysDoNotSerializeCalls(t *testing.T) {
 			if mode == functions.AppCheckMonitor {
 				want = 201
 			}
-			if status[i] != want || took[i] > 12*time.Second {
-				t.Errorf("%s, call %d of %d at once with the key set hanging: %d after %v, want %d within one fetch's 10 s", mode, i, n, status[i], took[i].Round(time.Second), want)
+			if status[i] != want || took[i] >= 19*time.Second { // one fetch is 10 s; calls queued behind one another take 20 s and more
+				t.Errorf("%s, call %d of %d at once with the key set hanging: %d after %v, want %d in less than two fetches (10 s each)", mode, i, n, status[i], took[i].Round(time.Second), want)
 			}
 		}
 		if mode == functions.AppCheckEnforce {
