@@ -32,7 +32,7 @@ const (
 	AppCheckAppsEnv = "FIRELOCK_APPCHECK_APPS"
 	// AppCheckJWKSEnv points the Admin SDK at another key set than App
 	// Check's (appcheck.JWKSUrl): the local run's, when it signs tokens
-	// itself. Never set it in production.
+	// itself. Refused without the emulators: never in production.
 	AppCheckJWKSEnv = "FIRELOCK_APPCHECK_JWKS_URL"
 	AppCheckHeader  = "X-Firebase-AppCheck"
 
@@ -84,6 +84,11 @@ func AppCheckFromEnv(app *firebase.App, mp metric.MeterProvider, log *slog.Logge
 		}
 	}
 	if u := os.Getenv(AppCheckJWKSEnv); u != "" {
+		// Another key set replaces App Check's own: whoever holds its key
+		// would mint tokens. Only a local run (its emulators) may.
+		if os.Getenv("FIRESTORE_EMULATOR_HOST") == "" && os.Getenv("FIREBASE_AUTH_EMULATOR_HOST") == "" {
+			return nil, fmt.Errorf("functions: %s is set without the emulators (FIRESTORE_EMULATOR_HOST, FIREBASE_AUTH_EMULATOR_HOST): it replaces App Check's own keys, and is for local runs only", AppCheckJWKSEnv)
+		}
 		appcheck.JWKSUrl = u
 	}
 	return NewAppCheck(app, mode, apps, mp, log), nil

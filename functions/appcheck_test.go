@@ -245,6 +245,16 @@ func TestAppCheckModeFromTheEnvironment(t *testing.T) {
 	if ac, err := functions.AppCheckFromEnv(app, nil, nil); err != nil || len(ac.Apps) != 2 || ac.Apps[0] != "1:1:web:a" || ac.Apps[1] != "1:1:ios:b" {
 		t.Errorf("%s: %+v %v, want the two app IDs", functions.AppCheckAppsEnv, ac, err)
 	}
+	// Another key set than App Check's is for local runs: without the
+	// emulators it fails the start, and App Check's own URL stays.
+	was := appcheck.JWKSUrl
+	t.Setenv(functions.AppCheckJWKSEnv, "https://keys.example/jwks")
+	t.Setenv("FIRESTORE_EMULATOR_HOST", "")
+	t.Setenv("FIREBASE_AUTH_EMULATOR_HOST", "")
+	if _, err := functions.AppCheckFromEnv(app, nil, nil); err == nil || appcheck.JWKSUrl != was {
+		t.Fatalf("%s without the emulators: %v (key set %s), want an error and App Check's own keys", functions.AppCheckJWKSEnv, err, appcheck.JWKSUrl)
+	}
+	t.Setenv(functions.AppCheckJWKSEnv, "")
 	t.Setenv(functions.AppCheckEnv, "enforced")
 	if _, err := functions.AppCheckFromEnv(app, nil, nil); err == nil {
 		t.Fatal("a misspelt mode was accepted")
