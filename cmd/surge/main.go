@@ -89,6 +89,9 @@ type config struct {
 	// MaxConns bounds the users' HTTP connections to each function, as
 	// its front end would (issue #41).
 	MaxConns int `json:"maxConns"`
+	// FrontWait is how long a call waits for one of them before the front
+	// end answers 429 with Retry-After (0: as long as the call's minute).
+	FrontWait time.Duration `json:"frontWait"`
 	// MaxInFlight caps each function's requests in flight; past it they
 	// are shed with 503 unavailable and Retry-After (0: no cap).
 	MaxInFlight int `json:"maxInFlight"`
@@ -141,6 +144,9 @@ func defaults() config {
 		// admission goals and once lost the lease on this 2-core machine,
 		// 128 met every goal (docs/surge.md, issue #41).
 		MaxConns: 2 * functions.DefaultMaxInFlight, MaxInFlight: 2 * functions.DefaultMaxInFlight,
+		// Cloud Run holds a request that finds no instance free for up
+		// to about 10 s, then answers 429 (docs/operating.md).
+		FrontWait: 10 * time.Second,
 		Goals: goals{HotWritesPer10s: 10, LateInversions: 0.01, SpearmanSigmas: 4,
 			FirstAdmission: 2 * time.Second, Refill: 3 * time.Second, SoldOut: true, ConfirmBurstP99: 2 * time.Second, ReadsPerSeat: 1000,
 			HoldBurstP99: time.Second, StrandedShare: 0.02, WebhookP99: time.Second, StripeCallsPerSeat: 1.2},
@@ -182,6 +188,7 @@ func main() {
 	flag.IntVar(&cfg.SignupConcurrency, "signup-concurrency", cfg.SignupConcurrency, "sign-ups in flight at once")
 	flag.IntVar(&cfg.Conns, "conns", cfg.Conns, "gRPC connections the users' listeners share")
 	flag.IntVar(&cfg.MaxConns, "max-conns", cfg.MaxConns, "HTTP connections the users open to each function at most, as its front end would allow; the calls beyond wait for one (each connection costs two open files: both ends are in this process)")
+	flag.DurationVar(&cfg.FrontWait, "front-wait", cfg.FrontWait, "how long a call waits for one of -max-conns before the front end answers 429 with Retry-After, which the users try again (0: up to the call's minute)")
 	flag.IntVar(&cfg.MaxInFlight, "max-in-flight", cfg.MaxInFlight, "requests each function serves at once; past it they answer 503 unavailable with Retry-After (0: no cap)")
 	flag.DurationVar(&cfg.Progress, "progress", cfg.Progress, "how often to print a progress line (0: never)")
 	flag.IntVar(&cfg.Goals.HotWritesPer10s, "goal-hot-writes", cfg.Goals.HotWritesPer10s, "goal: most writes to one document in any 10 s")
@@ -268,6 +275,8 @@ func (c config) check() error {
 		return fmt.Errorf("-pay-walk %v -pay-late %v -pay-duplicates %v: want shares from 0 to 1, walk and late adding up to at most 1", c.PayWalk, c.PayLate, c.PayDuplicates)
 	case c.HoldTries < 1 || c.SignupConcurrency < 1 || c.Conns < 1 || c.MaxConns < 1:
 		return fmt.Errorf("-hold-tries, -signup-concurrency, -conns and -max-conns must be positive")
+	case c.FrontWait < 0:
+		return fmt.Errorf("-front-wait %v: want 0 (no limit) or more", c.FrontWait)
 	case c.MaxInFlight < 0:
 		return fmt.Errorf("-max-in-flight %d: want 0 (no cap) or more", c.MaxInFlight)
 	case c.EarlySpan < time.Second || c.LateSpan < 0 || c.Limit <= 0:

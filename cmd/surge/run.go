@@ -137,7 +137,7 @@ func run(ctx context.Context, cfg config) (*Report, error) {
 	defer cutCalls()
 	listenCtx, stopListening := context.WithCancel(ctx)
 	defer stopListening()
-	lb := newFront(cfg.MaxConns)
+	lb := newFront(cfg.MaxConns, cfg.FrontWait)
 	defer lb.close()
 	s := &sim{cfg: cfg, screening: surgeScreening, opensAt: opensAt, base: be.url, stop: make(chan struct{}),
 		callCtx: callCtx, answers: map[string]int{}, payments: pay, appCheck: ac,

@@ -252,10 +252,16 @@ func (a answer) seats() []string {
 
 func (a answer) str(key string) string { v, _ := a.body[key].(string); return v }
 
-// call calls fn as the user with token, and tries a 503 again after its
-// Retry-After (the same body: a retry of the same request), up to 10 times.
+// call calls fn as the user with token (the same body each time: a retry
+// of the same request). A 503 (the function shed the call) is tried again
+// after its Retry-After, up to 10 times in all. A 429 (the function's front
+// end found no slot free within its wait) is tried again after its
+// Retry-After, with jitter, for as long as joinPatience lasts: the person
+// keeps the page open and the app keeps trying, as it would at a deployed
+// function's front end.
 func (s *sim) call(fn string, u *user, body any) (answer, error) {
 	b, _ := json.Marshal(body)
+	start := time.Now()
 	for attempt := 1; ; attempt++ {
 		a, err := s.callOnce(fn, u, b)
 		if err != nil {
@@ -267,13 +273,22 @@ func (s *sim) call(fn string, u *user, body any) (answer, error) {
 			key += " " + c
 		}
 		s.note(key)
-		if a.status != http.StatusServiceUnavailable || attempt == 10 {
+		switch {
+		case a.status == http.StatusServiceUnavailable && attempt < 10:
+		case a.status == http.StatusTooManyRequests && time.Since(start) < joinPatience:
+		default:
 			return a, nil
 		}
 		s.retries.Add(1)
-		time.Sleep(max(a.retry, 100*time.Millisecond))
+		wait := max(a.retry, 100*time.Millisecond)
+		if !s.sleep(wait + rand.N(wait)) {
+			return a, nil
+		}
 	}
 }
+
+// joinPatience is how long a user's call keeps trying after 429s.
+const joinPatience = 3 * time.Minute
 
 func (s *sim) callOnce(fn string, u *user, body []byte) (answer, error) {
 	ctx, cancel := context.WithTimeout(s.callCtx, time.Minute)
@@ -297,11 +312,14 @@ func (s *sim) callOnce(fn string, u *user, body []byte) (answer, error) {
 	}
 	defer resp.Body.Close()
 	a := answer{status: resp.StatusCode, body: map[string]any{}}
-	if err := json.NewDecoder(resp.Body).Decode(&a.body); err != nil {
-		return a, fmt.Errorf("%s: HTTP %d with a body that is not JSON: %w", fn, resp.StatusCode, err)
-	}
 	if sec, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil {
 		a.retry = time.Duration(sec) * time.Second
+	}
+	if a.status == http.StatusTooManyRequests {
+		return a, nil // a front end's answer: its body is not the functions' JSON
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&a.body); err != nil {
+		return a, fmt.Errorf("%s: HTTP %d with a body that is not JSON: %w", fn, resp.StatusCode, err)
 	}
 	return a, nil
 }

@@ -8,7 +8,7 @@ import type { User } from "firebase/auth";
 import { afterEach, describe, expect, it } from "vitest";
 import { APP_CHECK_HEADER, Api, ApiError } from "../src/app/api";
 
-type Answer = { status: number; body?: unknown } | "drop";
+type Answer = { status: number; body?: unknown; text?: string; headers?: Record<string, string> } | "drop";
 
 const user = { getIdToken: () => Promise.resolve("token") } as unknown as User;
 const servers: (() => void)[] = [];
@@ -32,7 +32,11 @@ async function serve(answers: Answer[]): Promise<{ url: string; bodies: Record<s
         req.socket.destroy(); // the answer is lost
         return;
       }
-      res.writeHead(a.status, { "Content-Type": "application/json" }).end(JSON.stringify(a.body ?? {}));
+      if (a.text !== undefined) {
+        res.writeHead(a.status, { "Content-Type": "text/plain", ...a.headers }).end(a.text);
+        return;
+      }
+      res.writeHead(a.status, { "Content-Type": "application/json", ...a.headers }).end(JSON.stringify(a.body ?? {}));
     });
   });
   await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
@@ -53,6 +57,21 @@ describe("Api retries", () => {
     const srv2 = await serve([{ status: 409, body: busy }, { status: 201, body: booking }]);
     await expect(new Api(srv2.url, () => user, { backoffMs: 10 }).bookSeats("s", ["A1"], "req-2")).resolves.toEqual(booking);
     expect(srv2.bodies).toHaveLength(2);
+  });
+
+  it("retries a front end's plain-text 429 after its Retry-After, with the same requestId", async () => {
+    const tooMany = { status: 429, text: "Rate exceeded.", headers: { "Retry-After": "1" } };
+    const srv = await serve([tooMany, { status: 201, body: booking }]);
+    const started = Date.now();
+    await expect(new Api(srv.url, () => user, { backoffMs: 10 }).bookSeats("s", ["A1"], "req-429")).resolves.toEqual(booking);
+    expect(srv.bodies.map((b) => b.requestId)).toEqual(["req-429", "req-429"]);
+    expect(Date.now() - started, "waited its Retry-After of 1 s, not the 10-ms backoff").toBeGreaterThanOrEqual(900);
+
+    const srv2 = await serve([tooMany, tooMany, tooMany]);
+    const err = await new Api(srv2.url, () => user, { backoffMs: 10 }).bookSeats("s", ["A1"]).catch((e: unknown) => e);
+    expect((err as ApiError).status).toBe(429);
+    expect((err as ApiError).code).toBe("unavailable");
+    expect(srv2.bodies).toHaveLength(3);
   });
 
   it("does not retry a refusal, and gives up after its attempts with the last code", async () => {

@@ -105,7 +105,9 @@ export async function errorFrom(res: Response): Promise<ApiError> {
     // not JSON: a proxy's page, say
   }
   const e = body.error ?? {};
-  const code = typeof e.code === "string" ? e.code : res.status >= 500 ? "unavailable" : "unknown";
+  // A front end's 429 (no instance free in time; plain text) is retried as a 503 is.
+  const busy = res.status >= 500 || res.status === 429;
+  const code = typeof e.code === "string" ? e.code : busy ? "unavailable" : "unknown";
   const message = typeof e.message === "string" ? e.message : `HTTP ${String(res.status)}`;
   const seats = Array.isArray(e.seats) ? e.seats.filter((s): s is string => typeof s === "string") : [];
   return new ApiError(res.status, code, message, seats, typeof e.seatsLeft === "number" ? e.seatsLeft : undefined);
@@ -116,7 +118,7 @@ export const APP_CHECKED: ReadonlySet<string> = new Set(["JoinQueue", "HoldSeats
 export const APP_CHECK_HEADER = "X-Firebase-AppCheck";
 
 export interface ApiOptions {
-  /** Attempts for a lost answer, a `503` or a `409 seat_busy`. Default 3. */
+  /** Attempts for a lost answer, a `503`, a front end's `429` or a `409 seat_busy`. Default 3. */
   attempts?: number;
   /** Wait before the first retry, doubled each time (a `Retry-After` wins, up to 5 s). Default 400 ms. */
   backoffMs?: number;
