@@ -70,12 +70,9 @@ var errAppCheckUnavailable = errors.New("functions: App Check's public keys cann
 // FIRELOCK_APPCHECK_APPS; the verifier is the Admin SDK's App Check client
 // of app. An unknown mode is an error: a typo must not switch checks off.
 func AppCheckFromEnv(app *firebase.App, mp metric.MeterProvider, log *slog.Logger) (*AppCheck, error) {
-	mode := strings.ToLower(strings.TrimSpace(os.Getenv(AppCheckEnv)))
-	if mode == "" {
-		mode = AppCheckOff
-	}
-	if !slices.Contains([]string{AppCheckEnforce, AppCheckMonitor, AppCheckOff}, mode) {
-		return nil, fmt.Errorf("functions: %s=%q: want enforce, monitor or off", AppCheckEnv, os.Getenv(AppCheckEnv))
+	mode, err := ParseAppCheckMode(os.Getenv(AppCheckEnv))
+	if err != nil {
+		return nil, fmt.Errorf("functions: %s=%w", AppCheckEnv, err)
 	}
 	var apps []string
 	for _, id := range strings.Split(os.Getenv(AppCheckAppsEnv), ",") {
@@ -92,6 +89,20 @@ func AppCheckFromEnv(app *firebase.App, mp metric.MeterProvider, log *slog.Logge
 		appcheck.JWKSUrl = u
 	}
 	return NewAppCheck(app, mode, apps, mp, log), nil
+}
+
+// ParseAppCheckMode reads a mode as FIRELOCK_APPCHECK and the commands'
+// -appcheck flags take it: enforce, monitor or off, in any case, with
+// spaces around; empty is off.
+func ParseAppCheckMode(v string) (string, error) {
+	mode := strings.ToLower(strings.TrimSpace(v))
+	if mode == "" {
+		return AppCheckOff, nil
+	}
+	if !slices.Contains([]string{AppCheckEnforce, AppCheckMonitor, AppCheckOff}, mode) {
+		return "", fmt.Errorf("%q: want enforce, monitor or off", v)
+	}
+	return mode, nil
 }
 
 // NewAppCheck verifies tokens with app's App Check client (the Admin SDK;

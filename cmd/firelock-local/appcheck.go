@@ -2,9 +2,7 @@ package main
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"slices"
@@ -24,7 +22,7 @@ import (
 // what reCAPTCHA Enterprise attests in production, a local page cannot.
 const (
 	// AppCheckJWKSPath serves the run's key set.
-	AppCheckJWKSPath = "/jwks"
+	AppCheckJWKSPath = appchecklocal.JWKSPath
 	// AppCheckTokenPath answers a fresh token: JSON {"token",
 	// "expireTimeMillis"} (the JS SDK's CustomProvider's shape), or the
 	// bare token with ?format=text, for curl.
@@ -43,16 +41,13 @@ const (
 // FIRELOCK_APPCHECK from the environment (as a deployed function reads
 // it), else off.
 func appCheckMode(flagValue string) (string, error) {
-	mode, from := flagValue, "-appcheck"
-	if mode == "" {
-		mode, from = os.Getenv(functions.AppCheckEnv), functions.AppCheckEnv
+	v, from := flagValue, "-appcheck"
+	if v == "" {
+		v, from = os.Getenv(functions.AppCheckEnv), functions.AppCheckEnv
 	}
-	mode = strings.ToLower(strings.TrimSpace(mode))
-	if mode == "" {
-		return functions.AppCheckOff, nil
-	}
-	if !slices.Contains([]string{functions.AppCheckEnforce, functions.AppCheckMonitor, functions.AppCheckOff}, mode) {
-		return "", fmt.Errorf("%s %q: want enforce, monitor or off", from, mode)
+	mode, err := functions.ParseAppCheckMode(v)
+	if err != nil {
+		return "", fmt.Errorf("%s %w", from, err)
 	}
 	return mode, nil
 }
@@ -62,8 +57,7 @@ type appCheckRun struct {
 	*appchecklocal.Issuer
 	mode     string
 	origins  []string // browser origins that may fetch tokens (CORS)
-	ln       net.Listener
-	srv      *http.Server
+	srv      *appchecklocal.Server
 	JWKSURL  string
 	TokenURL string
 }
@@ -88,20 +82,12 @@ func startAppCheck(mode, project string, origins []string) (*appCheckRun, error)
 		return nil, err
 	}
 	a := &appCheckRun{Issuer: issuer, mode: mode, origins: origins}
-	if a.ln, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
-		return nil, fmt.Errorf("App Check stand-in: %w", err)
-	}
-	base := "http://" + a.ln.Addr().String()
-	a.JWKSURL, a.TokenURL = base+AppCheckJWKSPath, base+AppCheckTokenPath
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET "+AppCheckJWKSPath, a.ServeJWKS)
 	mux.HandleFunc(AppCheckTokenPath, a.serveToken)
-	a.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	go func() {
-		if err := a.srv.Serve(a.ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			fmt.Fprintln(os.Stderr, "firelock-local: App Check stand-in:", err)
-		}
-	}()
+	if a.srv, err = issuer.Serve("firelock-local", mux); err != nil {
+		return nil, err
+	}
+	a.JWKSURL, a.TokenURL = a.srv.JWKSURL, a.srv.URL+AppCheckTokenPath
 	return a, nil
 }
 

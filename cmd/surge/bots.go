@@ -1,10 +1,6 @@
 package main
 
 import (
-	"errors"
-	"fmt"
-	"net"
-	"net/http"
 	"os"
 	"slices"
 	"sync"
@@ -25,7 +21,7 @@ import (
 // appCheckRun is the run's stand-in for App Check.
 type appCheckRun struct {
 	issuer *appchecklocal.Issuer
-	srv    *http.Server
+	srv    *appchecklocal.Server
 	mu     sync.Mutex
 	tok    string
 	exp    time.Time
@@ -43,17 +39,12 @@ func startAppCheck(mode, project string) (*appCheckRun, func(), error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	srv, err := issuer.Serve("surge", nil)
 	if err != nil {
 		return nil, nil, err
 	}
-	a := &appCheckRun{issuer: issuer, srv: &http.Server{Handler: http.HandlerFunc(issuer.ServeJWKS), ReadHeaderTimeout: 10 * time.Second}}
-	go func() {
-		if err := a.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			fmt.Fprintln(os.Stderr, "surge: App Check key set:", err)
-		}
-	}()
-	env := map[string]string{functions.AppCheckEnv: mode, functions.AppCheckJWKSEnv: "http://" + ln.Addr().String() + "/jwks", functions.AppCheckAppsEnv: ""}
+	a := &appCheckRun{issuer: issuer, srv: srv}
+	env := map[string]string{functions.AppCheckEnv: mode, functions.AppCheckJWKSEnv: srv.JWKSURL, functions.AppCheckAppsEnv: ""}
 	old := map[string]string{}
 	for k, v := range env {
 		old[k] = os.Getenv(k)

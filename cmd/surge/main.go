@@ -212,6 +212,12 @@ func main() {
 		cfg.Limit = time.Duration((cfg.Seats+199)/200) * 4 * time.Minute
 	}
 
+	mode, err := functions.ParseAppCheckMode(cfg.AppCheck)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "surge: -appcheck", err)
+		os.Exit(2)
+	}
+	cfg.AppCheck = mode
 	if err := cfg.check(); err != nil {
 		fmt.Fprintln(os.Stderr, "surge:", err)
 		os.Exit(2)
