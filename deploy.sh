@@ -44,6 +44,9 @@ usage: ./deploy.sh --project PROJECT --region REGION [options]
                         (docs/operating.md), as Firebase advises (or FIRELOCK_APPCHECK)
   --app-check-apps LIST the app IDs whose tokens count (comma-separated; default any app
                         of the project; or FIRELOCK_APPCHECK_APPS)
+                        The web app sends tokens only when built with VITE_RECAPTCHA_SITE_KEY
+                        in the environment (a reCAPTCHA Enterprise site key registered with
+                        App Check for the web app): VITE_RECAPTCHA_SITE_KEY=... ./deploy.sh ...
   --no-hosting          leave the web app (Firebase Hosting) alone
   --no-metrics          the functions export no metrics to Cloud Monitoring
                         (FIRELOCK_METRICS=off; default cloud: see docs/metrics.md)
@@ -307,6 +310,9 @@ run "$FIREBASE" deploy --only firestore:rules,firestore:indexes --project "$PROJ
 
 # The web app, built from its lock file to call this deployment's functions.
 if [ "$HOSTING" = 1 ]; then
+  if [ "$APPCHECK" = enforce ] && [ -z "${VITE_RECAPTCHA_SITE_KEY:-}" ]; then
+    echo "deploy.sh: warning: --app-check enforce, but VITE_RECAPTCHA_SITE_KEY is not set: the web app built now sends no App Check token, and its joins, holds, bookings and checkouts will be refused (401 app_check_failed)" >&2
+  fi
   command -v npm >/dev/null || { echo "deploy.sh: npm is needed to build the web app (or pass --no-hosting)" >&2; exit 1; }
   run npm --prefix web ci --no-audit --no-fund
   run env "VITE_FUNCTIONS_URL=$FUNCTIONS_URL" npm --prefix web run build

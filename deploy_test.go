@@ -263,9 +263,19 @@ func TestDeployTakesStripesSecretsFromSecretManager(t *testing.T) {
 // a mode that is none of the three is refused before anything runs.
 func TestDeploySetsAppCheckMonitorByDefault(t *testing.T) {
 	pathEnv, logFile := fakeTools(t)
+	t.Setenv("VITE_RECAPTCHA_SITE_KEY", "")
 	out, errOut, code := runDeploy(t, pathEnv, "--dry-run", "--project=demo-p", "--region=us-central1", "--app-check", "enforce", "--app-check-apps=1:1:web:a,1:1:ios:b")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	// The web app sends tokens only when built with a site key: enforce
+	// without one is said out loud.
+	if !strings.Contains(errOut, "VITE_RECAPTCHA_SITE_KEY is not set") {
+		t.Errorf("enforce without VITE_RECAPTCHA_SITE_KEY gave no warning: %q", errOut)
+	}
+	t.Setenv("VITE_RECAPTCHA_SITE_KEY", "6Lc-site-key")
+	if _, errOut, _ := runDeploy(t, pathEnv, "--dry-run", "--project=demo-p", "--region=us-central1", "--app-check", "enforce"); strings.Contains(errOut, "VITE_RECAPTCHA_SITE_KEY") {
+		t.Errorf("enforce with a site key warned: %q", errOut)
 	}
 	if n := strings.Count(out, `FIRELOCK_APPCHECK=enforce\;FIRELOCK_APPCHECK_APPS=1:1:web:a\,1:1:ios:b`); n != len(functions.HTTPFunctions) {
 		t.Errorf("%d HTTP functions deployed with enforce and the apps, want %d:\n%s", n, len(functions.HTTPFunctions), out)
