@@ -42,6 +42,9 @@ type Report struct {
 	BurstFrom      float64   `json:"burstFromSeconds"`
 	BurstTo        float64   `json:"burstToSeconds"` // the burst: these seconds after opensAt
 	Functions      []fnStats `json:"functions"`
+	// Probe is the emulator's own commit latency (probe.go): the floor
+	// under every function's and the lease's.
+	Probe probeStats `json:"probe"`
 
 	// The hottest documents, counted from every Commit's writes.
 	HottestDoc             string      `json:"hottestDoc"`
@@ -448,6 +451,8 @@ func (r *Report) print(w io.Writer) {
 	for _, f := range r.Functions {
 		p("  %-14s %7d %7d %10.1f %10.1f %9.1f %9.1f %8.2f %8.2f %8.2f", f.Name, f.Calls, f.BurstCalls, f.BurstP50ms, f.BurstP99ms, f.P50ms, f.P99ms, f.RPCsPerCall, f.ReadsPer, f.WritesPer)
 	}
+	p("  the emulator's own commit (a probe: one write every %v, on a connection of its own)  burst p50 %.0f ms, p99 %.0f ms;  the run's p99 %.0f ms, slowest %.0f ms over %d writes (%d failed)",
+		probeEvery, r.Probe.BurstP50ms, r.Probe.BurstP99ms, r.Probe.P99ms, r.Probe.MaxMs, r.Probe.Samples, r.Probe.Failed)
 	r.printBest(p)
 	r.printPay(p)
 	r.printBots(p)

@@ -106,6 +106,8 @@ func run(ctx context.Context, cfg config) (*Report, error) {
 		return nil, err
 	}
 	progress("surge: %d users signed up in %.1f s", users, time.Since(t0).Seconds())
+	prober := startProbe(admin)
+	defer prober.end()
 
 	// The screening on sale, opening once the early joiners' span has passed.
 	opensAt := time.Now().Add(cfg.EarlySpan + 2*time.Second).Truncate(time.Millisecond)
@@ -257,6 +259,8 @@ wait:
 	progress("surge: state read after %.1f s", time.Since(end).Seconds())
 	rep := report(cfg, st, s, us, be, adm, pool, tap, hot, opensAt, end)
 	rep.LeaseLosses = int(counted(ctx, metrics, telemetry.LockLeaseLost))
+	prober.end()
+	rep.Probe = prober.stats(opensAt, opensAt.Add(time.Duration(rep.BurstTo*float64(time.Second))))
 	if pay != nil {
 		pr := pay.audit(ctx, admin, surgeScreening, rep.SeatsSold)
 		rep.Pay = &pr

@@ -87,6 +87,9 @@ func TestShortSurge(t *testing.T) {
 	if b := rep.Bots; b.Bots != 10 || b.Places != 0 || b.JoinsByAppCheck["valid"] != b.People || b.People == 0 || len(b.JoinsByAppCheck) != 1 {
 		t.Fatalf("App Check enforced with 10 bots: %+v, want every place a person's with a valid token, and no bot's", b)
 	}
+	if rep.Probe.Samples == 0 || rep.Probe.MaxMs <= 0 {
+		t.Fatalf("the emulator's commit probe measured nothing: %+v", rep.Probe)
+	}
 	if rep.HottestDoc == "" || rep.Cost.ServerWrites == 0 || rep.Cost.ListenerReads == 0 {
 		t.Fatalf("nothing counted: hottest %q, %d writes, %d listener reads", rep.HottestDoc, rep.Cost.ServerWrites, rep.Cost.ListenerReads)
 	}
