@@ -588,3 +588,31 @@ func TestScreeningDeletedMalformedOrRecreatedUnderAWarmListener(t *testing.T) {
 	}
 	checkSeats(t, fs)
 }
+
+// A layout written wrong by hand (a seatsPerRow of 2^40) is a malformed
+// screening: best available and a booking are refused with nothing written,
+// instead of allocating the hall (a slice of 10 × 2^40 seats panicked).
+func TestALayoutTooLargeForAHallIsRefusedNotAllocated(t *testing.T) {
+	fs, svc := newScreening(t)
+	ctx := context.Background()
+	for _, spr := range []int64{1 << 40, MaxHallSeats + 1, -3} {
+		if _, err := fs.Doc("screenings/s1").Set(ctx, map[string]any{"title": "x", "startsAt": time.Now().Add(time.Hour),
+			"rows": []string{"A", "B", "C", "D", "E", "F", "G", "H", "I", "J"}, "seatsPerRow": spr}); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(300 * time.Millisecond) // a warm listener delivers
+		_, _, err := svc.HoldBest(ctx, "e", BestRequest{UID: "u", ScreeningID: "s1", Count: 2, RequestID: fmt.Sprint("best", spr)}, 0)
+		if err == nil || !strings.Contains(err.Error(), "malformed") {
+			t.Errorf("seatsPerRow %d: best available answered %v, want the screening malformed", spr, err)
+		}
+		_, _, err = svc.Book(ctx, "e", Request{UID: "u", ScreeningID: "s1", Seats: []string{"A1"}, RequestID: fmt.Sprint("book", spr)})
+		if err == nil || !strings.Contains(err.Error(), "malformed") {
+			t.Errorf("seatsPerRow %d: a booking answered %v, want the screening malformed", spr, err)
+		}
+	}
+	for _, c := range []string{Holds, Bookings} {
+		if docs, err := fs.Collection(c).Documents(ctx).GetAll(); err != nil || len(docs) != 0 {
+			t.Errorf("%s: %d written (%v), want none", c, len(docs), err)
+		}
+	}
+}

@@ -24,6 +24,21 @@ type Screening struct {
 	Priced bool `firestore:"-"`
 }
 
+// MaxHallSeats bounds a screening's layout (rows × seatsPerRow). A hall is
+// read and drawn whole (best available, the sale's one-document seat map,
+// a character a seat), so a layout written wrong by hand (a seatsPerRow of
+// a billion) must be refused as malformed, not allocated.
+const MaxHallSeats = 100_000
+
+// Check refuses a layout that is no hall: a negative seatsPerRow, or more
+// than MaxHallSeats seats.
+func (sc Screening) Check() error {
+	if sc.SeatsPerRow < 0 || sc.SeatsPerRow > MaxHallSeats || len(sc.Rows) > MaxHallSeats || len(sc.Rows)*sc.SeatsPerRow > MaxHallSeats {
+		return fmt.Errorf("a layout of %d rows of %d seats: want seatsPerRow 0 or more and at most %d seats in all", len(sc.Rows), sc.SeatsPerRow, MaxHallSeats)
+	}
+	return nil
+}
+
 // ScreeningCacheTTL bounds how long a screening is trusted without a fresh
 // snapshot. A snapshot listener keeps each screening a Service books for
 // current (an admin's edit of startsAt or of the sale reaches a warm
@@ -226,6 +241,9 @@ func decodeScreening(snap *firestore.DocumentSnapshot) (Screening, error) {
 	}
 	var sc Screening
 	if err := snap.DataTo(&sc); err != nil {
+		return Screening{}, fmt.Errorf("booking: screening %q is malformed: %w", snap.Ref.ID, err)
+	}
+	if err := sc.Check(); err != nil {
 		return Screening{}, fmt.Errorf("booking: screening %q is malformed: %w", snap.Ref.ID, err)
 	}
 	sc.Priced = snap.Data()["price"] != nil

@@ -462,6 +462,9 @@ func (a *Admitter) step(r *saleRun) (time.Duration, bool, error) {
 	}
 	var sc booking.Screening
 	scErr := snap.DataTo(&sc)
+	if scErr == nil {
+		scErr = sc.Check()
+	}
 	if err == nil && scErr != nil {
 		err = fmt.Errorf("%w: screening %q: %v", ErrMisconfigured, r.id, scErr)
 	}

@@ -154,6 +154,9 @@ func (p *seatMapPublisher) setLayout(screening *firestore.DocumentSnapshot) erro
 	if err := screening.DataTo(&sc); err != nil {
 		return fmt.Errorf("screening %q: %w", p.id, err)
 	}
+	if err := sc.Check(); err != nil {
+		return fmt.Errorf("screening %q: %w", p.id, err)
+	}
 	p.order = Layout(sc)
 	p.index = make(map[string]int, len(p.order))
 	for i, s := range p.order {
