@@ -317,7 +317,11 @@ func (a *Admitter) stateRef(id string) *firestore.DocumentRef {
 
 // stepTimeout bounds a step (and a take): a fault cannot stall the run's
 // loop, which looks after every sale in turn, for longer (issue #29.12).
-func (a *Admitter) stepTimeout() time.Duration { return max(a.s.o.lease, 5*time.Second) }
+// It is the lease's length up to 10 s: a 30-s lease (DefaultAdmitterLease)
+// tolerates slow renewals, not a 30-s stall of every sale behind one.
+func (a *Admitter) stepTimeout() time.Duration {
+	return max(min(a.s.o.lease, 10*time.Second), 5*time.Second)
+}
 
 // take tries the sale's admitter lease once; false: another admitter
 // holds it. It is bounded like a step: the lease's own RPCs end after
