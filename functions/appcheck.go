@@ -51,6 +51,8 @@ type AppCheck struct {
 	// Verify checks a token; nil: the Admin SDK's appcheck client of the
 	// API's project, made on first use (it fetches App Check's keys).
 	Verify func(token string) (*appcheck.DecodedAppCheckToken, error)
+	// FetchTimeout bounds the fetch of App Check's keys; 0: 10 s.
+	FetchTimeout time.Duration
 
 	newClient func(ctx context.Context) (*appcheck.Client, error)
 	once      sync.Once
@@ -155,7 +157,7 @@ func (c *AppCheck) verify(ctx context.Context, token string) (err error) {
 
 // appCheckClient is the Admin SDK's client, made on first use. Calls that
 // come while App Check's keys are being fetched share that one fetch (at
-// most 10 s), each waiting no longer than its own request: with the key
+// most FetchTimeout, 10 s), each waiting no longer than its own request: with the key
 // set hanging, concurrent calls must not queue up behind one another's
 // fetch (N calls at once would take N times 10 s).
 func (c *AppCheck) appCheckClient(ctx context.Context) (*appcheck.Client, error) {
@@ -168,8 +170,12 @@ func (c *AppCheck) appCheckClient(ctx context.Context) (*appcheck.Client, error)
 	if done == nil {
 		done = make(chan struct{})
 		c.fetching = done
+		timeout := c.FetchTimeout
+		if timeout <= 0 {
+			timeout = 10 * time.Second
+		}
 		go func() {
-			cctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			cctx, cancel := context.WithTimeout(context.Background(), timeout)
 			cl, err := c.newClient(cctx)
 			cancel()
 			c.mu.Lock()

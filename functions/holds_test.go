@@ -201,6 +201,7 @@ func TestHoldThenReleaseFreesTheSeats(t *testing.T) {
 // A hold lapses by Firestore's clock: its seats are free for the next
 // booking at once, with no job run, and a late confirm books nothing.
 func TestLapsedHoldIsFreeAndCannotBeConfirmed(t *testing.T) {
+	t.Parallel() // its own project; it mostly waits for the hold to lapse
 	e := newEnv(t)
 	h := e.hold("lena", "l-1", 5, "C7", "C8")
 	if h.Status != http.StatusCreated {
@@ -237,6 +238,7 @@ func TestLapsedHoldIsFreeAndCannotBeConfirmed(t *testing.T) {
 }
 
 func TestExtendHold(t *testing.T) {
+	t.Parallel() // its own project; it mostly waits for the first end to pass
 	e := newEnv(t)
 	h := e.hold("ezra", "e-1", 5, "A1")
 	first, _ := time.Parse(time.RFC3339, str(h, "heldUntil"))
@@ -418,6 +420,7 @@ func TestStartedScreeningTakesNoBookingOrHold(t *testing.T) {
 // releases, bookings, cancels) keeps every invariant on what Firestore
 // holds afterwards.
 func TestMixedHoldAndBookingTrafficKeepsInvariants(t *testing.T) {
+	t.Parallel() // its own project; judged on what Firestore holds
 	e := newEnv(t)
 	const users, ops = 30, 12
 	seats := []string{"A1", "A2", "A3", "A4", "A5", "B1", "B2", "B3"}

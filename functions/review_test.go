@@ -70,6 +70,7 @@ func TestConfirmAfterTheStartIsRefused(t *testing.T) {
 // effect within the listener's delivery; a request that reads first
 // (here: a seat with a lapsed hold on it) decides on the edit at once.
 func TestMovingStartsAtIntoThePastStopsAWarmInstance(t *testing.T) {
+	t.Parallel() // its own project; it mostly waits for a hold to lapse
 	e := newEnv(t)
 	ctx := context.Background()
 	// Warm up: bookings and a hold that lapses, through one instance.

@@ -83,6 +83,7 @@ func effectApart(c *firestore.Client, runs *atomic.Int32, afterCommit func()) jo
 // cannot tell what happened. The redelivery finds the event done and does
 // not apply the effect again.
 func TestEffectAppliesOnceWhenTheDoneMarkIsLost(t *testing.T) {
+	t.Parallel() // its own project and proxy; it mostly waits for lost answers and leases
 	project := emulators.ProjectID(t)
 	direct := emulators.NewFirestoreFor(t, project)
 	p := faultproxy.Start(t, os.Getenv("FIRESTORE_EMULATOR_HOST"))
@@ -118,6 +119,7 @@ func TestEffectAppliesOnceWhenTheDoneMarkIsLost(t *testing.T) {
 // the delivery's deadline, and come back while the run's lease lasts: the
 // done mark is retried until it lands, and the effect applies once.
 func TestDoneMarkIsRetriedWhileTheLeaseLasts(t *testing.T) {
+	t.Parallel() // its own project and proxy; it mostly waits for lost answers
 	project := emulators.ProjectID(t)
 	direct := emulators.NewFirestoreFor(t, project)
 	p := faultproxy.Start(t, os.Getenv("FIRESTORE_EMULATOR_HOST"))

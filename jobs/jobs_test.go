@@ -112,6 +112,7 @@ func plantCrashedRun(t *testing.T, c *firestore.Client, key string, lease time.D
 // error so Pub/Sub delivers again), and once the lease ends a delivery
 // takes the run over and runs it, exactly once.
 func TestCrashedRunIsNotAcknowledgedAndIsTakenOver(t *testing.T) {
+	t.Parallel() // its own project; it mostly waits for the crashed run's lease to end
 	c := emulators.NewFirestore(t)
 	ev := event("7", "work")
 	plantCrashedRun(t, c, jobs.EventKey(ev.Source, ev.ID), 3*time.Second)

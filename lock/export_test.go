@@ -22,8 +22,9 @@ var (
 	BugGuardSkipsFence      = Bug{"a Guard that reads the lease without a lock and not its fence", &bugGuardSkipsFence}
 )
 
-// Plant turns the bug on until tb ends. Tests of this package run one at
-// a time, so no other test sees it.
+// Plant turns the bug on until tb ends. The tests that plant bugs are
+// sequential, and the package's parallel tests start only once every
+// sequential test has finished, so no other test sees it.
 func (b Bug) Plant(tb testing.TB) {
 	b.flag.Store(true)
 	tb.Cleanup(func() { b.flag.Store(false) })

@@ -126,6 +126,7 @@ func emulatorsClientVia(t *testing.T, p *faultproxy.Proxy) (*firestore.Client, [
 // never leaves a swept lease's subcollection behind: the next sweep
 // finishes what it started.
 func TestSweepUnderFaultsLeavesNoStrayChildren(t *testing.T) {
+	t.Parallel() // its own project and proxy; it mostly waits on dropped answers
 	p, _, direct := proxied(t)
 	c, _ := newClientVia(t, p.Addr)
 	ctx := context.Background()

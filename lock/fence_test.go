@@ -22,7 +22,7 @@ import (
 func TestGuardedTransactionsBackToBackKeepTheLease(t *testing.T) {
 	const lease = 2 * time.Second
 	p := faultproxy.Start(t, os.Getenv("FIRESTORE_EMULATOR_HOST"))
-	proxiedProject = emulators.ProjectID(t)
+	proxyProject(t, p)
 	client, copts := newClientVia(t, p.Addr)
 	l := newLocker(t, client, lock.WithLeaseDuration(lease), lock.WithClientOptions(copts...))
 	ctx := context.Background()

@@ -17,7 +17,14 @@ import (
 	"github.com/firelock/firelock/lock"
 )
 
-func TestMain(m *testing.M) { os.Exit(emulators.RunTests(m, emulators.Firestore)) }
+// TestMain runs the parallel tests (each on its own project: contention
+// judged on a counter, calls left unanswered by a fault proxy) eight at a
+// time. Tests that time leases and renewals, plant bugs or point the
+// emulator's host elsewhere stay sequential.
+func TestMain(m *testing.M) {
+	emulators.SideBySide(8)
+	os.Exit(emulators.RunTests(m, emulators.Firestore))
+}
 
 const coll = "locks"
 
@@ -54,6 +61,7 @@ func leaseOf(t *testing.T, c *firestore.Client, key string) map[string]any {
 func waitLeaseEnd(d time.Duration) { time.Sleep(d + 150*time.Millisecond) }
 
 func TestMutualExclusionInvariant(t *testing.T) {
+	t.Parallel() // its own project; judged on the counter, not on time
 	c := emulators.NewFirestore(t)
 	ctx := context.Background()
 	const workers, iterations = 32, 20
@@ -467,6 +475,7 @@ func TestAcquireAllIsAllOrNothing(t *testing.T) {
 // Overlapping sets under real concurrency: no key is ever held by two
 // workers, and nothing is left behind.
 func TestAcquireAllConcurrentSetsNeverOverlap(t *testing.T) {
+	t.Parallel() // its own project; judged on what overlapped, not on time
 	c := emulators.NewFirestore(t)
 	ctx := context.Background()
 	keys := []string{"s0", "s1", "s2", "s3", "s4", "s5", "s6", "s7"}

@@ -65,6 +65,7 @@ func countUnderLock(t *testing.T, c *firestore.Client, workers, iterations int, 
 // One Locker shared by goroutines (the README's pattern: one per process,
 // WithLock per request) must exclude its own acquisitions from each other.
 func TestSharedLockerExcludesItsGoroutines(t *testing.T) {
+	t.Parallel() // its own project; judged on the counter, not on time
 	c := emulators.NewFirestore(t)
 	const workers, iterations = 32, 10
 	shared := newLocker(t, c)
@@ -79,6 +80,7 @@ func TestSharedLockerExcludesItsGoroutines(t *testing.T) {
 // Lockers with the same owner (WithOwner: one execution, several handles)
 // exclude each other unless the caller asks for reentrancy.
 func TestSameOwnerLockersExcludeEachOther(t *testing.T) {
+	t.Parallel() // its own project; judged on the counter, not on time
 	c := emulators.NewFirestore(t)
 	owner := newLocker(t, c).Owner()
 	const workers, iterations = 8, 10
@@ -169,19 +171,40 @@ func proxied(t *testing.T, opts ...lock.Option) (*faultproxy.Proxy, *lock.Locker
 	t.Helper()
 	host := os.Getenv("FIRESTORE_EMULATOR_HOST")
 	p := faultproxy.Start(t, host)
-	proxiedProject = emulators.ProjectID(t)
-	direct := emulators.NewFirestoreFor(t, proxiedProject)
+	project := proxyProject(t, p)
+	direct := emulators.NewFirestoreFor(t, project)
 	c, copts := newClientVia(t, p.Addr)
 	l := newLocker(t, c, append([]lock.Option{lock.WithClientOptions(copts...)}, opts...)...)
 	return p, l, direct
 }
 
-// proxiedProject is the project of the running proxied test (tests of this
-// package run one at a time).
-var proxiedProject string
+// proxiedProjects is the project of each proxied test, by its proxy's
+// address: tests that run in parallel each reach their own.
+var (
+	proxiedMu       sync.Mutex
+	proxiedProjects = map[string]string{}
+)
+
+// proxyProject gives p's test a fresh project, which clients made by
+// newClientVia(t, p.Addr) reach.
+func proxyProject(t *testing.T, p *faultproxy.Proxy) string {
+	t.Helper()
+	project := emulators.ProjectID(t)
+	proxiedMu.Lock()
+	defer proxiedMu.Unlock()
+	proxiedProjects[p.Addr] = project
+	return project
+}
 
 func newClientVia(t *testing.T, addr string) (*firestore.Client, []option.ClientOption) {
-	return emulators.NewFirestoreVia(t, addr, proxiedProject)
+	t.Helper()
+	proxiedMu.Lock()
+	project, ok := proxiedProjects[addr]
+	proxiedMu.Unlock()
+	if !ok {
+		t.Fatalf("no project for the proxy at %s: call proxied or proxyProject first", addr)
+	}
+	return emulators.NewFirestoreVia(t, addr, project)
 }
 
 // A grant whose answer is lost (it committed, the caller never heard) is

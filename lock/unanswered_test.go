@@ -64,6 +64,7 @@ func TestAcquireDoesNotHangOnAnUnansweredCommit(t *testing.T) {
 // (and the read that settles it) go unanswered: ErrUnanswered after about
 // a lease and the settling, and nothing left to block the key.
 func TestTryAcquireReturnsWhenItsCommitGoesUnanswered(t *testing.T) {
+	t.Parallel() // its own project and proxy; it mostly waits on an unanswered call
 	const lease = 2 * time.Second
 	p, l, direct := proxied(t, lock.WithLeaseDuration(lease))
 	if _, err := l.TryAcquire(context.Background(), "warm"); err != nil {
@@ -94,6 +95,7 @@ func TestTryAcquireReturnsWhenItsCommitGoesUnanswered(t *testing.T) {
 // Renew and Release with contexts that have no deadline return after about
 // a lease when their RPCs go unanswered, instead of hanging.
 func TestRenewAndReleaseDoNotHangOnUnansweredRPCs(t *testing.T) {
+	t.Parallel() // its own projects and proxies; it mostly waits on unanswered calls
 	const lease = 2 * time.Second
 	for _, op := range []string{"renew", "release"} {
 		t.Run(op, func(t *testing.T) {

@@ -227,6 +227,7 @@ func meteringRun(t *testing.T, d time.Duration, plant func(a, b *Admitter)) []st
 // twice, never pass the rate, never pass maxActive: judged on what
 // Firestore holds afterwards.
 func TestTwoAdmittersKeepRateAndMaxActive(t *testing.T) {
+	t.Parallel() // its own project; judged on what Firestore holds
 	if bad := meteringRun(t, 5*time.Second, func(a, b *Admitter) {}); len(bad) > 0 {
 		t.Fatalf("metering violated:\n%s", strings.Join(bad, "\n"))
 	}
@@ -410,6 +411,7 @@ func TestMisconfiguredSaleAdmitsNobody(t *testing.T) {
 // stalled (maxActive reached), every published mark is exact, early marks
 // from the ranking and late ones from counting the line.
 func TestMarksCountThePlacesAhead(t *testing.T) {
+	t.Parallel() // its own project; it mostly waits
 	e := newEnv(t, 10, 20, saleOpening(time.Now().Add(time.Hour), 600, 5, 60))
 	for i := range 40 {
 		e.join(fmt.Sprintf("early-%02d", i))

@@ -144,6 +144,7 @@ func (e *env) faultyAdmitter(extra ...Option) (*Admitter, *faultproxy.Proxy) {
 // over) never admit a place twice, never pass the rate or maxActive, and
 // lose no place: judged on what Firestore holds afterwards.
 func TestAdmittersThroughFaultsKeepTheLimits(t *testing.T) {
+	t.Parallel() // its own project and proxies; judged on what Firestore holds
 	const n, perWindow, maxActive = 30, 4, 3
 	e := newEnv(t, 10, 20, saleOpening(time.Now().Add(time.Hour), perWindow, maxActive, 1))
 	e.joinAndOpen(n)
@@ -287,6 +288,7 @@ func TestAdmitterRetakesItsSaleAtOnceAfterLosingItsLease(t *testing.T) {
 // place (the release is conditional): the sale stays with one admitter,
 // within its limits.
 func TestLapsedLeaseReleaseLeavesTheNextAdmittersLease(t *testing.T) {
+	t.Parallel() // its own project; it mostly waits for leases to end
 	const n, perWindow, maxActive = 30, 4, 3
 	e := newEnv(t, 10, 20, saleOpening(time.Now().Add(time.Hour), perWindow, maxActive, 1))
 	e.joinAndOpen(n)

@@ -200,6 +200,7 @@ func TestAPauseOfAnIdleSaleShowsWithin2s(t *testing.T) {
 // The admitter writes a minute's figures once it is over (minutes of 2 s
 // here): over the sale they add up to what Firestore holds.
 func TestSaleStatsMinutesAddUp(t *testing.T) {
+	t.Parallel() // its own project; it mostly waits
 	e := newEnv(t, 10, 20, saleOpening(time.Now().Add(time.Hour), 600, 2, 1))
 	e.svc = New(e.fs, append(testOptions(e.log), withMinute(2*time.Second))...)
 	for _, uid := range []string{"u1", "u2", "u3", "u4"} {
@@ -424,6 +425,7 @@ func figuresFor(from time.Time) (int64, int64, int64, error) {
 // revenue, refunds and late payments of exactly its own stretch: the
 // stretches asked about follow one another without gap or overlap.
 func TestSaleStatsMinutesCarryTheTakings(t *testing.T) {
+	t.Parallel() // its own project; it mostly waits
 	e := newEnv(t, 10, 20, saleOpening(time.Now().Add(time.Hour), 600, 2, 1))
 	tk := &takingsLog{}
 	e.svc = New(e.fs, append(testOptions(e.log), withMinute(2*time.Second), WithTakings(tk))...)

@@ -35,6 +35,7 @@ func (e *env) holdsOf(uid string) []*firestore.DocumentSnapshot {
 // the revoke answered succeeds, every hold not booked is released, and the
 // revoke is logged once.
 func TestARevokeRacedByTheUsersBotsWins(t *testing.T) {
+	t.Parallel() // its own project; no timing is asserted, only what committed
 	// One round, its bots mixed: each worker confirms, and every fourth of
 	// its calls extends or starts a checkout, by worker (three separate
 	// rounds took a minute of make test for the same races).
@@ -251,6 +252,7 @@ func TestARevokeRetriedAfterItsReleasesFailedIsLoggedOnce(t *testing.T) {
 // shows) is sent again: the retry releases the holds and the revoke is
 // logged once.
 func TestARevokeWhoseAnswerWasLostIsLoggedOnce(t *testing.T) {
+	t.Parallel() // its own project and proxy; it mostly waits
 	e := newEnv(t, 2, 10, map[string]any{"opensAt": time.Now().Add(-time.Minute), "admitPerMinute": 10, "maxActive": 10, "passSeconds": 600})
 	ctx := context.Background()
 	bk := booking.New(e.fs, booking.WithGate(e.svc))
@@ -306,6 +308,7 @@ func TestARevokeWhoseAnswerWasLostIsLoggedOnce(t *testing.T) {
 // null for a field §7 does not know; after the opening in another textual
 // form. The same sale is the same sale: logged once, never sale_started.
 func TestConfigureInEveryTextualFormIsIdempotent(t *testing.T) {
+	t.Parallel() // its own project; it mostly waits for the opening
 	e := newEnv(t, 2, 10, nil)
 	ctx := context.Background()
 	opensAt := time.Now().Add(5 * time.Second).Truncate(time.Second).Add(123456789)

@@ -81,6 +81,7 @@ func TestAHoldCommittedLateMovesThePassRecordOfItsEnd(t *testing.T) {
 // admitter says why at ERROR, keeps expiring passes, and keeps publishing
 // the sale, as paused (issue #29.3, CONTRACT §7a).
 func TestASaleMadeInvalidWhileItRunsStillExpiresAndPublishes(t *testing.T) {
+	t.Parallel() // its own project; it mostly waits
 	e := newEnv(t, 10, 20, saleOpening(time.Now().Add(time.Hour), 600, 1, 2))
 	e.join("u1")
 	e.join("u2")
@@ -124,6 +125,7 @@ func TestASaleMadeInvalidWhileItRunsStillExpiresAndPublishes(t *testing.T) {
 // A sale misconfigured from the start still closes at the start, so its
 // seat map is no longer gated (issue #29.4).
 func TestAMisconfiguredSaleClosesAtTheStart(t *testing.T) {
+	t.Parallel() // its own project; it mostly waits
 	e := newEnv(t, 2, 10, map[string]any{"opensAt": time.Now().Add(-time.Minute), "admitPerMinute": 10, "maxActive": "50"})
 	start := e.serverNow().Add(2 * time.Second)
 	if _, err := e.fs.Collection(booking.Screenings).Doc(e.id).Update(context.Background(), []firestore.Update{{Path: "startsAt", Value: start}}); err != nil {
@@ -168,6 +170,7 @@ func TestMisconfigurationNamesTheValuesType(t *testing.T) {
 // one unanswered call held the run, and every sale it looks after, for as
 // long as it hung).
 func TestTheAdmitterEndsOnTimeThroughAFault(t *testing.T) {
+	t.Parallel() // its own project and proxy; it mostly waits
 	e := newEnv(t, 10, 20, saleOpening(time.Now().Add(time.Hour), 600, 2, 60))
 	e.joinAndOpen(4)
 	p := faultproxy.Start(t, os.Getenv("FIRESTORE_EMULATOR_HOST"))

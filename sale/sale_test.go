@@ -15,7 +15,13 @@ import (
 	"github.com/firelock/firelock/internal/emulators"
 )
 
-func TestMain(m *testing.M) { os.Exit(emulators.RunTests(m, emulators.Firestore)) }
+// TestMain runs the parallel tests (each on its own project, mostly
+// waiting for admitters' runs, leases and passes to end) eight at a time;
+// the tests that measure how soon something happens stay sequential.
+func TestMain(m *testing.M) {
+	emulators.SideBySide(8)
+	os.Exit(emulators.RunTests(m, emulators.Firestore))
+}
 
 // env is one test's Firestore project with a screening on sale.
 type env struct {

@@ -2,6 +2,7 @@ package emulators
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"net"
 	"os"
@@ -29,6 +30,24 @@ func RunTests(m *testing.M, kinds ...Kind) int {
 	}
 	defer r.Stop()
 	return m.Run()
+}
+
+// SideBySide lets up to n of a package's parallel tests (t.Parallel) run
+// at once, instead of GOMAXPROCS (2 on a small machine), unless
+// -test.parallel was given on the command line. Call it first in TestMain:
+// it parses the test flags. For tests that mostly wait (for leases to end,
+// runs to finish, answers held back by a fault proxy), each on a project of
+// its own; tests that measure how long something took, or that change
+// process-wide state (planted bugs, environment variables, goroutine
+// counts), stay sequential: parallel tests start only once every
+// sequential test of the package has finished.
+func SideBySide(n int) {
+	flag.Parse()
+	set := false
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == "test.parallel" })
+	if !set {
+		flag.Set("test.parallel", fmt.Sprint(n))
+	}
 }
 
 // ProjectID returns a fresh project ID: the emulator keeps each project's
