@@ -258,8 +258,9 @@ func (a answer) str(key string) string { v, _ := a.body[key].(string); return v 
 // or between them, are not counted). A 429 (the function's front
 // end found no slot free within its wait) is tried again after its
 // Retry-After, with jitter, for as long as joinPatience lasts: the person
-// keeps the page open and the app keeps trying, as it would at a deployed
-// function's front end.
+// keeps the page open and tries again (the app itself tries a 429 three
+// times, then says "the box office is not answering; try again in a
+// moment", and the person presses again).
 func (s *sim) call(fn string, u *user, body any) (answer, error) {
 	b, _ := json.Marshal(body)
 	start := time.Now()
