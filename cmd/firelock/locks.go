@@ -36,7 +36,7 @@ judged by Firestore's read time; TOKEN is – for a lease without a fence (a cli
 mutex).`,
 		Example: `$ firelock locks list --prefix admit-
 PATH                OWNER                  LIVE  ENDS                  TOKEN
-locks/admit-onsale  SEFlsB_q0qwGsaWSD8hDx  true  2026-11-24T19:05:37Z  1795547100516951
+locks/admit-onsale  SEFlsB_q0qwGsaWSD8hDx  true  2026-11-24T19:05:57Z  1795547100516951
 $ firelock locks list --collection mutex_critical_data
 no leases`,
 		Args: positional(0, 0),
@@ -94,8 +94,8 @@ owner     SEFlsB_q0qwGsaWSD8hDx
 live      true (read 2026-11-24T19:05:27.794047Z)
 acquired  2026-11-24T19:05:00.511Z
 renewed   2026-11-24T19:05:27.182Z
-ends      2026-11-24T19:05:37.182Z
-lease     10 s
+ends      2026-11-24T19:05:57.182Z
+lease     30 s
 token     1795547100516951
 
 to end it: firelock locks release locks/admit-onsale --force --reason "..." --token 1795547100516951`,

@@ -254,15 +254,18 @@ func (a answer) str(key string) string { v, _ := a.body[key].(string); return v 
 
 // call calls fn as the user with token (the same body each time: a retry
 // of the same request). A 503 (the function shed the call) is tried again
-// after its Retry-After, up to 10 times in all. A 429 (the function's front
+// after its Retry-After until the tenth 503 (the front end's 429s, before
+// or between them, are not counted). A 429 (the function's front
 // end found no slot free within its wait) is tried again after its
 // Retry-After, with jitter, for as long as joinPatience lasts: the person
-// keeps the page open and the app keeps trying, as it would at a deployed
-// function's front end.
+// keeps the page open and tries again (the app itself tries a 429 three
+// times, then says "the box office is not answering; try again in a
+// moment", and the person presses again).
 func (s *sim) call(fn string, u *user, body any) (answer, error) {
 	b, _ := json.Marshal(body)
 	start := time.Now()
-	for attempt := 1; ; attempt++ {
+	shed := 0 // the function's own 503s: the front end's 429s do not spend these tries
+	for {
 		a, err := s.callOnce(fn, u, b)
 		if err != nil {
 			s.note(fn + " error")
@@ -273,8 +276,11 @@ func (s *sim) call(fn string, u *user, body any) (answer, error) {
 			key += " " + c
 		}
 		s.note(key)
+		if a.status == http.StatusServiceUnavailable {
+			shed++
+		}
 		switch {
-		case a.status == http.StatusServiceUnavailable && attempt < 10:
+		case a.status == http.StatusServiceUnavailable && shed < 10:
 		case a.status == http.StatusTooManyRequests && time.Since(start) < joinPatience:
 		default:
 			return a, nil

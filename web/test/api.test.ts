@@ -74,6 +74,13 @@ describe("Api retries", () => {
     expect(srv2.bodies).toHaveLength(3);
   });
 
+  it("does not retry a 429 whose JSON body names another code (the functions' own refusal, not a front end's)", async () => {
+    const srv = await serve([{ status: 429, body: { error: { code: "rate_limited", message: "slow down" } } }, { status: 201, body: booking }]);
+    const err = await new Api(srv.url, () => user, { backoffMs: 10 }).bookSeats("s", ["A1"]).catch((e: unknown) => e);
+    expect((err as ApiError).code).toBe("rate_limited");
+    expect(srv.bodies).toHaveLength(1);
+  });
+
   it("does not retry a refusal, and gives up after its attempts with the last code", async () => {
     const srv = await serve([{ status: 409, body: { error: { code: "seat_taken", message: "taken", seats: ["A1"] } } }]);
     const err = await new Api(srv.url, () => user, { backoffMs: 10 }).bookSeats("s", ["A1"]).catch((e: unknown) => e);

@@ -3,7 +3,7 @@
 import { describe, expect, it } from "vitest";
 import { Timestamp } from "firebase/firestore";
 import { functionsURLFor, hostPort, optionsFromEnv } from "../src/app/config";
-import { countdown, errorMessage, seatGrid, seatList, seatState, seatStateFromMap } from "../src/app/seats";
+import { MAX_HALL_SEATS, countdown, errorMessage, layoutProblem, seatGrid, seatList, seatState, seatStateFromMap } from "../src/app/seats";
 
 const none = { bookings: new Set<string>(), holds: new Set<string>(), bookedSeats: new Set<string>(), heldSeats: new Set<string>() };
 const now = Date.parse("2026-11-23T10:00:00Z");
@@ -83,6 +83,26 @@ describe("formatting", () => {
       ["A1", "A2", "A3"],
       ["B1", "B2", "B3"],
     ]);
+  });
+
+  // booking.MaxHallSeats: the server refuses a layout over 100,000 seats as
+  // malformed; the app must not try to draw it (a seatsPerRow of 2^40 threw
+  // a RangeError in the screening's listener, one of 10^9 hung the tab).
+  it("draws no hall for a layout that is no hall, and says why", () => {
+    const long = Array.from({ length: MAX_HALL_SEATS + 1 }, (_, i) => `R${String(i)}`);
+    for (const s of [
+      { rows: ["A"], seatsPerRow: 2 ** 40 },
+      { rows: ["A"], seatsPerRow: MAX_HALL_SEATS + 1 },
+      { rows: long, seatsPerRow: 1 },
+      { rows: ["A"], seatsPerRow: -1 },
+      { rows: ["A"], seatsPerRow: 2.5 },
+      { rows: "AB" as unknown as string[], seatsPerRow: 3 },
+    ]) {
+      expect(layoutProblem(s), JSON.stringify(s.seatsPerRow)).toMatch(/malformed/);
+      expect(seatGrid(s)).toEqual([]);
+    }
+    expect(layoutProblem({ rows: long.slice(1), seatsPerRow: 1 })).toBeUndefined();
+    expect(layoutProblem({ rows: [], seatsPerRow: 0 })).toBeUndefined();
   });
 });
 

@@ -36,7 +36,7 @@ import {
   waitMs,
   waitWords,
 } from "./queue";
-import { type ErrorContext, type Mine, type Screening, type SeatDoc, type SeatMapDoc, type SeatState, countdown, errorMessage, seatGrid, seatList, seatOrder, seatState, seatStateFromMap } from "./seats";
+import { type ErrorContext, type Mine, type Screening, type SeatDoc, type SeatMapDoc, type SeatState, countdown, errorMessage, layoutProblem, seatGrid, seatList, seatOrder, seatState, seatStateFromMap } from "./seats";
 import { $, $as, Status, h, mountAccount, runAction } from "./ui";
 
 const STATE_WORDS: Record<SeatState, string> = {
@@ -737,8 +737,19 @@ async function main(): Promise<void> {
         $(".layout").hidden = true;
         return;
       }
-      $(".layout").hidden = false;
       const s = snap.data() as Screening;
+      const malformed = layoutProblem(s);
+      if (malformed !== undefined) {
+        // Said, not drawn: the server refuses it too (booking.MaxHallSeats).
+        screening = undefined;
+        document.title = "Screening unavailable · firelock cinema";
+        $("#title").textContent = typeof s.title === "string" ? s.title : "Screening unavailable";
+        $("#when").textContent = malformed;
+        $("#left").textContent = "";
+        $(".layout").hidden = true;
+        return;
+      }
+      $(".layout").hidden = false;
       const changed = !screening || screening.rows.join() !== s.rows.join() || screening.seatsPerRow !== s.seatsPerRow;
       screening = s;
       document.title = `${s.title} · firelock cinema`;

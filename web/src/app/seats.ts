@@ -27,8 +27,26 @@ export interface Screening {
   price?: Price;
 }
 
-/** The seat ids of a screening, row by row: `[["A1", ...], ...]`. */
+/** The most seats a hall has (booking.MaxHallSeats): the server refuses a larger layout as malformed. */
+export const MAX_HALL_SEATS = 100_000;
+
+/**
+ * Why the screening's layout is no hall (rows not a list, seatsPerRow not
+ * a whole number from 0, more than MAX_HALL_SEATS seats), in words; undefined:
+ * it is one. A layout written wrong by hand must be said, not drawn seat by seat.
+ */
+export function layoutProblem(s: Pick<Screening, "rows" | "seatsPerRow">): string | undefined {
+  const rows: unknown = s.rows;
+  const perRow: unknown = s.seatsPerRow;
+  if (!Array.isArray(rows) || typeof perRow !== "number" || !Number.isInteger(perRow) || perRow < 0 || rows.length * perRow > MAX_HALL_SEATS) {
+    return `This screening's seat layout is malformed (at most ${MAX_HALL_SEATS.toLocaleString("en")} seats): it cannot be booked.`;
+  }
+  return undefined;
+}
+
+/** The seat ids of a screening, row by row: `[["A1", ...], ...]`; none for a layout that is no hall (layoutProblem). */
 export function seatGrid(s: Pick<Screening, "rows" | "seatsPerRow">): string[][] {
+  if (layoutProblem(s) !== undefined) return [];
   return s.rows.map((row) => Array.from({ length: s.seatsPerRow }, (_, i) => `${row}${String(i + 1)}`));
 }
 
