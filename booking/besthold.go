@@ -386,7 +386,7 @@ func (s *Service) readHall(ctx context.Context, r BestRequest, d time.Duration) 
 	now := snaps[0].ReadTime
 	s.clock.observe(now, sent, time.Now())
 	got := cached{snap: snaps[1]}
-	got.sc, got.err = decodeScreening(snaps[1])
+	got.sc, got.err = DecodeScreening(snaps[1])
 	s.screenings.put(got)
 	if snaps[0].Exists() {
 		return hallRead{mine: snaps[0]}, nil

@@ -305,7 +305,7 @@ func (s *Service) takeRead(ctx context.Context, c *claim, refs []*firestore.Docu
 		sent := time.Now()
 		snaps, err := s.client.GetAll(ctx, all)
 		if err == nil {
-			if sc, derr := decodeScreening(snaps[1]); derr == nil {
+			if sc, derr := DecodeScreening(snaps[1]); derr == nil {
 				c.startsAt = sc.StartsAt
 			}
 		}
@@ -318,7 +318,7 @@ func (s *Service) takeRead(ctx context.Context, c *claim, refs []*firestore.Docu
 		now := snaps[0].ReadTime
 		s.clock.observe(now, sent, time.Now())
 		got := cached{snap: snaps[1]}
-		got.sc, got.err = decodeScreening(snaps[1])
+		got.sc, got.err = DecodeScreening(snaps[1])
 		// Before a retry's answer too: the read opens the screening's listener.
 		s.screenings.put(got)
 		if snaps[0].Exists() { // this request's document: a retry, or our own lost answer

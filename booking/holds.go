@@ -380,7 +380,7 @@ func (s *Service) ConfirmHold(ctx context.Context, uid, holdID string) (_ Bookin
 		if h.Status == StatusOK { // confirmed meanwhile (our own lost answer, or a retry)
 			return nil
 		}
-		sc, err := decodeScreening(docs.screening)
+		sc, err := DecodeScreening(docs.screening)
 		if err != nil {
 			return err
 		}

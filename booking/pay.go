@@ -53,7 +53,7 @@ func (s *Service) StartPaying(ctx context.Context, uid, holdID string, payHold t
 		case !h.live(now.Add(confirmMargin)):
 			return ErrHoldExpired
 		}
-		sc, err := decodeScreening(docs.screening)
+		sc, err := DecodeScreening(docs.screening)
 		if err != nil {
 			return err
 		}
@@ -140,7 +140,7 @@ func (s *Service) ConfirmPayment(ctx context.Context, holdID, executionID string
 	var action PaidAction
 	_, err := s.onHold(ctx, anyHolder, holdID, func(tx *firestore.Transaction, h *Hold, docs heldDocs, now time.Time) error {
 		b, action = Booking{}, ""
-		sc, err := decodeScreening(docs.screening)
+		sc, err := DecodeScreening(docs.screening)
 		if err != nil {
 			return err
 		}

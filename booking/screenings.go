@@ -185,7 +185,7 @@ func (e *screeningEntry) run(ctx context.Context, ref *firestore.DocumentRef) {
 		case err != nil:
 			e.listen = false
 		default:
-			sc, derr := decodeScreening(snap)
+			sc, derr := DecodeScreening(snap)
 			e.snap, e.sc, e.err, e.at, e.listen = snap, sc, derr, time.Now(), true
 		}
 		e.mu.Unlock()
@@ -229,9 +229,10 @@ func (c *screenings) forget(id string) {
 	c.mu.Unlock()
 }
 
-// decodeScreening decodes a screening snapshot: ErrScreeningNotFound if it
-// does not exist.
-func decodeScreening(snap *firestore.DocumentSnapshot) (Screening, error) {
+// DecodeScreening decodes a screening snapshot: ErrScreeningNotFound if it
+// does not exist, malformed if its fields do not decode or its layout is no
+// hall (Check). Everything that reads a screening's layout decodes it here.
+func DecodeScreening(snap *firestore.DocumentSnapshot) (Screening, error) {
 	if snap == nil || !snap.Exists() {
 		id := ""
 		if snap != nil {

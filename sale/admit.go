@@ -464,11 +464,7 @@ func (a *Admitter) step(r *saleRun) (time.Duration, bool, error) {
 	if errors.Is(err, ErrNoSale) {
 		return 0, true, nil
 	}
-	var sc booking.Screening
-	scErr := snap.DataTo(&sc)
-	if scErr == nil {
-		scErr = sc.Check()
-	}
+	sc, scErr := booking.DecodeScreening(snap)
 	if err == nil && scErr != nil {
 		err = fmt.Errorf("%w: screening %q: %v", ErrMisconfigured, r.id, scErr)
 	}

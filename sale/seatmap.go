@@ -150,12 +150,9 @@ func (p *seatMapPublisher) load(ctx context.Context) error {
 
 // setLayout takes the screening's layout: the map's seats and their order.
 func (p *seatMapPublisher) setLayout(screening *firestore.DocumentSnapshot) error {
-	var sc booking.Screening
-	if err := screening.DataTo(&sc); err != nil {
-		return fmt.Errorf("screening %q: %w", p.id, err)
-	}
-	if err := sc.Check(); err != nil {
-		return fmt.Errorf("screening %q: %w", p.id, err)
+	sc, err := booking.DecodeScreening(screening)
+	if err != nil {
+		return err
 	}
 	p.order = Layout(sc)
 	p.index = make(map[string]int, len(p.order))

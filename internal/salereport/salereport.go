@@ -133,12 +133,9 @@ func Read(ctx context.Context, fs *firestore.Client, id string) (*Sale, error) {
 	if err != nil {
 		return nil, err
 	}
-	var sc booking.Screening
-	if err := scr.DataTo(&sc); err != nil {
+	sc, err := booking.DecodeScreening(scr) // read seat by seat below: a layout that is no hall is refused, not allocated
+	if err != nil {
 		return nil, err
-	}
-	if err := sc.Check(); err != nil { // read seat by seat below: a layout that is no hall is refused, not allocated
-		return nil, fmt.Errorf("screening %q is malformed: %w", id, err)
 	}
 	cfg, _ := scr.Data()["sale"].(map[string]any)
 	st := &Sale{ScreeningID: id, Seats: map[string]Seat{}, StartsAt: sc.StartsAt}
