@@ -168,8 +168,8 @@ type sim struct {
 	callCtx   context.Context // calls in flight when it ends get a grace before this ends
 	wg        sync.WaitGroup
 
-	joined, waiting, inShop, holds, seatsBooked, retries atomic.Int64
-	seatMapCut                                           atomic.Int64 // seat-map listeners the rules ended after the pass
+	joined, waiting, inShop, holds, seatsBooked atomic.Int64
+	seatMapCut                                  atomic.Int64 // seat-map listeners the rules ended after the pass
 	// confirmExpired: ConfirmHold answered 410 hold_expired though it was
 	// sent with at least confirmEntitled of the hold left (issue #31).
 	confirmExpired atomic.Int64
@@ -285,7 +285,6 @@ func (s *sim) call(fn string, u *user, body any) (answer, error) {
 		default:
 			return a, nil
 		}
-		s.retries.Add(1)
 		wait := max(a.retry, 100*time.Millisecond)
 		if !s.sleep(wait + rand.N(wait)) {
 			return a, nil
