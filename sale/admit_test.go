@@ -518,10 +518,17 @@ func TestAStragglingEarlyJoinIsRankedBeforeLaterJoiners(t *testing.T) {
 func TestPublishIntervalBoundsTheFanOut(t *testing.T) {
 	for _, c := range []struct {
 		audience int64
+		moved    bool
 		want     time.Duration
-	}{{0, time.Second}, {10000, time.Second}, {150000, 15 * time.Second}, {10000000, 30 * time.Second}} {
-		if got := publishInterval(c.audience); got != c.want {
-			t.Errorf("publishInterval(%d) = %v, want %v", c.audience, got, c.want)
+	}{
+		{0, true, 2 * time.Second}, {0, false, 5 * time.Second},
+		{2000, true, 2 * time.Second}, {2000, false, 5 * time.Second},
+		{20000, true, 2 * time.Second}, {60000, true, 6 * time.Second}, {60000, false, 6 * time.Second},
+		{150000, true, 15 * time.Second}, {150000, false, 15 * time.Second},
+		{10000000, true, 30 * time.Second}, {10000000, false, 30 * time.Second},
+	} {
+		if got := publishInterval(c.audience, c.moved); got != c.want {
+			t.Errorf("publishInterval(%d, moved %v) = %v, want %v", c.audience, c.moved, got, c.want)
 		}
 	}
 }
@@ -589,5 +596,87 @@ func TestConsecutiveRunsHandOverWithoutAGap(t *testing.T) {
 	}
 	if bad := meteringViolations(places, nil, e.state(), 600, 1, 2*time.Second); len(bad) > 0 {
 		t.Fatal(strings.Join(bad, "\n"))
+	}
+}
+
+// The sale's numbers go out at their cadence (issue #37: every update is a
+// read for each person in the line): a change of the counts alone
+// (waiting, while people join before the opening) at most every
+// countsEvery, the line moving (admissions) at most every lineEvery, and
+// both still go out.
+func TestSaleNumbersGoOutAtTheirCadence(t *testing.T) {
+	t.Parallel() // its own project; it mostly waits
+	e := newEnv(t, 10, 20, saleOpening(time.Now().Add(time.Hour), 600, 1, 1))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var mu sync.Mutex
+	var seen []Public
+	listening := make(chan struct{})
+	go func() {
+		it := e.fs.Collection(Sales).Doc(e.id).Snapshots(ctx)
+		defer it.Stop()
+		close(listening)
+		for {
+			snap, err := it.Next()
+			if err != nil {
+				return
+			}
+			var p Public
+			if !snap.Exists() || snap.DataTo(&p) != nil {
+				continue
+			}
+			mu.Lock()
+			seen = append(seen, p)
+			mu.Unlock()
+		}
+	}()
+	<-listening
+
+	// Before the opening, people keep joining: only the counts change.
+	joined := make(chan struct{})
+	go func() {
+		defer close(joined)
+		for i := range 40 {
+			e.join(fmt.Sprintf("u%02d", i))
+			time.Sleep(250 * time.Millisecond)
+		}
+	}()
+	if err := e.run(e.admitter(), 11*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	<-joined
+	// Open with one pass of a second at a time: the line moves every second.
+	e.setSale(map[string]any{"opensAt": e.serverNow(), "maxActive": 1, "passSeconds": 1})
+	if err := e.run(e.admitter(), 9*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(500 * time.Millisecond) // the last update reaches the listener
+	cancel()
+
+	mu.Lock()
+	defer mu.Unlock()
+	var counts, moves int
+	for i := 1; i < len(seen); i++ {
+		x, y := seen[i-1], seen[i]
+		gap := y.UpdatedAt.Sub(x.UpdatedAt)
+		switch {
+		case x.State != y.State || samePublic(x, y):
+		case lineMoved(x, y):
+			moves++
+			if gap < lineEvery-150*time.Millisecond {
+				t.Errorf("the line moved (admitted %d → %d) and went out %v after the last update, want at most every %v", x.Admitted, y.Admitted, gap, lineEvery)
+			}
+		default:
+			counts++
+			if gap < countsEvery-150*time.Millisecond {
+				t.Errorf("only the counts changed (waiting %d → %d) and went out %v after the last update, want at most every %v", x.Waiting, y.Waiting, gap, countsEvery)
+			}
+		}
+	}
+	if counts < 1 || moves < 2 {
+		t.Errorf("%d updates of the counts alone and %d of the line moving, want them to go out (at least 1 and 2): %+v", counts, moves, seen)
+	}
+	if last := seen[len(seen)-1]; last.Admitted < 3 {
+		t.Errorf("the last update shows %d admitted, want the line's progress published", last.Admitted)
 	}
 }
