@@ -92,17 +92,16 @@ const (
 	heartbeat     = 30 * time.Second
 	// Every update of sales/{id} is one read for each person listening,
 	// and nobody needs it to learn of their own admission (their place
-	// says so). So the line's numbers go out less often than its state:
-	// lineEvery when the line moved (admitted, admittedThrough, marks: the
-	// "about N ahead of you"), countsEvery when only its counts changed
-	// (waiting, active, seatsLeft; seatsLeft reaching nothing is a state,
-	// soldout). Issue #37's priced sale, 2,000 people in line for 235 s,
-	// read 1,364 times per seat sold with both once a second.
-	lineEvery   = 2 * time.Second
-	countsEvery = 5 * time.Second
+	// says so). So its numbers (waiting, admitted, active, seatsLeft,
+	// admittedThrough, marks: "about N ahead of you") go out at most every
+	// numbersEvery, and a change of state within a second (seatsLeft
+	// reaching nothing is a state, soldout). Issue #37's priced sale, 2,000
+	// people in line for 235 s, read 1,364 times per seat sold with the
+	// numbers once a second, and 1,018 with the line's moves every 2 s.
+	numbersEvery = 5 * time.Second
 	// fanOutReads bounds what the listeners of sales/{id} pay: with more
-	// than lineEvery × fanOutReads people in the line, its numbers go out
-	// less often still (a change of state still within a second).
+	// than numbersEvery × fanOutReads people in the line, its numbers go
+	// out less often still.
 	fanOutReads    = 10000 // a second
 	rediscover     = 15 * time.Second
 	takeRetry      = 250 * time.Millisecond
@@ -868,7 +867,7 @@ func (a *Admitter) admit(r *saleRun, m mode, c counts, heads []*firestore.Docume
 			cur = &p
 			since := now.Sub(st.PublishedAt)
 			due := r.last == nil || p.State != r.last.State || since >= heartbeat ||
-				(!samePublic(*r.last, p) && since >= publishInterval(p.Waiting+p.Active, lineMoved(*r.last, p)))
+				(!samePublic(*r.last, p) && since >= publishInterval(p.Waiting+p.Active))
 			if due && since >= publishEvery {
 				if err := tx.Set(a.s.client.Collection(Sales).Doc(r.id), p); err != nil {
 					return err
@@ -892,28 +891,18 @@ func (a *Admitter) admit(r *saleRun, m mode, c counts, heads []*firestore.Docume
 		r.last = pub
 	}
 	// The gauges follow the numbers as the admitter knows them, not as
-	// last published (the line's counts go out every countsEvery).
+	// last published (they go out every numbersEvery).
 	a.metrics.published(r.id, cmp.Or(cur, r.last))
 	return nil
 }
 
 // publishInterval is how often the numbers of a sale with audience
-// listeners are published: every lineEvery when the line moved, every
-// countsEvery when only its counts changed, and less often with more than
-// lineEvery × fanOutReads listeners, so they pay at most about fanOutReads
-// reads a second (at 150,000 in the line, every 15 s); never less often
-// than the heartbeat.
-func publishInterval(audience int64, moved bool) time.Duration {
-	floor := countsEvery
-	if moved {
-		floor = lineEvery
-	}
-	return min(heartbeat, max(floor, time.Duration(audience)*time.Second/fanOutReads))
-}
-
-// lineMoved: y shows the line further on than x (or its opening moved).
-func lineMoved(x, y Public) bool {
-	return x.Admitted != y.Admitted || x.AdmittedThrough != y.AdmittedThrough || !x.OpensAt.Equal(y.OpensAt) || !slices.Equal(x.Marks, y.Marks)
+// listeners are published: every numbersEvery, and less often with more
+// than numbersEvery × fanOutReads listeners, so they pay at most about
+// fanOutReads reads a second (at 150,000 in the line, every 15 s); never
+// less often than the heartbeat.
+func publishInterval(audience int64) time.Duration {
+	return min(heartbeat, max(numbersEvery, time.Duration(audience)*time.Second/fanOutReads))
 }
 
 // public is the sale's public document at now. Its marks are the

@@ -41,8 +41,8 @@ func TestAdmitterMetricsReportItsNumbers(t *testing.T) {
 		active = m.Value(t, telemetry.SaleActivePasses, screening)
 		seen = waiting == 3 && active == 2
 	}
-	// sales/{id} follows within countsEvery.
-	for deadline := time.Now().Add(countsEvery + 2*time.Second); ; time.Sleep(100 * time.Millisecond) {
+	// sales/{id} follows within numbersEvery.
+	for deadline := time.Now().Add(numbersEvery + 2*time.Second); ; time.Sleep(100 * time.Millisecond) {
 		if p := e.public(); p.Waiting == 3 && p.Active == 2 {
 			break
 		} else if time.Now().After(deadline) {

@@ -72,7 +72,7 @@ func TestPauseAdmitsNobodyAndResumeGoesOn(t *testing.T) {
 		t.Errorf("2.5 s after the pause at %v, sales/s1 is %s since %v, want paused within 2 s", paused, pub.State, pub.UpdatedAt)
 	}
 	// The places say so (sales/{id}'s active count follows within
-	// countsEvery).
+	// numbersEvery).
 	for _, p := range e.places() {
 		if p.Status == StatusAdmitted {
 			t.Errorf("the 1-s pass of %s did not expire while paused: %+v", p.UID, p)

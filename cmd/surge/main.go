@@ -183,7 +183,7 @@ func main() {
 	flag.Float64Var(&cfg.Goals.StripeCallsPerSeat, "goal-stripe-calls", cfg.Goals.StripeCallsPerSeat, "goal with -pay: Stripe API calls per seat sold")
 	flag.StringVar(&cfg.AppCheck, "appcheck", cfg.AppCheck, "the functions' App Check mode: enforce, monitor or off (the people's app sends a token signed by a key made for the run)")
 	flag.IntVar(&cfg.Bots, "bots", cfg.Bots, "scripted joiners without App Check tokens, with accounts of their own, joining in the early span (with -appcheck enforce: none may get a place)")
-	flag.DurationVar(&cfg.Limit, "limit", cfg.Limit, "stop this long after opensAt if the sale has not sold out (default: 4m for each 200 seats)")
+	flag.DurationVar(&cfg.Limit, "limit", cfg.Limit, "stop this long after opensAt if the sale has not sold out (default: 4m for each 200 seats, 2m more with -pay)")
 	flag.Uint64Var(&cfg.Seed, "seed", cfg.Seed, "seed of the users' random choices (0: from the clock)")
 	flag.IntVar(&cfg.SignupConcurrency, "signup-concurrency", cfg.SignupConcurrency, "sign-ups in flight at once")
 	flag.IntVar(&cfg.Conns, "conns", cfg.Conns, "gRPC connections the users' listeners share")
@@ -210,6 +210,12 @@ func main() {
 		// Selling a bigger hall at the same rate takes longer: the
 		// default leaves each 200 seats the defaults' 4 minutes.
 		cfg.Limit = time.Duration((cfg.Seats+199)/200) * 4 * time.Minute
+	}
+	if !limitSet && cfg.Pay {
+		// A checkout walked away from keeps its seats for the price's
+		// payHoldSeconds (60 s here), and the last seats of a priced sale
+		// wait for those: 235 s to sell out at 12:24, past 240 s at 14:54.
+		cfg.Limit += 2 * time.Minute
 	}
 
 	mode, err := functions.ParseAppCheckMode(cfg.AppCheck)
