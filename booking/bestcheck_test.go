@@ -2,7 +2,10 @@ package booking
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -108,4 +111,57 @@ func seq(n int) []int {
 		out[i] = i
 	}
 	return out
+}
+
+// A burst of requests that all find only seats the instance saw taken
+// read them once between them, not once each: ten requests for one seat
+// of a hall of 30 that this instance filled a moment ago, on a map that
+// still shows it empty, are all refused on about one read of its seats.
+func TestHoldBestRequestsShareTheCheckOfSeatsSeenTaken(t *testing.T) {
+	ctx := context.Background()
+	stats := &rpcstats.Stats{}
+	fs, err := rpcstats.NewClient(ctx, emulators.ProjectID(t), stats)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { fs.Close() })
+	sc := putHall(t, fs, 3, 10)
+	svc := New(fs, WithGate(mapGate{fs}))
+	t.Cleanup(svc.Close)
+	all := (Hall{Rows: sc.Rows, SeatsPerRow: sc.SeatsPerRow}).SeatIDs(Block(seq(30)))
+	for i := 0; i < len(all); i += MaxSeats {
+		seats := all[i : i+MaxSeats]
+		if _, _, err := svc.Hold(ctx, "e", Request{UID: "o", ScreeningID: "s1", Seats: seats, RequestID: "o" + seats[0]}, time.Minute); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := fs.Doc("seatmaps/s1").Set(ctx, map[string]any{"seats": strings.Repeat(".", 30)}); err != nil {
+		t.Fatal(err)
+	}
+	before := stats.Snapshot()
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	refused := 0
+	for i := range 10 {
+		wg.Go(func() {
+			_, _, err := svc.HoldBest(ctx, "e", BestRequest{UID: fmt.Sprint("u", i), ScreeningID: "s1", Count: 1, RequestID: "r"}, time.Minute)
+			mu.Lock()
+			defer mu.Unlock()
+			if errors.Is(err, ErrNoSeatsTogether) {
+				refused++
+			} else {
+				t.Errorf("u%d: %v, want no_seats_together", i, err)
+			}
+		})
+	}
+	wg.Wait()
+	cost := stats.Snapshot().Sub(before)
+	t.Logf("%d refused; %v", refused, cost)
+	// Each request's own reads: its first read (4 documents) and its own
+	// hold before the refusal (1). The seats are 30 documents a read: read
+	// once each, they would be 300.
+	if own := 10 * (4 + 1); cost.Reads-own >= 100 {
+		t.Fatalf("%d documents read, %d of them beyond the requests' own reads: the seats seen taken were not read once between them", cost.Reads, cost.Reads-own)
+	}
+	checkSeats(t, fs)
 }

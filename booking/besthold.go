@@ -84,9 +84,9 @@ const bestRounds = 24
 // flight and the seats the instance saw taken in the last seconds; those
 // only steer the choice, never the final refusal. When the only blocks
 // left have seats the instance saw taken since the request last read them
-// (the map lags), those seats are read in one batched read, with the
-// request's own hold, before any of them is claimed: one read instead of
-// a lost claim for each.
+// (the map lags), those seats are read in one batched read (shared
+// between the instance's requests as the map's held seats are) before any
+// of them is claimed: one read instead of a lost claim for each.
 //
 // Errors: ErrInvalidArgument (also a count over the sale's seat cap),
 // ErrScreeningNotFound, ErrScreeningStarted, the gate's errors,
@@ -132,10 +132,10 @@ func (s *Service) HoldBest(ctx context.Context, executionID string, r BestReques
 	for claims, waits, checks := 0, 0, 0; claims < bestRounds && waits < 4*bestRounds; {
 		// The seats free in h that the instance saw taken since this
 		// request last read them: during a sale the map lags them.
-		seen := make([]bool, len(h.Free))
+		seen, seenAt := make([]bool, len(h.Free)), make([]time.Time, len(h.Free))
 		for seat, at := range s.taken.seatsUnder(seatsPath) {
 			if i, ok := h.index(seat); ok && h.Free[i] && at.After(checked[i]) {
-				seen[i] = true
+				seen[i], seenAt[i] = true, at
 			}
 		}
 		mine, wait, check := s.picks.choose(r.ScreeningID, h, best, func(free []bool) {
@@ -147,23 +147,33 @@ func (s *Service) HoldBest(ctx context.Context, executionID string, r BestReques
 		})
 		if check {
 			// No block is left but ones with seats the instance saw taken:
-			// read those seats in the way, with the request's own hold, in
-			// one batched read, rather than lose a claim on each in turn.
+			// read those seats in the way in one batched read, rather than
+			// lose a claim on each in turn. A read by another request of
+			// the instance serves if it began after this request's first
+			// read and after the seats were seen taken (in a burst many
+			// requests check the same seats at once).
 			checks++
 			need := seenInTheWay(h, best, seen, maxCheck)
-			own, taken, sent, err := s.readSeats(ctx, r.ScreeningID, h, need, holdID(r.UID, r.RequestID))
+			since := read.sent
+			for _, i := range need {
+				if seenAt[i].After(since) {
+					since = seenAt[i]
+				}
+			}
+			c, err := s.heldCheck(ctx, r.ScreeningID, h, need, since)
 			if err != nil {
 				return Hold{}, false, err
 			}
-			if own.Exists() { // a retry's first attempt landed meanwhile
-				return s.holdAgain(ctx, executionID, r, d, own)
-			}
-			for j, i := range need {
-				checked[i] = sent
-				if taken[j] {
+			var freed []*firestore.DocumentRef
+			for _, i := range need {
+				checked[i] = c.began
+				if c.free[i] {
+					freed = append(freed, s.seatDoc(r.ScreeningID, h.SeatIDs(Block{i})[0]))
+				} else {
 					h.Free[i], learned[i] = false, true
 				}
 			}
+			s.taken.mark(false, freed...)
 			continue
 		}
 		if wait != nil {
@@ -667,30 +677,4 @@ func seenInTheWay(h Hall, best func(Hall) Block, seen []bool, max int) []int {
 		}
 	}
 	return need
-}
-
-// readSeats reads the request's own hold (id) and the seats need of h in
-// one batched read: it returns the hold's snapshot, which of need are taken
-// at the read's time (booked, or held past it), and when the read was sent
-// (local clock). A seat it finds free is forgotten as taken.
-func (s *Service) readSeats(ctx context.Context, screeningID string, h Hall, need []int, id string) (*firestore.DocumentSnapshot, []bool, time.Time, error) {
-	refs := make([]*firestore.DocumentRef, 0, len(need)+1)
-	refs = append(refs, s.client.Collection(Holds).Doc(id))
-	for _, seat := range h.SeatIDs(need) {
-		refs = append(refs, s.seatDoc(screeningID, seat))
-	}
-	sent := time.Now()
-	snaps, err := s.client.GetAll(ctx, refs)
-	if err != nil {
-		return nil, nil, sent, err
-	}
-	s.clock.observe(snaps[0].ReadTime, sent, time.Now())
-	taken := make([]bool, len(need))
-	for j, snap := range snaps[1:] {
-		taken[j] = seatState(snap, snap.ReadTime) != ""
-		if !taken[j] {
-			s.taken.mark(false, refs[j+1])
-		}
-	}
-	return snaps[0], taken, sent, nil
 }
