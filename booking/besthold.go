@@ -82,7 +82,11 @@ const bestRounds = 24
 // before the request came is missed for the map's lag. Within one
 // instance, concurrent requests choose around each other's claims in
 // flight and the seats the instance saw taken in the last seconds; those
-// only steer the choice, never the final refusal.
+// only steer the choice, never the final refusal. When the only blocks
+// left have seats the instance saw taken since the request last read them
+// (the map lags), those seats are read in one batched read (shared
+// between the instance's requests as the map's held seats are) before any
+// of them is claimed: one read instead of a lost claim for each.
 //
 // Errors: ErrInvalidArgument (also a count over the sale's seat cap),
 // ErrScreeningNotFound, ErrScreeningStarted, the gate's errors,
@@ -115,18 +119,63 @@ func (s *Service) HoldBest(ctx context.Context, executionID string, r BestReques
 	if s.hooks.bestChoice != nil {
 		best = s.hooks.bestChoice
 	}
+	// checked is when this request last read each seat itself (local
+	// clock, before the read was sent): what the instance saw of a seat
+	// before that, the read knew.
+	checked := make([]time.Time, len(h.Free))
+	if read.held == nil { // the hall is the seat documents as read
+		for i := range checked {
+			checked[i] = read.sent
+		}
+	}
 	seatsPath := s.client.Collection(Screenings).Doc(r.ScreeningID).Collection(SeatsCollection).Path
-	for claims, waits := 0, 0; claims < bestRounds && waits < 4*bestRounds; {
-		mine, wait := s.picks.choose(r.ScreeningID, h, best, func(free []bool) {
-			for i, b := range busy {
-				free[i] = free[i] && !b
+	for claims, waits, checks := 0, 0, 0; claims < bestRounds && waits < 4*bestRounds; {
+		// The seats free in h that the instance saw taken since this
+		// request last read them: during a sale the map lags them.
+		seen, seenAt := make([]bool, len(h.Free)), make([]time.Time, len(h.Free))
+		for seat, at := range s.taken.seatsUnder(seatsPath) {
+			if i, ok := h.index(seat); ok && h.Free[i] && at.After(checked[i]) {
+				seen[i], seenAt[i] = true, at
 			}
-			for _, seat := range s.taken.seatsUnder(seatsPath) {
-				if i, ok := h.index(seat); ok {
-					free[i] = false
+		}
+		mine, wait, check := s.picks.choose(r.ScreeningID, h, best, func(free []bool) {
+			for i := range free {
+				free[i] = free[i] && !busy[i] && !seen[i]
+			}
+		}, func(b Block) bool {
+			return checks < bestRounds && slices.ContainsFunc(b, func(i int) bool { return seen[i] })
+		})
+		if check {
+			// No block is left but ones with seats the instance saw taken:
+			// read those seats in the way in one batched read, rather than
+			// lose a claim on each in turn. A read by another request of
+			// the instance serves if it began after this request's first
+			// read and after the seats were seen taken (in a burst many
+			// requests check the same seats at once).
+			checks++
+			need := seenInTheWay(h, best, seen, maxCheck)
+			since := read.sent
+			for _, i := range need {
+				if seenAt[i].After(since) {
+					since = seenAt[i]
 				}
 			}
-		})
+			c, err := s.heldCheck(ctx, r.ScreeningID, h, need, since)
+			if err != nil {
+				return Hold{}, false, err
+			}
+			var freed []*firestore.DocumentRef
+			for _, i := range need {
+				checked[i] = c.began
+				if c.free[i] {
+					freed = append(freed, s.seatDoc(r.ScreeningID, h.SeatIDs(Block{i})[0]))
+				} else {
+					h.Free[i], learned[i] = false, true
+				}
+			}
+			s.taken.mark(false, freed...)
+			continue
+		}
 		if wait != nil {
 			// The only block left is being claimed by another request of
 			// this instance: rather than a claim that would lose to it, wait
@@ -509,9 +558,10 @@ type claimInFlight struct {
 // choose picks the best block of h and marks it as being claimed (mine;
 // leave ends it). It chooses first around the claims in flight and the
 // seats hint marks taken; when that leaves nothing, from h as it is. If
-// that block is being claimed, it returns that claim to wait for. Both nil:
-// h has no block.
-func (p *picks) choose(screening string, h Hall, best func(Hall) Block, hint func(free []bool)) (mine, wait *claimInFlight) {
+// that block is being claimed, it returns that claim to wait for; if
+// check says that block is to be read first, it marks nothing and returns
+// checkFirst. All nil and false: h has no block.
+func (p *picks) choose(screening string, h Hall, best func(Hall) Block, hint func(free []bool), check func(Block) bool) (mine, wait *claimInFlight, checkFirst bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	inFlight := p.m[screening]
@@ -524,17 +574,21 @@ func (p *picks) choose(screening string, h Hall, best func(Hall) Block, hint fun
 	}
 	hint(steered.Free)
 	b := best(steered)
-	if b == nil {
+	steer := b != nil
+	if !steer {
 		b = best(h)
 	}
 	if b == nil {
-		return nil, nil
+		return nil, nil, false
 	}
 	seats := h.SeatIDs(b)
 	for _, seat := range seats {
 		if c := inFlight[seat]; c != nil {
-			return nil, c
+			return nil, c, false
 		}
+	}
+	if !steer && check(b) {
+		return nil, nil, true
 	}
 	if inFlight == nil {
 		if p.m == nil {
@@ -547,7 +601,7 @@ func (p *picks) choose(screening string, h Hall, best func(Hall) Block, hint fun
 	for _, seat := range seats {
 		inFlight[seat] = c
 	}
-	return c, nil
+	return c, nil, false
 }
 
 // leave ends a claim that choose marked; won: it holds its seats.
@@ -584,16 +638,43 @@ type heldCheck struct {
 }
 
 // seatsUnder lists the ids of the documents in the collection at path that
-// the instance saw taken within takenFor.
-func (t *takenSeats) seatsUnder(path string) []string {
+// the instance saw taken within takenFor, with when it saw each taken.
+func (t *takenSeats) seatsUnder(path string) map[string]time.Time {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	prefix := path + "/"
-	var out []string
+	out := map[string]time.Time{}
 	for p, at := range t.m {
 		if id, ok := strings.CutPrefix(p, prefix); ok && time.Since(at) < takenFor {
-			out = append(out, id)
+			out[id] = at
 		}
 	}
 	return out
+}
+
+// maxCheck bounds the seats one check of HoldBest reads.
+const maxCheck = 100
+
+// seenInTheWay lists the seats of seen (free in h, but seen taken by the
+// instance) that stand before the first block of h without one, in the
+// order best tries them: those of the blocks best would claim one after
+// another, each lost on a seen seat; at most about max of them.
+func seenInTheWay(h Hall, best func(Hall) Block, seen []bool, max int) []int {
+	h.Free = slices.Clone(h.Free)
+	var need []int
+	for len(need) < max {
+		b := best(h)
+		in := false
+		for _, i := range b {
+			if seen[i] && h.Free[i] {
+				in = true
+				h.Free[i] = false
+				need = append(need, i)
+			}
+		}
+		if !in {
+			break
+		}
+	}
+	return need
 }
