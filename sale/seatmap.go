@@ -11,6 +11,8 @@ import (
 
 	"github.com/firelock/firelock/booking"
 	"github.com/firelock/firelock/lock"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 )
 
 // SeatMaps holds each sale's seat map in one document (CONTRACT §7a):
@@ -38,6 +40,19 @@ const seatMapEvery = time.Second
 // seatMapRetry is how soon a write that failed, or a listener that
 // failed, is tried again.
 const seatMapRetry = 200 * time.Millisecond
+
+// seatMapCancelledRetries: how many commits in a row that the store
+// answered Canceled (with the publisher's own context still live) are
+// tried again at once, not after seatMapRetry. The Firestore emulator
+// tells a commit's change to the document's listeners within the commit,
+// and fails the commit with CANCELLED ("call already cancelled") when one
+// of them was closed by its client and not yet forgotten, most often a
+// shopper whose pass has just ended, whom the rules now refuse. Each such
+// commit rids it of one of those listeners, and while the map does not
+// change (no seat free) a hundred of them can gather: after seatMapRetry
+// each, the map stalled 26 s in a priced surge (15:43) and minutes in
+// another (15:17), with seats free that no shopper could see.
+const seatMapCancelledRetries = 500
 
 // seatMapRefresh is how often the publisher reads every seat afresh: at
 // most one read a seat each time (2,000 for the largest hall, 12,000 a
@@ -234,7 +249,7 @@ func (p *seatMapPublisher) run(ctx context.Context) error {
 	defer refresh.Stop()
 
 	ready, fresh := false, false
-	failures := 0
+	failures, cancelled := 0, 0 // commits failed in a row; of them, Canceled
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {
@@ -284,11 +299,12 @@ func (p *seatMapPublisher) run(ctx context.Context) error {
 			if failures++; failures == 1 || failures%60 == 0 {
 				p.a.s.o.log.Warn("sale: seat map: publish", "screeningId", p.id, "failures", failures, "error", err.Error())
 			}
-			// Soon: on a busy store a commit may be cancelled now and
-			// then, and a shopper's map should not lag a second more.
-			wait = seatMapRetry
+			wait = retryPublish(err, cancelled)
+			if status.Code(err) == codes.Canceled {
+				cancelled++
+			}
 		} else if err == nil {
-			failures = 0
+			failures, cancelled = 0, 0
 		}
 		if !timer.Stop() {
 			select {
@@ -298,6 +314,18 @@ func (p *seatMapPublisher) run(ctx context.Context) error {
 		}
 		timer.Reset(wait)
 	}
+}
+
+// retryPublish is how soon a publish that failed with err is tried again,
+// after cancelled commits in a row that the store answered Canceled: at
+// once for such an answer (up to seatMapCancelledRetries of them; see
+// there), else soon, since on a busy store a commit fails now and then and
+// a shopper's map should not lag a second more.
+func retryPublish(err error, cancelled int) time.Duration {
+	if status.Code(err) == codes.Canceled && cancelled < seatMapCancelledRetries {
+		return 0
+	}
+	return seatMapRetry
 }
 
 // replace takes a new listener's first snapshot (every seat document) in

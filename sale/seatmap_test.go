@@ -14,6 +14,8 @@ import (
 	"github.com/firelock/firelock/booking"
 	"github.com/firelock/firelock/internal/faultproxy"
 	"github.com/firelock/firelock/lock"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 )
 
 // seatMapVersions records every version of seatMaps/{id} a listener sees.
@@ -353,5 +355,29 @@ func TestTheSeatMapFollowsALayoutChange(t *testing.T) {
 	cancel()
 	if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
 		t.Fatal(err)
+	}
+}
+
+// A commit the store answered Canceled is tried again at once, up to
+// seatMapCancelledRetries in a row (the emulator fails one commit for each
+// closed listener it has not forgotten: see there); any other failure, and
+// Canceled past that, after seatMapRetry.
+func TestRetryPublishAtOnceAfterACancelledCommit(t *testing.T) {
+	cancelled := status.Error(codes.Canceled, "call already cancelled. Use ServerCallStreamObserver.setOnCancelHandler() to disable this exception")
+	for _, c := range []struct {
+		err       error
+		cancelled int
+		want      time.Duration
+	}{
+		{cancelled, 0, 0},
+		{cancelled, seatMapCancelledRetries - 1, 0},
+		{cancelled, seatMapCancelledRetries, seatMapRetry},
+		{status.Error(codes.Unavailable, "connection reset"), 0, seatMapRetry},
+		{status.Error(codes.DeadlineExceeded, "slow"), 0, seatMapRetry},
+		{errors.New("lock: guard: the lease has gone"), 0, seatMapRetry},
+	} {
+		if got := retryPublish(c.err, c.cancelled); got != c.want {
+			t.Errorf("retryPublish(%v, %d) = %v, want %v", c.err, c.cancelled, got, c.want)
+		}
 	}
 }
