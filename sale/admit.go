@@ -360,7 +360,10 @@ func (a *Admitter) take(runCtx context.Context, r *saleRun, long bool) (bool, er
 	r.lapsed = nil // released, or ended and taken over by this grant
 	var st admitState
 	var rs rankState
-	snaps, err := a.s.client.GetAll(ctx, []*firestore.DocumentRef{a.stateRef(r.id), a.rankingRef(r.id)})
+	// sales/{id} as published (by the run before, most often): a new run
+	// publishes again only what changed, not once more on taking the sale.
+	var last *Public
+	snaps, err := a.s.client.GetAll(ctx, []*firestore.DocumentRef{a.stateRef(r.id), a.rankingRef(r.id), a.s.client.Collection(Sales).Doc(r.id)})
 	if err == nil {
 		err = errors.Join(decode(snaps[0], &st), decode(snaps[1], &rs))
 	}
@@ -368,7 +371,11 @@ func (a *Admitter) take(runCtx context.Context, r *saleRun, long bool) (bool, er
 		lease.Release(ctx)
 		return false, err
 	}
-	r.lease, r.st, r.rank, r.last = lease, st, rs, nil
+	var p Public
+	if snaps[2].Exists() && snaps[2].DataTo(&p) == nil && p.State != StateClosed {
+		last = &p
+	}
+	r.lease, r.st, r.rank, r.last, r.pending = lease, st, rs, last, time.Time{}
 	kctx, stopKeepAlive := lease.KeepAlive(runCtx)
 	wctx, stopWatch := context.WithCancel(kctx)
 	var watched sync.WaitGroup

@@ -51,3 +51,24 @@ func TestAStateChangeDeferredByPublishEveryGoesOutSoon(t *testing.T) {
 	cancel()
 	<-done
 }
+
+// A new run of the admitter (admitQueue's next tick, or a lease taken
+// over) publishes sales/{id} only when something a reader sees changed,
+// or at the heartbeat, as the run before it would have: not once more on
+// taking the sale (each update is a read for every listener; at 150,000
+// in line, published every 15 s, one more a minute is a quarter more).
+func TestANewRunDoesNotRepublishUnchangedNumbers(t *testing.T) {
+	e := newEnv(t, 2, 5, saleOpening(time.Now().Add(time.Hour), 600, 2, 60))
+	e.setSale(map[string]any{"opensAt": e.serverNow().Add(-time.Minute)})
+	if err := e.run(e.admitter(), 2*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	first := e.public()
+	time.Sleep(1100 * time.Millisecond) // past publishEvery
+	if err := e.run(e.admitter(), 2*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if again := e.public(); !again.UpdatedAt.Equal(first.UpdatedAt) {
+		t.Errorf("the next run published sales/%s again (%v, then %v) with nothing changed: %+v, then %+v", e.id, first.UpdatedAt, again.UpdatedAt, first, again)
+	}
+}
