@@ -165,7 +165,12 @@ type saleRun struct {
 	counter bool       // the tickets-sold counter has its shards
 	bad     string     // the misconfiguration last logged
 	last    *Public    // as last published by this run
-	due     time.Time  // when to step it next (local clock: scheduling only)
+	// pending: when (Firestore's clock) numbers or a state this run knows
+	// but did not publish yet may go out (zero: nothing pending). The step
+	// looks again then, so that an idle sale's change of state waits for
+	// publishEvery, not for the idle tick.
+	pending time.Time
+	due     time.Time // when to step it next (local clock: scheduling only)
 }
 
 // Run admits until the local clock reaches until (the next tick of the
@@ -355,7 +360,10 @@ func (a *Admitter) take(runCtx context.Context, r *saleRun, long bool) (bool, er
 	r.lapsed = nil // released, or ended and taken over by this grant
 	var st admitState
 	var rs rankState
-	snaps, err := a.s.client.GetAll(ctx, []*firestore.DocumentRef{a.stateRef(r.id), a.rankingRef(r.id)})
+	// sales/{id} as published (by the run before, most often): a new run
+	// publishes again only what changed, not once more on taking the sale.
+	var last *Public
+	snaps, err := a.s.client.GetAll(ctx, []*firestore.DocumentRef{a.stateRef(r.id), a.rankingRef(r.id), a.s.client.Collection(Sales).Doc(r.id)})
 	if err == nil {
 		err = errors.Join(decode(snaps[0], &st), decode(snaps[1], &rs))
 	}
@@ -363,7 +371,11 @@ func (a *Admitter) take(runCtx context.Context, r *saleRun, long bool) (bool, er
 		lease.Release(ctx)
 		return false, err
 	}
-	r.lease, r.st, r.rank, r.last = lease, st, rs, nil
+	var p Public
+	if snaps[2].Exists() && snaps[2].DataTo(&p) == nil && p.State != StateClosed {
+		last = &p
+	}
+	r.lease, r.st, r.rank, r.last, r.pending = lease, st, rs, last, time.Time{}
 	kctx, stopKeepAlive := lease.KeepAlive(runCtx)
 	wctx, stopWatch := context.WithCancel(kctx)
 	var watched sync.WaitGroup
@@ -552,6 +564,9 @@ func (a *Admitter) step(r *saleRun) (time.Duration, bool, error) {
 	}
 	if c.waiting > 0 || c.live > 0 || (opened && !r.rank.Done) {
 		wake = min(wake, o.tick)
+	}
+	if !r.pending.IsZero() {
+		wake = min(wake, r.pending.Sub(t0)+10*time.Millisecond) // a publication held back by its cadence
 	}
 	if next := o.minuteStart(t0).Add(o.minute).Sub(t0); r.st.Minute.Key != "" {
 		wake = min(wake, next+10*time.Millisecond) // the minute's figures on time
@@ -748,8 +763,9 @@ func (a *Admitter) admit(r *saleRun, m mode, c counts, heads []*firestore.Docume
 	ctx, o, cfg := r.sctx, a.s.o, m.cfg
 	var st admitState
 	var pub, cur *Public // published now; the numbers as of now
+	var pending time.Time
 	err := a.s.client.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
-		pub, cur, st = nil, nil, admitState{}
+		pub, cur, st, pending = nil, nil, admitState{}, time.Time{}
 		stSnap, err := readState(tx, a.stateRef(r.id), &st)
 		if err != nil {
 			return err
@@ -875,6 +891,10 @@ func (a *Admitter) admit(r *saleRun, m mode, c counts, heads []*firestore.Docume
 				st.PublishedAt = now
 				pub = &p
 				changed = true
+			} else if r.last == nil || p.State != r.last.State || since >= heartbeat {
+				pending = st.PublishedAt.Add(publishEvery)
+			} else if !samePublic(*r.last, p) {
+				pending = st.PublishedAt.Add(publishInterval(p.Waiting + p.Active))
 			}
 		}
 		if !changed {
@@ -890,6 +910,7 @@ func (a *Admitter) admit(r *saleRun, m mode, c counts, heads []*firestore.Docume
 	if pub != nil {
 		r.last = pub
 	}
+	r.pending = pending
 	// The gauges follow the numbers as the admitter knows them, not as
 	// last published (they go out every numbersEvery).
 	a.metrics.published(r.id, cmp.Or(cur, r.last))

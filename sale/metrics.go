@@ -28,7 +28,8 @@ func WithMeterProvider(mp metric.MeterProvider) Option {
 type meterOption struct{ mp metric.MeterProvider }
 
 // admitMetrics are an Admitter's instruments and the levels its gauges
-// report: each sale's as the admitter last published them (sales/{id}).
+// report: each sale's as the admitter knew them at its last tick (what it
+// publishes in sales/{id}, at most every numbersEvery).
 type admitMetrics struct {
 	admissions metric.Int64Counter
 	mu         sync.Mutex
@@ -46,8 +47,8 @@ func newAdmitMetrics(mp metric.MeterProvider) *admitMetrics {
 		admissions: telemetry.Counter(m, telemetry.SaleAdmissions, "{admission}", "People admitted from a sale's waiting room."),
 		levels:     map[string]saleLevels{},
 	}
-	waiting := telemetry.Gauge(m, telemetry.SaleWaiting, "{person}", "People waiting in a sale's line, as its admitter last published it (sales/{id}.waiting).")
-	active := telemetry.Gauge(m, telemetry.SaleActivePasses, "{pass}", "Passes live in a sale, as its admitter last published it (sales/{id}.active).")
+	waiting := telemetry.Gauge(m, telemetry.SaleWaiting, "{person}", "People waiting in a sale's line, as its admitter counted them at its last tick (sales/{id}.waiting, published at most every 5 s).")
+	active := telemetry.Gauge(m, telemetry.SaleActivePasses, "{pass}", "Passes live in a sale, as its admitter counted them at its last tick (sales/{id}.active, published at most every 5 s).")
 	_, err := m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
 		am.mu.Lock()
 		defer am.mu.Unlock()
@@ -70,8 +71,8 @@ func (m *admitMetrics) admitted(ctx context.Context, id string, n int64) {
 	}
 }
 
-// published notes the levels of sale id as the admitter published them
-// (nil: nothing published yet).
+// published notes the levels of sale id as the admitter knows them now (nil:
+// nothing known yet).
 func (m *admitMetrics) published(id string, p *Public) {
 	if m == nil || p == nil {
 		return
