@@ -44,11 +44,7 @@ func (mapGate) SeatCap(*firestore.DocumentSnapshot) int { return 0 }
 func TestHoldBestReadsTheSeatsTheInstanceSawTakenInOneRead(t *testing.T) {
 	ctx := context.Background()
 	stats := &rpcstats.Stats{}
-	fs, err := rpcstats.NewClient(ctx, emulators.ProjectID(t), stats)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { fs.Close() })
+	fs := countedClient(t, stats)
 	sc := putHall(t, fs, 3, 10)
 	svc := New(fs, WithGate(mapGate{fs}))
 	t.Cleanup(svc.Close)
@@ -104,6 +100,17 @@ func TestHoldBestReadsTheSeatsTheInstanceSawTakenInOneRead(t *testing.T) {
 	checkSeats(t, fs)
 }
 
+// countedClient is a client of the test's project whose RPCs stats counts.
+func countedClient(t *testing.T, stats *rpcstats.Stats) *firestore.Client {
+	t.Helper()
+	fs, err := rpcstats.NewClient(context.Background(), emulators.ProjectID(t), stats)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { fs.Close() })
+	return fs
+}
+
 // seq is 0..n-1.
 func seq(n int) []int {
 	out := make([]int, n)
@@ -120,11 +127,7 @@ func seq(n int) []int {
 func TestHoldBestRequestsShareTheCheckOfSeatsSeenTaken(t *testing.T) {
 	ctx := context.Background()
 	stats := &rpcstats.Stats{}
-	fs, err := rpcstats.NewClient(ctx, emulators.ProjectID(t), stats)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { fs.Close() })
+	fs := countedClient(t, stats)
 	sc := putHall(t, fs, 3, 10)
 	svc := New(fs, WithGate(mapGate{fs}))
 	t.Cleanup(svc.Close)

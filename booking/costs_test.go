@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/firelock/firelock/internal/emulators"
 	"github.com/firelock/firelock/internal/rpcstats"
 )
 
@@ -25,11 +24,7 @@ func TestCostsOnFreeSeats(t *testing.T) {
 	var mu sync.Mutex
 	var written []string
 	stats.OnWrite = func(doc string, _ time.Time) { mu.Lock(); written = append(written, doc); mu.Unlock() }
-	fs, err := rpcstats.NewClient(ctx, emulators.ProjectID(t), stats)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { fs.Close() })
+	fs := countedClient(t, stats)
 	if _, err := fs.Doc("screenings/s1").Set(ctx, Screening{Title: "x", StartsAt: time.Now().Add(time.Hour), Rows: []string{"A", "B"}, SeatsPerRow: 9}); err != nil {
 		t.Fatal(err)
 	}
