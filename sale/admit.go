@@ -881,20 +881,25 @@ func (a *Admitter) admit(r *saleRun, m mode, c counts, heads []*firestore.Docume
 		if c.seats > 0 && !cfg.OpensAt.IsZero() {
 			p := public(st, r.rank, mode{cfg: cfg, paused: paused, valid: m.valid}, c, live, admittedNow, now)
 			cur = &p
-			since := now.Sub(st.PublishedAt)
-			due := r.last == nil || p.State != r.last.State || since >= heartbeat ||
-				(!samePublic(*r.last, p) && since >= publishInterval(p.Waiting+p.Active))
-			if due && since >= publishEvery {
+			// When p may go out (zero: nothing to publish): a new state,
+			// or the heartbeat, after publishEvery; new numbers after
+			// their interval. Until then it is pending.
+			var at time.Time
+			switch {
+			case r.last == nil || p.State != r.last.State || now.Sub(st.PublishedAt) >= heartbeat:
+				at = st.PublishedAt.Add(publishEvery)
+			case !samePublic(*r.last, p):
+				at = st.PublishedAt.Add(publishInterval(p.Waiting + p.Active))
+			}
+			if !at.IsZero() && !now.Before(at) {
 				if err := tx.Set(a.s.client.Collection(Sales).Doc(r.id), p); err != nil {
 					return err
 				}
 				st.PublishedAt = now
 				pub = &p
 				changed = true
-			} else if r.last == nil || p.State != r.last.State || since >= heartbeat {
-				pending = st.PublishedAt.Add(publishEvery)
-			} else if !samePublic(*r.last, p) {
-				pending = st.PublishedAt.Add(publishInterval(p.Waiting + p.Active))
+			} else {
+				pending = at
 			}
 		}
 		if !changed {
