@@ -21,7 +21,16 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 )
 
-func TestMain(m *testing.M) { os.Exit(emulators.RunTests(m, emulators.Firestore)) }
+// TestMain runs the parallel tests (each on its own project: runs whose
+// leases they wait out, answers a fault proxy drops, and the slot checks
+// of TestEveryInstantHasExactlyOneSlot, which are pure computation) eight
+// at a time, so that the waiting ones do not hold a slot of the machine's
+// cores while the computing ones queue. Tests that plant bugs, count
+// goroutines or time a lease's renewals stay sequential.
+func TestMain(m *testing.M) {
+	emulators.SideBySide(8)
+	os.Exit(emulators.RunTests(m, emulators.Firestore))
+}
 
 const source = "//pubsub.googleapis.com/projects/demo-firelock/topics/scheduled-jobs"
 
