@@ -19,6 +19,7 @@ import (
 // done only if the lease is gone, else reported failed with the lease
 // still intact (and a second release works).
 func TestLostReleaseAnswerIsSettled(t *testing.T) {
+	t.Parallel() // its own project and proxy; a lease of a minute, every outcome of the release judged
 	p, l, direct := proxied(t, lock.WithLeaseDuration(time.Minute))
 	lease, err := l.TryAcquire(context.Background(), "k")
 	if err != nil {
@@ -52,6 +53,7 @@ func TestLostReleaseAnswerIsSettled(t *testing.T) {
 // A renewal whose answer is lost is an error, not a lost lease; once the
 // network is back the lease renews and is still this holder's.
 func TestLostRenewAnswerKeepsTheLease(t *testing.T) {
+	t.Parallel() // its own project and proxy; a lease of a minute
 	p, l, direct := proxied(t, lock.WithLeaseDuration(time.Minute))
 	lease, err := l.TryAcquire(context.Background(), "k")
 	if err != nil {

@@ -226,6 +226,7 @@ func TestTakeoverOnlyAfterLeaseEnds(t *testing.T) {
 }
 
 func TestStaleHolderGuardedWriteFails(t *testing.T) {
+	t.Parallel() // its own project; it waits leases out, which a loaded machine only lengthens
 	c := emulators.NewFirestore(t)
 	ctx := context.Background()
 	a := newLocker(t, c, lock.WithLeaseDuration(time.Second))
@@ -270,6 +271,7 @@ func TestStaleHolderGuardedWriteFails(t *testing.T) {
 }
 
 func TestTokenStrictlyIncreasesAcrossGrants(t *testing.T) {
+	t.Parallel() // its own project; it waits leases out, which a loaded machine only lengthens
 	c := emulators.NewFirestore(t)
 	ctx := context.Background()
 	l := newLocker(t, c, lock.WithLeaseDuration(time.Second))

@@ -81,6 +81,7 @@ func TestMetricsRecordEachAcquisitionOnceByResult(t *testing.T) {
 // tries are at most 3 ms), and however loaded the machine the first try is
 // answered long before the deadline.
 func TestMetricsCountAnAcquireWhoseDeadlineStrikesMidTryAsHeld(t *testing.T) {
+	t.Parallel() // its own project, proxy and meter provider; built for a loaded machine (above)
 	m := telemetrytest.New(t)
 	p, l, direct := proxied(t, lock.WithMeterProvider(m.Provider), lock.WithBackoff(time.Millisecond, 2*time.Millisecond))
 	ctx := context.Background()
@@ -108,6 +109,7 @@ func TestMetricsCountAnAcquireWhoseDeadlineStrikesMidTryAsHeld(t *testing.T) {
 // A lease taken over after it ended counts as lost once, however many of
 // its operations find it lost; leases released cleanly never count.
 func TestMetricsCountALostLeaseOnce(t *testing.T) {
+	t.Parallel() // its own project and meter provider; it waits a lease out, which a loaded machine only lengthens
 	c := emulators.NewFirestore(t)
 	ctx := context.Background()
 	m := telemetrytest.New(t)
