@@ -19,6 +19,7 @@ import (
 // preconditions, which looks like a lost race) must not answer seat_busy:
 // its booking is in Firestore.
 func TestLostAnswerInTheLastRoundIsNotSeatBusy(t *testing.T) {
+	t.Parallel() // its own project and proxy; judged on what Firestore holds, not on time
 	tp := newTapped(t)
 	ctx := context.Background()
 	other := New(tp.direct)

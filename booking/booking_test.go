@@ -14,7 +14,14 @@ import (
 	"github.com/firelock/firelock/internal/emulators"
 )
 
-func TestMain(m *testing.M) { os.Exit(emulators.RunTests(m, emulators.Firestore)) }
+// TestMain runs the parallel tests (each on its own project and fault
+// proxy, waiting on answers it lost) eight at a time instead of two. Tests
+// that time a claim against a screening's start or a hold's end, or plant
+// bugs, stay sequential.
+func TestMain(m *testing.M) {
+	emulators.SideBySide(8)
+	os.Exit(emulators.RunTests(m, emulators.Firestore))
+}
 
 // newScreening writes screening s1 (row A, 5 seats, starting in an hour)
 // and returns a Service on it.
