@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/adhocore/gronx"
@@ -49,12 +50,12 @@ func Slot(schedule, zone string, at time.Time) (time.Time, error) {
 	}
 	near := changeNear(loc, at.Add(-2*dstShift), at.Add(dstShift))
 	if near { // wall times after wallAt may have come before at (an hour the clocks went back over)
-		for w, err := gronx.NextTickAfter(schedule, wallAt, false); err == nil && !w.After(wallAt.Add(dstShift)); w, err = gronx.NextTickAfter(schedule, w, false) {
+		for w, err := nextTick(schedule, wallAt, false); err == nil && !w.After(wallAt.Add(dstShift)); w, err = nextTick(schedule, w, false) {
 			consider(w)
 		}
 	}
-	w, err := gronx.PrevTickBefore(schedule, wallAt, true)
-	for ; err == nil; w, err = gronx.PrevTickBefore(schedule, w, false) {
+	w, err := prevTick(schedule, wallAt, true)
+	for ; err == nil; w, err = prevTick(schedule, w, false) {
 		if !best.IsZero() && (!near || w.Before(bestWall.Add(-dstShift))) {
 			break // no earlier wall time can be a later instant
 		}
@@ -84,12 +85,12 @@ func NextSlot(schedule, zone string, slot time.Time) (time.Time, error) {
 	}
 	near := changeNear(loc, slot.Add(-dstShift), slot.Add(2*dstShift))
 	if near { // wall times before wallS may come again after slot
-		for w, err := gronx.PrevTickBefore(schedule, wallS, true); err == nil && !w.Before(wallS.Add(-dstShift)); w, err = gronx.PrevTickBefore(schedule, w, false) {
+		for w, err := prevTick(schedule, wallS, true); err == nil && !w.Before(wallS.Add(-dstShift)); w, err = prevTick(schedule, w, false) {
 			consider(w)
 		}
 	}
-	w, err := gronx.NextTickAfter(schedule, wallS, false)
-	for ; err == nil; w, err = gronx.NextTickAfter(schedule, w, false) {
+	w, err := nextTick(schedule, wallS, false)
+	for ; err == nil; w, err = nextTick(schedule, w, false) {
 		if !best.IsZero() && (!near || w.After(bestWall.Add(dstShift))) {
 			break
 		}
@@ -149,4 +150,63 @@ func instantsOf(wall time.Time, loc *time.Location) []time.Time {
 func changeNear(loc *time.Location, from, to time.Time) bool {
 	_, end := from.In(loc).ZoneBounds()
 	return !end.IsZero() && !end.After(to)
+}
+
+// nextTick is gronx.NextTickAfter and prevTick gronx.PrevTickBefore, each
+// answer remembered: Slot and NextSlot walk a schedule's wall times one
+// tick at a time, hours of them around a daylight-saving change, and gronx
+// parses the schedule again (with regular expressions) at every step.
+// Neighbouring instants walk the same ticks. The answers depend on their
+// arguments alone; only plain UTC wall times (all Slot and NextSlot pass)
+// are remembered, and at most tickMemoSize of them, then the memo starts
+// over.
+func nextTick(schedule string, w time.Time, incl bool) (time.Time, error) {
+	return memoTick(schedule, w, true, incl)
+}
+
+func prevTick(schedule string, w time.Time, incl bool) (time.Time, error) {
+	return memoTick(schedule, w, false, incl)
+}
+
+const tickMemoSize = 1 << 15
+
+type tickKey struct {
+	schedule   string
+	wall       int64 // Unix nanoseconds of a UTC time
+	next, incl bool
+}
+
+type tickAnswer struct {
+	t   time.Time
+	err error
+}
+
+var tickMemo = struct {
+	sync.Mutex
+	m map[tickKey]tickAnswer
+}{m: map[tickKey]tickAnswer{}}
+
+func memoTick(schedule string, w time.Time, next, incl bool) (time.Time, error) {
+	tick := gronx.PrevTickBefore
+	if next {
+		tick = gronx.NextTickAfter
+	}
+	if w.Location() != time.UTC {
+		return tick(schedule, w, incl)
+	}
+	k := tickKey{schedule, w.UnixNano(), next, incl}
+	tickMemo.Lock()
+	a, ok := tickMemo.m[k]
+	tickMemo.Unlock()
+	if ok {
+		return a.t, a.err
+	}
+	t, err := tick(schedule, w, incl)
+	tickMemo.Lock()
+	if len(tickMemo.m) >= tickMemoSize {
+		clear(tickMemo.m)
+	}
+	tickMemo.m[k] = tickAnswer{t, err}
+	tickMemo.Unlock()
+	return t, err
 }
