@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"net/http"
 	"slices"
 	"strings"
@@ -61,7 +60,13 @@ type userStates struct {
 type userState struct {
 	disabled         bool
 	validAfterMillis int64
-	fetched          time.Time
+	// missing: the lookup did not find the user. It is kept only so that
+	// an older lookup answering later cannot bring the user back; it is
+	// never served from the cache.
+	missing bool
+	// fetched is when the lookup that read this state was sent: the state
+	// is at least that old.
+	fetched time.Time
 }
 
 // lookup is one accounts:lookup for up to maxLookup users.
@@ -77,7 +82,7 @@ var errNoSuchUser = errors.New("functions: no such user")
 
 func (c *userStates) get(ctx context.Context, users Users, uid string, ttl time.Duration) (userState, error) {
 	c.mu.Lock()
-	if st, ok := c.m[uid]; ok && time.Since(st.fetched) < ttl {
+	if st, ok := c.m[uid]; ok && !st.missing && time.Since(st.fetched) < ttl {
 		c.mu.Unlock()
 		return st, nil
 	}
@@ -126,22 +131,36 @@ func (c *userStates) send(users Users, l *lookup) {
 	c.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), lookupTimeout)
 	defer cancel()
+	sent := time.Now()
 	res, err := users.GetUsers(ctx, ids)
-	now := time.Now()
 	found := map[string]userState{}
 	if err == nil {
 		for _, u := range res.Users {
-			found[u.UID] = userState{disabled: u.Disabled, validAfterMillis: u.TokensValidAfterMillis, fetched: now}
+			found[u.UID] = userState{disabled: u.Disabled, validAfterMillis: u.TokensValidAfterMillis, fetched: sent}
 		}
 	}
 	c.mu.Lock()
 	if c.m == nil {
 		c.m = map[string]userState{}
 	}
-	if len(c.m)+len(found) > 10000 { // bound the memory of a long-lived instance
+	if len(c.m)+len(l.uids) > 10000 { // bound the memory of a long-lived instance
 		clear(c.m)
 	}
-	maps.Copy(c.m, found)
+	if err == nil {
+		// Two lookups in flight may answer out of order. One sent before
+		// a user was revoked, disabled or deleted must not replace what
+		// one sent after found (the user would be let in again for a TTL
+		// after having been refused).
+		for _, uid := range l.uids {
+			st, ok := found[uid]
+			if !ok {
+				st = userState{missing: true, fetched: sent}
+			}
+			if old, ok := c.m[uid]; !ok || !old.fetched.After(sent) {
+				c.m[uid] = st
+			}
+		}
+	}
 	c.mu.Unlock()
 	l.found, l.err = found, err
 	close(l.done)
