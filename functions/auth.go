@@ -71,11 +71,19 @@ type userState struct {
 
 // lookup is one accounts:lookup for up to maxLookup users.
 type lookup struct {
-	uids  []string
-	done  chan struct{}
-	found map[string]userState // set when done; a uid not in it does not exist
-	err   error
+	uids []string
+	// waiters: the requests waiting on it (under userStates.mu). One that
+	// no one waits for any more by the time a slot is free is not sent: in
+	// an outage, the lookups of the callers that gave up would otherwise
+	// queue behind the two in flight, and hold every caller after it up.
+	waiters int
+	done    chan struct{}
+	found   map[string]userState // set when done; a uid not in it does not exist
+	err     error
 }
+
+// errNoWaiters: a lookup was dropped, no one waiting for it any more.
+var errNoWaiters = errors.New("functions: no one waits for the lookup")
 
 // errNoSuchUser: the lookup did not find the token's user.
 var errNoSuchUser = errors.New("functions: no such user")
@@ -98,10 +106,14 @@ func (c *userStates) get(ctx context.Context, users Users, uid string, ttl time.
 	if !slices.Contains(l.uids, uid) {
 		l.uids = append(l.uids, uid)
 	}
+	l.waiters++
 	c.mu.Unlock()
 	select {
 	case <-l.done:
 	case <-ctx.Done():
+		c.mu.Lock()
+		l.waiters--
+		c.mu.Unlock()
 		return userState{}, ctx.Err()
 	}
 	if l.err != nil {
@@ -122,6 +134,12 @@ func (c *userStates) send(users Users, l *lookup) {
 	c.mu.Lock()
 	if c.next == l {
 		c.next = nil
+	}
+	if l.waiters == 0 {
+		c.mu.Unlock()
+		l.err = errNoWaiters
+		close(l.done)
+		return
 	}
 	ids := make([]auth.UserIdentifier, len(l.uids))
 	for i, uid := range l.uids {
