@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -15,13 +16,13 @@ import (
 // Users is what the functions need of Firebase Auth; *auth.Client has it.
 type Users interface {
 	VerifyIDToken(ctx context.Context, idToken string) (*auth.Token, error)
-	GetUser(ctx context.Context, uid string) (*auth.UserRecord, error)
+	GetUsers(ctx context.Context, identifiers []auth.UserIdentifier) (*auth.GetUsersResult, error)
 }
 
 // DefaultUserCacheTTL is how long a user's revocation state is reused.
 // VerifyIDToken checks a token's signature and expiry only (offline, with
 // cached keys); whether the user was disabled or its tokens revoked takes
-// one Auth API call (accounts:lookup, tens of milliseconds in production)
+// an Auth API call (accounts:lookup, tens of milliseconds in production)
 // per user per TTL instead of one per request. A revocation or a disabled
 // account is therefore refused at most this long after it happened.
 const DefaultUserCacheTTL = 30 * time.Second
@@ -30,40 +31,157 @@ const DefaultUserCacheTTL = 30 * time.Second
 // the caller's token may be fine (503 with Retry-After).
 var errAuthUnavailable = errors.New("functions: the token service cannot be reached")
 
-// userStates caches, per uid, what the revocation check reads.
+const (
+	// maxLookup is the most users one accounts:lookup asks for (the
+	// Admin SDK's GetUsers takes up to 100).
+	maxLookup = 100
+	// lookupsInFlight: while this many lookups are in flight, the users
+	// that miss the cache gather into the next one.
+	lookupsInFlight = 2
+	// lookupTimeout bounds one lookup, which serves every request waiting
+	// on it, whatever happens to the request that started it.
+	lookupTimeout = 10 * time.Second
+)
+
+// userStates caches, per uid, what the revocation check reads. The users
+// that miss it look up together: a sale's opening admits a hundred people
+// whose first call to this instance comes within the same second, and one
+// accounts:lookup of up to 100 users answers them all, instead of a
+// hundred calls in a burst (issue #39: on the Auth emulator that burst
+// held the first wave's holds up for over a second).
 type userStates struct {
-	mu sync.Mutex
-	m  map[string]userState
+	mu      sync.Mutex
+	m       map[string]userState
+	next    *lookup       // the lookup gathering users, not yet sent
+	slots   chan struct{} // one per lookup in flight
+	lookups int           // lookups sent (for tests)
 }
 
 type userState struct {
 	disabled         bool
 	validAfterMillis int64
-	fetched          time.Time
+	// missing: the lookup did not find the user. It is kept only so that
+	// an older lookup answering later cannot bring the user back; it is
+	// never served from the cache.
+	missing bool
+	// fetched is when the lookup that read this state was sent: the state
+	// is at least that old.
+	fetched time.Time
 }
+
+// lookup is one accounts:lookup for up to maxLookup users.
+type lookup struct {
+	uids []string
+	// waiters: the requests waiting on it (under userStates.mu). One that
+	// no one waits for any more by the time a slot is free is not sent: in
+	// an outage, the lookups of the callers that gave up would otherwise
+	// queue behind the two in flight, and hold every caller after it up.
+	waiters int
+	done    chan struct{}
+	found   map[string]userState // set when done; a uid not in it does not exist
+	err     error
+}
+
+// errNoWaiters: a lookup was dropped, no one waiting for it any more.
+var errNoWaiters = errors.New("functions: no one waits for the lookup")
+
+// errNoSuchUser: the lookup did not find the token's user.
+var errNoSuchUser = errors.New("functions: no such user")
 
 func (c *userStates) get(ctx context.Context, users Users, uid string, ttl time.Duration) (userState, error) {
 	c.mu.Lock()
-	st, ok := c.m[uid]
-	c.mu.Unlock()
-	if ok && time.Since(st.fetched) < ttl {
+	if st, ok := c.m[uid]; ok && !st.missing && time.Since(st.fetched) < ttl {
+		c.mu.Unlock()
 		return st, nil
 	}
-	u, err := users.GetUser(ctx, uid)
-	if err != nil {
-		return userState{}, err
+	l := c.next
+	if l == nil || len(l.uids) == maxLookup {
+		l = &lookup{done: make(chan struct{})}
+		c.next = l
+		if c.slots == nil {
+			c.slots = make(chan struct{}, lookupsInFlight)
+		}
+		go c.send(users, l)
 	}
-	st = userState{disabled: u.Disabled, validAfterMillis: u.TokensValidAfterMillis, fetched: time.Now()}
+	if !slices.Contains(l.uids, uid) {
+		l.uids = append(l.uids, uid)
+	}
+	l.waiters++
+	c.mu.Unlock()
+	select {
+	case <-l.done:
+	case <-ctx.Done():
+		c.mu.Lock()
+		l.waiters--
+		c.mu.Unlock()
+		return userState{}, ctx.Err()
+	}
+	if l.err != nil {
+		return userState{}, l.err
+	}
+	st, ok := l.found[uid]
+	if !ok {
+		return userState{}, errNoSuchUser
+	}
+	return st, nil
+}
+
+// send sends l once a slot is free, with the users gathered by then, and
+// keeps what it found.
+func (c *userStates) send(users Users, l *lookup) {
+	c.slots <- struct{}{}
+	defer func() { <-c.slots }()
+	c.mu.Lock()
+	if c.next == l {
+		c.next = nil
+	}
+	if l.waiters == 0 {
+		c.mu.Unlock()
+		l.err = errNoWaiters
+		close(l.done)
+		return
+	}
+	ids := make([]auth.UserIdentifier, len(l.uids))
+	for i, uid := range l.uids {
+		ids[i] = auth.UIDIdentifier{UID: uid}
+	}
+	c.lookups++
+	c.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), lookupTimeout)
+	defer cancel()
+	sent := time.Now()
+	res, err := users.GetUsers(ctx, ids)
+	found := map[string]userState{}
+	if err == nil {
+		for _, u := range res.Users {
+			found[u.UID] = userState{disabled: u.Disabled, validAfterMillis: u.TokensValidAfterMillis, fetched: sent}
+		}
+	}
 	c.mu.Lock()
 	if c.m == nil {
 		c.m = map[string]userState{}
 	}
-	if len(c.m) > 10000 { // bound the memory of a long-lived instance
+	if len(c.m)+len(l.uids) > 10000 { // bound the memory of a long-lived instance
 		clear(c.m)
 	}
-	c.m[uid] = st
+	if err == nil {
+		// Two lookups in flight may answer out of order. One sent before
+		// a user was revoked, disabled or deleted must not replace what
+		// one sent after found (the user would be let in again for a TTL
+		// after having been refused).
+		for _, uid := range l.uids {
+			st, ok := found[uid]
+			if !ok {
+				st = userState{missing: true, fetched: sent}
+			}
+			if old, ok := c.m[uid]; !ok || !old.fetched.After(sent) {
+				c.m[uid] = st
+			}
+		}
+	}
 	c.mu.Unlock()
-	return st, nil
+	l.found, l.err = found, err
+	close(l.done)
 }
 
 // caller is who sent a request, as its verified ID token says.
@@ -113,7 +231,7 @@ func (a *API) verify(r *http.Request) (*auth.Token, error) {
 	t, err := a.Auth.VerifyIDToken(r.Context(), token)
 	switch {
 	case err == nil:
-	case auth.IsIDTokenExpired(err):
+	case auth.IsIDTokenExpired(err) || errors.Is(err, errTokenExpired):
 		return nil, errorf(http.StatusUnauthorized, "unauthenticated", "the ID token has expired; get a fresh one")
 	case auth.IsIDTokenRevoked(err):
 		return nil, errorf(http.StatusUnauthorized, "unauthenticated", "the ID token was revoked; sign in again")
@@ -121,7 +239,7 @@ func (a *API) verify(r *http.Request) (*auth.Token, error) {
 		return nil, errorf(http.StatusUnauthorized, "unauthenticated", "the account is disabled")
 	case auth.IsUserNotFound(err):
 		return nil, errorf(http.StatusUnauthorized, "unauthenticated", "the account no longer exists")
-	case auth.IsIDTokenInvalid(err):
+	case auth.IsIDTokenInvalid(err) || errors.Is(err, errTokenInvalid):
 		return nil, errorf(http.StatusUnauthorized, "unauthenticated", "the ID token is not valid")
 	default: // fetching the signing keys failed: not the caller's fault
 		return nil, fmt.Errorf("%w: %v", errAuthUnavailable, err)
@@ -132,7 +250,7 @@ func (a *API) verify(r *http.Request) (*auth.Token, error) {
 	}
 	st, err := a.users.get(r.Context(), a.Auth, t.UID, ttl)
 	switch {
-	case auth.IsUserNotFound(err):
+	case errors.Is(err, errNoSuchUser):
 		return nil, errorf(http.StatusUnauthorized, "unauthenticated", "the account no longer exists")
 	case err != nil:
 		return nil, fmt.Errorf("%w: %v", errAuthUnavailable, err)

@@ -156,7 +156,11 @@ func NewAPIWithLogger(ctx context.Context, fs *firestore.Client, authProject str
 	table := jobs.Standard(fs, bookings)
 	table[sale.AdmitJob] = admitter.Job() // jobs cannot import sale (sale uses jobs)
 	table["sweepExpired"] = withPaymentSweep(table["sweepExpired"], payments)
-	return &API{Bookings: bookings, Sales: sales, Payments: payments, Jobs: jobs.New(fs, table), Auth: ac, Log: log,
+	var users Users = ac
+	if os.Getenv("FIREBASE_AUTH_EMULATOR_HOST") != "" { // as the Admin SDK decides it
+		users = emulatorUsers{Client: ac, projectID: authProject, now: time.Now}
+	}
+	return &API{Bookings: bookings, Sales: sales, Payments: payments, Jobs: jobs.New(fs, table), Auth: users, Log: log,
 		CORS: CORSFromEnv(), Project: authProject, AppCheck: appCheck}, nil
 }
 
