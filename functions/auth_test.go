@@ -17,8 +17,8 @@ import (
 
 // Users whose first calls come at once share their revocation lookups
 // (issue #39). At a sale's opening a hundred people admitted together call
-// HoldSeats within a second; one accounts:lookup each held that first wave
-// up for over a second on the Auth emulator. Here Auth answers its lookups
+// HoldSeats within a second, and a crowd joins at thousands a second; one
+// accounts:lookup each is as many Auth API calls. Here Auth answers its lookups
 // 300 ms late, counted on the wire by a proxy, while 40 users' first calls
 // come at once; one of them was deleted, and only that call is refused.
 // Not parallel: it points the Auth emulator's variable at the proxy while

@@ -17,10 +17,9 @@ import (
 // the Admin SDK's VerifyIDToken also looks the user up on every call (the
 // revocation check that production makes only in
 // VerifyIDTokenAndCheckRevoked), so every request cost an accounts:lookup
-// from the one Node.js process, and a sale's opening waited on them (issue
-// #39: over a second for the first wave's holds). The functions make that
-// check themselves, cached and shared per user (userStates), on the
-// emulator as in production. The emulator's tokens carry no signature, so
+// from the one Node.js process, which production does not pay. The
+// functions make that check themselves, cached and shared per user
+// (userStates), on the emulator as in production. The emulator's tokens carry no signature, so
 // this checks what the SDK checks of them there: the audience, the issuer,
 // the subject and the times.
 type emulatorUsers struct {
