@@ -8,9 +8,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"net/http/httputil"
-	"net/url"
-	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -26,45 +23,41 @@ import (
 // Not parallel: it points the Auth emulator's variable at the proxy while
 // it makes its functions.
 func TestALateLookupDoesNotUndoALaterOne(t *testing.T) {
-	host := os.Getenv("FIREBASE_AUTH_EMULATOR_HOST")
-	forward := httputil.NewSingleHostReverseProxy(&url.URL{Scheme: "http", Host: host})
 	var mu sync.Mutex
 	seen := map[string]bool{}
 	arrived, release := make(chan string, 4), make(chan struct{})
-	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !strings.HasSuffix(r.URL.Path, "accounts:lookup") {
-			forward.ServeHTTP(w, r)
-			return
-		}
-		body, _ := io.ReadAll(r.Body)
-		r.Body = io.NopCloser(bytes.NewReader(body))
-		r.ContentLength = int64(len(body))
-		var req struct{ LocalID []string }
-		json.Unmarshal(body, &req)
-		mu.Lock()
-		first := len(req.LocalID) == 1 && !seen[req.LocalID[0]]
-		for _, id := range req.LocalID {
-			seen[id] = true
-		}
-		mu.Unlock()
-		if !first {
-			forward.ServeHTTP(w, r)
-			return
-		}
-		rec := httptest.NewRecorder()
-		forward.ServeHTTP(rec, r) // the user's state now
-		arrived <- req.LocalID[0]
-		<-release // answered late
-		for k, v := range rec.Header() {
-			w.Header()[k] = v
-		}
-		w.WriteHeader(rec.Code)
-		w.Write(rec.Body.Bytes())
-	}))
-	t.Cleanup(proxy.Close)
-	os.Setenv("FIREBASE_AUTH_EMULATOR_HOST", strings.TrimPrefix(proxy.URL, "http://"))
-	e := newEnv(t)
-	os.Setenv("FIREBASE_AUTH_EMULATOR_HOST", host)
+	e := newEnvBehindAuth(t, func(forward http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if !isLookup(r) {
+				forward.ServeHTTP(w, r)
+				return
+			}
+			body, _ := io.ReadAll(r.Body)
+			r.Body = io.NopCloser(bytes.NewReader(body))
+			r.ContentLength = int64(len(body))
+			var req struct{ LocalID []string }
+			json.Unmarshal(body, &req)
+			mu.Lock()
+			first := len(req.LocalID) == 1 && !seen[req.LocalID[0]]
+			for _, id := range req.LocalID {
+				seen[id] = true
+			}
+			mu.Unlock()
+			if !first {
+				forward.ServeHTTP(w, r)
+				return
+			}
+			rec := httptest.NewRecorder()
+			forward.ServeHTTP(rec, r) // the user's state now
+			arrived <- req.LocalID[0]
+			<-release // answered late
+			for k, v := range rec.Header() {
+				w.Header()[k] = v
+			}
+			w.WriteHeader(rec.Code)
+			w.Write(rec.Body.Bytes())
+		})
+	})
 	admin := authAdmin(t)
 	ctx := context.Background()
 	call := func(tok string) response {

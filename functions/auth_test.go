@@ -24,20 +24,16 @@ import (
 // Not parallel: it points the Auth emulator's variable at the proxy while
 // it makes its functions.
 func TestFirstCallsAtOnceShareTheirUserLookups(t *testing.T) {
-	host := os.Getenv("FIREBASE_AUTH_EMULATOR_HOST")
 	var lookups atomic.Int32
-	forward := httputil.NewSingleHostReverseProxy(&url.URL{Scheme: "http", Host: host})
-	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if strings.HasSuffix(r.URL.Path, "accounts:lookup") {
-			lookups.Add(1)
-			time.Sleep(300 * time.Millisecond)
-		}
-		forward.ServeHTTP(w, r)
-	}))
-	t.Cleanup(slow.Close)
-	os.Setenv("FIREBASE_AUTH_EMULATOR_HOST", strings.TrimPrefix(slow.URL, "http://"))
-	e := newEnv(t) // its Auth client reads the variable here
-	os.Setenv("FIREBASE_AUTH_EMULATOR_HOST", host)
+	e := newEnvBehindAuth(t, func(forward http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if isLookup(r) {
+				lookups.Add(1)
+				time.Sleep(300 * time.Millisecond)
+			}
+			forward.ServeHTTP(w, r)
+		})
+	})
 
 	const n = 40
 	toks, uids := make([]string, n), make([]string, n)
@@ -70,3 +66,20 @@ func TestFirstCallsAtOnceShareTheirUserLookups(t *testing.T) {
 	}
 	t.Logf("%d accounts:lookup calls for %d users' first calls at once", lookups.Load(), n)
 }
+
+// newEnvBehindAuth is newEnv whose functions reach the Auth emulator
+// through proxy (given the handler that forwards to the emulator). Not for
+// parallel tests: it points the emulator's variable at the proxy while it
+// makes the functions, whose Admin SDK reads it then.
+func newEnvBehindAuth(t *testing.T, proxy func(forward http.Handler) http.Handler) *env {
+	t.Helper()
+	host := os.Getenv("FIREBASE_AUTH_EMULATOR_HOST")
+	srv := httptest.NewServer(proxy(httputil.NewSingleHostReverseProxy(&url.URL{Scheme: "http", Host: host})))
+	t.Cleanup(srv.Close)
+	os.Setenv("FIREBASE_AUTH_EMULATOR_HOST", strings.TrimPrefix(srv.URL, "http://"))
+	defer os.Setenv("FIREBASE_AUTH_EMULATOR_HOST", host)
+	return newEnv(t)
+}
+
+// isLookup: r is an accounts:lookup (the revocation check's call).
+func isLookup(r *http.Request) bool { return strings.HasSuffix(r.URL.Path, "accounts:lookup") }

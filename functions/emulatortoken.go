@@ -25,7 +25,6 @@ import (
 type emulatorUsers struct {
 	*auth.Client
 	projectID string
-	now       func() time.Time
 }
 
 // tokenClockSkew is the Admin SDK's allowance for clocks apart.
@@ -37,7 +36,7 @@ var (
 )
 
 func (u emulatorUsers) VerifyIDToken(_ context.Context, idToken string) (*auth.Token, error) {
-	return verifyEmulatorToken(idToken, u.projectID, u.now())
+	return verifyEmulatorToken(idToken, u.projectID, time.Now())
 }
 
 // verifyEmulatorToken decodes an Auth emulator ID token and checks it as

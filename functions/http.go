@@ -158,7 +158,7 @@ func NewAPIWithLogger(ctx context.Context, fs *firestore.Client, authProject str
 	table["sweepExpired"] = withPaymentSweep(table["sweepExpired"], payments)
 	var users Users = ac
 	if os.Getenv("FIREBASE_AUTH_EMULATOR_HOST") != "" { // as the Admin SDK decides it
-		users = emulatorUsers{Client: ac, projectID: authProject, now: time.Now}
+		users = emulatorUsers{Client: ac, projectID: authProject}
 	}
 	return &API{Bookings: bookings, Sales: sales, Payments: payments, Jobs: jobs.New(fs, table), Auth: users, Log: log,
 		CORS: CORSFromEnv(), Project: authProject, AppCheck: appCheck}, nil
