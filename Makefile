@@ -28,7 +28,7 @@ test: deps
 		sh -c 'cd web && npm run --silent e2e:appcheck' || \
 		{ echo "--- the functions' last log lines (web/test-results/functions-appcheck.log):" >&2; \
 		  tail -n 40 web/test-results/functions-appcheck.log >&2; exit 1; }
-	FIRELOCK_README_TEST=1 go test -count=1 -run '^TestREADME' ./internal/readme/
+	FIRELOCK_README_TEST=1 go test -count=1 -run '^TestREADME' ./internal/testkit/readme/
 
 deps:
 	@./scripts/deps.sh

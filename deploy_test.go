@@ -2,14 +2,15 @@ package firelock
 
 import (
 	"bytes"
-	"github.com/firelock/firelock/functions"
-	"github.com/firelock/firelock/payment"
-	stripe "github.com/stripe/stripe-go/v85"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/firelock/firelock/functions"
+	"github.com/firelock/firelock/payment"
+	stripe "github.com/stripe/stripe-go/v85"
 )
 
 // fakeTools puts fake gcloud, firebase and npm on PATH: each records its

@@ -22,12 +22,12 @@ import (
 	"time"
 
 	"cloud.google.com/go/firestore"
-	"github.com/firelock/firelock/internal/emulators"
+	"github.com/firelock/firelock/firelocktest"
 	"github.com/firelock/firelock/lock"
 	"github.com/firelock/firelock/sale"
 )
 
-func TestMain(m *testing.M) { os.Exit(emulators.RunTests(m, emulators.Firestore)) }
+func TestMain(m *testing.M) { os.Exit(firelocktest.Main(m)) }
 
 var errDenied = errors.New("permission denied")
 
@@ -900,12 +900,12 @@ func operatorCases() []rulesCase {
 }
 
 func TestSecurityRulesMatrix(t *testing.T) {
-	project := emulators.ProjectID(t)
+	project := firelocktest.ProjectID(t)
 	env := rulesEnv{
 		alice:  user{t: t, project: project, uid: "alice"},
 		bob:    user{t: t, project: project, uid: "bob"},
 		nobody: user{t: t, project: project},
-		admin:  emulators.NewFirestoreFor(t, project),
+		admin:  firelocktest.NewClientFor(t, project),
 	}
 	env.olive = user{t: t, project: project, uid: "olive", claims: map[string]any{"operator": true}}
 	env.otto = user{t: t, project: project, uid: "otto", claims: map[string]any{"operator": false}}
@@ -939,8 +939,8 @@ func TestSecurityRulesMatrix(t *testing.T) {
 // Protocol parity: a lease taken by the Go library is refused to a client
 // until it ends, and a client's lease is honoured by the Go library.
 func TestLeaseParityWithGoLibrary(t *testing.T) {
-	project := emulators.ProjectID(t)
-	admin := emulators.NewFirestoreFor(t, project)
+	project := firelocktest.ProjectID(t)
+	admin := firelocktest.NewClientFor(t, project)
 	alice := user{t: t, project: project, uid: "alice"}
 	ctx := context.Background()
 

@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"cloud.google.com/go/firestore"
-	"github.com/firelock/firelock/internal/emulators"
-	"github.com/firelock/firelock/internal/rpcstats"
+	"github.com/firelock/firelock/firelocktest"
+	"github.com/firelock/firelock/internal/testkit/rpcstats"
 )
 
 // mapGate is a sale's gate reduced to its seat map: every screening is
@@ -103,7 +103,7 @@ func TestHoldBestReadsTheSeatsTheInstanceSawTakenInOneRead(t *testing.T) {
 // countedClient is a client of the test's project whose RPCs stats counts.
 func countedClient(t *testing.T, stats *rpcstats.Stats) *firestore.Client {
 	t.Helper()
-	fs, err := rpcstats.NewClient(context.Background(), emulators.ProjectID(t), stats)
+	fs, err := rpcstats.NewClient(context.Background(), firelocktest.ProjectID(t), stats)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"cloud.google.com/go/firestore"
-	"github.com/firelock/firelock/internal/emulators"
+	"github.com/firelock/firelock/firelocktest"
 )
 
 // rowLabels are the first n row labels, A, B, ...
@@ -85,7 +85,7 @@ func holdDocs(t *testing.T, fs *firestore.Client, uid string) int {
 }
 
 func TestHoldBestHoldsTheBestBlockAndARetryAnswersIt(t *testing.T) {
-	fs := emulators.NewFirestore(t)
+	fs := firelocktest.NewClient(t)
 	putHall(t, fs, 3, 6)
 	svc := New(fs)
 	t.Cleanup(svc.Close)
@@ -131,7 +131,7 @@ func TestHoldBestHoldsTheBestBlockAndARetryAnswersIt(t *testing.T) {
 func TestHoldBestChoosesAgainWhenItsBlockIsTakenMeanwhile(t *testing.T) {
 	for _, path := range []string{"one commit", "read first"} {
 		t.Run(path, func(t *testing.T) {
-			fs := emulators.NewFirestore(t)
+			fs := firelocktest.NewClient(t)
 			putHall(t, fs, 3, 6)
 			svc := New(fs)
 			t.Cleanup(svc.Close)
@@ -182,7 +182,7 @@ func TestHoldBestChoosesAgainWhenItsBlockIsTakenMeanwhile(t *testing.T) {
 // 409 no_seats_together only when no block of the count is left, with the
 // seats left; single seats still go to a request that takes them apart.
 func TestHoldBestAnswersNoSeatsTogetherOnlyWhenNoBlockIsLeft(t *testing.T) {
-	fs := emulators.NewFirestore(t)
+	fs := firelocktest.NewClient(t)
 	sc := putHall(t, fs, 1, 5)
 	svc := New(fs)
 	t.Cleanup(svc.Close)
@@ -213,7 +213,7 @@ func TestHoldBestAnswersNoSeatsTogetherOnlyWhenNoBlockIsLeft(t *testing.T) {
 }
 
 func TestHoldBestRefusesBadInputAndHoldsNothing(t *testing.T) {
-	fs := emulators.NewFirestore(t)
+	fs := firelocktest.NewClient(t)
 	putHall(t, fs, 2, 12)
 	svc := New(fs)
 	t.Cleanup(svc.Close)
@@ -355,12 +355,12 @@ func (run bestRun) check(t *testing.T, fs *firestore.Client, count int) {
 func TestConcurrentBestHoldsFillTheHallWithoutStrandingASeat(t *testing.T) {
 	for _, instances := range []int{1, 3} {
 		t.Run(fmt.Sprint("instances=", instances), func(t *testing.T) {
-			project := emulators.ProjectID(t)
-			fs := emulators.NewFirestoreFor(t, project)
+			project := firelocktest.ProjectID(t)
+			fs := firelocktest.NewClientFor(t, project)
 			sc := putHall(t, fs, 10, 10)
 			var svcs []*Service
 			for range instances {
-				s := New(emulators.NewFirestoreFor(t, project))
+				s := New(firelocktest.NewClientFor(t, project))
 				t.Cleanup(s.Close)
 				svcs = append(svcs, s)
 			}
@@ -390,7 +390,7 @@ func TestConcurrentBestHoldsFillTheHallWithoutStrandingASeat(t *testing.T) {
 // The checker goes red on a planted bug: a choice without the orphan rule
 // (a random free pair) leaves single seats stranded, and pairs unserved.
 func TestBestCheckerCatchesAChoiceWithoutTheOrphanRule(t *testing.T) {
-	fs := emulators.NewFirestore(t)
+	fs := firelocktest.NewClient(t)
 	sc := putHall(t, fs, 10, 10)
 	svc := New(fs)
 	t.Cleanup(svc.Close)

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"cloud.google.com/go/firestore"
-	"github.com/firelock/firelock/internal/emulators"
+	"github.com/firelock/firelock/firelocktest"
 )
 
 // TestMain runs the parallel tests (each on its own project and fault
@@ -19,15 +19,15 @@ import (
 // that time a claim against a screening's start or a hold's end, or plant
 // bugs, stay sequential.
 func TestMain(m *testing.M) {
-	emulators.SideBySide(8)
-	os.Exit(emulators.RunTests(m, emulators.Firestore))
+	firelocktest.SideBySide(8)
+	os.Exit(firelocktest.Main(m))
 }
 
 // newScreening writes screening s1 (row A, 5 seats, starting in an hour)
 // and returns a Service on it.
 func newScreening(t *testing.T) (*firestore.Client, *Service) {
 	t.Helper()
-	fs := emulators.NewFirestore(t)
+	fs := firelocktest.NewClient(t)
 	if _, err := fs.Doc("screenings/s1").Set(context.Background(), Screening{Title: "x", StartsAt: time.Now().Add(time.Hour), Rows: []string{"A"}, SeatsPerRow: 5}); err != nil {
 		t.Fatal(err)
 	}

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/firelock/firelock/internal/rpcstats"
+	"github.com/firelock/firelock/internal/testkit/rpcstats"
 )
 
 // What each operation costs on the wire, counted by an interceptor on the

@@ -14,8 +14,8 @@ import (
 
 	"cloud.google.com/go/firestore"
 	pb "cloud.google.com/go/firestore/apiv1/firestorepb"
+	"github.com/firelock/firelock/firelocktest"
 	"github.com/firelock/firelock/internal/emulators"
-	"github.com/firelock/firelock/internal/faultproxy"
 	"google.golang.org/api/option"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
@@ -26,7 +26,7 @@ import (
 // when set, runs before each RPC the client starts, so a test can start a
 // fault (or another user's request) right before an exact call.
 type tapped struct {
-	proxy   *faultproxy.Proxy
+	proxy   *firelocktest.Proxy
 	direct  *firestore.Client // the same project, straight to the emulator
 	project string
 	svc     *Service
@@ -36,8 +36,8 @@ type tapped struct {
 
 func newTapped(t *testing.T) *tapped {
 	t.Helper()
-	tp := &tapped{proxy: faultproxy.Start(t, os.Getenv("FIRESTORE_EMULATOR_HOST")), project: emulators.ProjectID(t)}
-	tp.direct = emulators.NewFirestoreFor(t, tp.project)
+	tp := &tapped{proxy: firelocktest.NewProxy(t, os.Getenv("FIRESTORE_EMULATOR_HOST")), project: firelocktest.ProjectID(t)}
+	tp.direct = firelocktest.NewClientFor(t, tp.project)
 	tap := func(method string, req any) {
 		tp.mu.Lock()
 		f := tp.tap
@@ -48,7 +48,7 @@ func newTapped(t *testing.T) *tapped {
 	}
 	conn, err := grpc.NewClient(tp.proxy.Addr,
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithPerRPCCredentials(emulators.EmulatorAdmin{}),
+		grpc.WithPerRPCCredentials(emulators.Admin{}),
 		grpc.WithChainUnaryInterceptor(func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
 			tap(method, req)
 			return invoker(ctx, method, req, reply, cc, opts...)
@@ -289,7 +289,7 @@ func (a *answers) record(doc string, err error) {
 func TestInstancesUnderFaultsKeepSeatsAndAnswers(t *testing.T) {
 	tp := newTapped(t)
 	ctx := context.Background()
-	svcs := []*Service{tp.svc, New(tp.direct), New(emulators.NewFirestoreFor(t, tp.project))}
+	svcs := []*Service{tp.svc, New(tp.direct), New(firelocktest.NewClientFor(t, tp.project))}
 	for _, s := range svcs {
 		t.Cleanup(s.Close)
 		warm(t, s)

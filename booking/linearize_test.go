@@ -17,9 +17,8 @@ import (
 	"cloud.google.com/go/firestore"
 	"github.com/anishathalye/porcupine"
 	"github.com/firelock/firelock/counter"
-	"github.com/firelock/firelock/internal/emulators"
-	"github.com/firelock/firelock/internal/faultproxy"
-	"github.com/firelock/firelock/internal/linearize"
+	"github.com/firelock/firelock/firelocktest"
+	"github.com/firelock/firelock/internal/testkit/linearize"
 )
 
 // The shape of a recorded seat history.
@@ -98,9 +97,9 @@ func (q *request) cancellable() bool {
 // plants a bug in every Service.
 func recordSeatHistory(t *testing.T, seed uint64, run time.Duration, mix seatMix, plant func(*Service)) (rec *seatRecorder, faults int) {
 	t.Helper()
-	p := faultproxy.Start(t, os.Getenv("FIRESTORE_EMULATOR_HOST"))
-	project := emulators.ProjectID(t)
-	rec = &seatRecorder{t: t, h: linearize.NewHistory[seatIn, seatOut](), direct: emulators.NewFirestoreFor(t, project),
+	p := firelocktest.NewProxy(t, os.Getenv("FIRESTORE_EMULATOR_HOST"))
+	project := firelocktest.ProjectID(t)
+	rec = &seatRecorder{t: t, h: linearize.NewHistory[seatIn, seatOut](), direct: firelocktest.NewClientFor(t, project),
 		tally: map[string]int{}, docs: map[string]claimRef{}, requests: map[string][]*request{}, holdEnds: map[claimRef]time.Time{}}
 	ctx := context.Background()
 	for e := range int(run/hallEpoch) + 2 {
@@ -116,7 +115,7 @@ func recordSeatHistory(t *testing.T, seed uint64, run time.Duration, mix seatMix
 	}
 	clients := make([]*firestore.Client, seatClients)
 	for i := range clients {
-		clients[i], _ = emulators.NewFirestoreVia(t, p.Addr, project)
+		clients[i], _ = firelocktest.NewClientVia(t, p.Addr, project)
 	}
 	workers := make([]*seatWorker, seatWorkers)
 	for id := range workers {

@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/firelock/firelock/internal/telemetry"
-	"github.com/firelock/firelock/internal/telemetry/telemetrytest"
+	"github.com/firelock/firelock/internal/testkit/telemetrytest"
 )
 
 // Every operation counts once, when it returns, under its operation and

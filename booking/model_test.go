@@ -10,11 +10,11 @@ import (
 	"time"
 
 	"github.com/anishathalye/porcupine"
-	"github.com/firelock/firelock/internal/linearize"
+	"github.com/firelock/firelock/internal/testkit/linearize"
 )
 
 // The seat map's sequential specification (CONTRACT §3 and §5), for
-// checking recorded histories with internal/linearize: one small hall (a
+// checking recorded histories with internal/testkit/linearize: one small hall (a
 // screening of hallSeats seats) per partition, its bookings and holds, and
 // its tickets-sold counter.
 //

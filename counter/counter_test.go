@@ -11,10 +11,10 @@ import (
 
 	"cloud.google.com/go/firestore"
 	"github.com/firelock/firelock/counter"
-	"github.com/firelock/firelock/internal/emulators"
+	"github.com/firelock/firelock/firelocktest"
 )
 
-func TestMain(m *testing.M) { os.Exit(emulators.RunTests(m, emulators.Firestore)) }
+func TestMain(m *testing.M) { os.Exit(firelocktest.Main(m)) }
 
 func shardSum(t *testing.T, c *firestore.Client, id string) (sum int64, shards int) {
 	t.Helper()
@@ -29,7 +29,7 @@ func shardSum(t *testing.T, c *firestore.Client, id string) (sum int64, shards i
 }
 
 func TestConcurrentIncrementsAreExact(t *testing.T) {
-	c := emulators.NewFirestore(t)
+	c := firelocktest.NewClient(t)
 	ctx := context.Background()
 	ctr, err := counter.Create(ctx, c, "tickets", 10)
 	if err != nil {
@@ -57,7 +57,7 @@ func TestConcurrentIncrementsAreExact(t *testing.T) {
 }
 
 func TestCreateWritesContractShape(t *testing.T) {
-	c := emulators.NewFirestore(t)
+	c := firelocktest.NewClient(t)
 	ctx := context.Background()
 	if _, err := counter.Create(ctx, c, "c", 3); err != nil {
 		t.Fatal(err)
@@ -78,7 +78,7 @@ func TestCreateWritesContractShape(t *testing.T) {
 }
 
 func TestCreateIsIdempotentForSameShardCount(t *testing.T) {
-	c := emulators.NewFirestore(t)
+	c := firelocktest.NewClient(t)
 	ctx := context.Background()
 	ctr, err := counter.Create(ctx, c, "c", 4)
 	if err != nil {
@@ -100,7 +100,7 @@ func TestCreateIsIdempotentForSameShardCount(t *testing.T) {
 }
 
 func TestCountsSurviveShardGrowth(t *testing.T) {
-	c := emulators.NewFirestore(t)
+	c := firelocktest.NewClient(t)
 	ctx := context.Background()
 	ctr, err := counter.Create(ctx, c, "c", 2)
 	if err != nil {
@@ -141,7 +141,7 @@ func TestCountsSurviveShardGrowth(t *testing.T) {
 }
 
 func TestRollupEqualsSumUnderConcurrentRollups(t *testing.T) {
-	c := emulators.NewFirestore(t)
+	c := firelocktest.NewClient(t)
 	ctx := context.Background()
 	ctr, err := counter.Create(ctx, c, "c", 8)
 	if err != nil {
@@ -190,7 +190,7 @@ func TestRollupEqualsSumUnderConcurrentRollups(t *testing.T) {
 }
 
 func TestRollupAllRollsEveryCounter(t *testing.T) {
-	c := emulators.NewFirestore(t)
+	c := firelocktest.NewClient(t)
 	ctx := context.Background()
 	for i, id := range []string{"a", "b", "c"} {
 		ctr, err := counter.Create(ctx, c, id, 2)
@@ -216,7 +216,7 @@ func TestRollupAllRollsEveryCounter(t *testing.T) {
 // Shards left under a deleted counter document must not fail every hourly
 // rollup: the stray counter is skipped (and logged), the others roll up.
 func TestRollupAllSkipsStrayCounters(t *testing.T) {
-	c := emulators.NewFirestore(t)
+	c := firelocktest.NewClient(t)
 	ctx := context.Background()
 	ctr, err := counter.Create(ctx, c, "real", 2)
 	if err != nil {
@@ -241,7 +241,7 @@ func TestRollupAllSkipsStrayCounters(t *testing.T) {
 }
 
 func TestBadInputWritesNothing(t *testing.T) {
-	c := emulators.NewFirestore(t)
+	c := firelocktest.NewClient(t)
 	ctx := context.Background()
 	for name, tc := range map[string]struct {
 		id     string
@@ -269,7 +269,7 @@ func TestBadInputWritesNothing(t *testing.T) {
 }
 
 func TestUnknownCounterIncrementWritesNothing(t *testing.T) {
-	c := emulators.NewFirestore(t)
+	c := firelocktest.NewClient(t)
 	ctx := context.Background()
 	ctr, err := counter.Create(ctx, c, "gone", 2)
 	if err != nil {
@@ -298,7 +298,7 @@ func TestUnknownCounterIncrementWritesNothing(t *testing.T) {
 // rolledUpAt is the time the total is exact as of: the shards read at that
 // time sum to the total, also while increments keep landing.
 func TestRollupTotalIsExactAsOfRolledUpAt(t *testing.T) {
-	c := emulators.NewFirestore(t)
+	c := firelocktest.NewClient(t)
 	ctx := context.Background()
 	ctr, err := counter.Create(ctx, c, "c", 4)
 	if err != nil {

@@ -13,9 +13,8 @@ import (
 	"cloud.google.com/go/firestore"
 	"github.com/anishathalye/porcupine"
 	"github.com/firelock/firelock/counter"
-	"github.com/firelock/firelock/internal/emulators"
-	"github.com/firelock/firelock/internal/faultproxy"
-	"github.com/firelock/firelock/internal/linearize"
+	"github.com/firelock/firelock/firelocktest"
+	"github.com/firelock/firelock/internal/testkit/linearize"
 )
 
 // The sharded counter's sequential specification (CONTRACT §5): an
@@ -95,9 +94,9 @@ const (
 func recordCounterHistory(t *testing.T, seed uint64, run time.Duration) (*linearize.History[counterIn, counterOut], int) {
 	t.Helper()
 	ctx := context.Background()
-	p := faultproxy.Start(t, os.Getenv("FIRESTORE_EMULATOR_HOST"))
-	project := emulators.ProjectID(t)
-	direct := emulators.NewFirestoreFor(t, project)
+	p := firelocktest.NewProxy(t, os.Getenv("FIRESTORE_EMULATOR_HOST"))
+	project := firelocktest.ProjectID(t)
+	direct := firelocktest.NewClientFor(t, project)
 	for e := range int(run/counterEpoch) + 2 {
 		if _, err := counter.Create(ctx, direct, counterName(e), counterShards); err != nil {
 			t.Fatal(err)
@@ -105,7 +104,7 @@ func recordCounterHistory(t *testing.T, seed uint64, run time.Duration) (*linear
 	}
 	clients := make([]*firestore.Client, counterClients)
 	for i := range clients {
-		clients[i], _ = emulators.NewFirestoreVia(t, p.Addr, project)
+		clients[i], _ = firelocktest.NewClientVia(t, p.Addr, project)
 	}
 	h := linearize.NewHistory[counterIn, counterOut]()
 	stop := make(chan struct{})
@@ -248,10 +247,10 @@ func TestCounterModel(t *testing.T) {
 // came, then a count.
 func TestIncrementWhoseAnswerWasLostCountsOnce(t *testing.T) {
 	ctx := context.Background()
-	p := faultproxy.Start(t, os.Getenv("FIRESTORE_EMULATOR_HOST"))
-	project := emulators.ProjectID(t)
-	direct := emulators.NewFirestoreFor(t, project)
-	via, _ := emulators.NewFirestoreVia(t, p.Addr, project)
+	p := firelocktest.NewProxy(t, os.Getenv("FIRESTORE_EMULATOR_HOST"))
+	project := firelocktest.ProjectID(t)
+	direct := firelocktest.NewClientFor(t, project)
+	via, _ := firelocktest.NewClientVia(t, p.Addr, project)
 	if _, err := counter.Create(ctx, direct, "c", 1); err != nil {
 		t.Fatal(err)
 	}

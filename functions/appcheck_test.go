@@ -18,7 +18,7 @@ import (
 	"github.com/firelock/firelock/functions"
 	"github.com/firelock/firelock/internal/emulators"
 	"github.com/firelock/firelock/internal/telemetry"
-	"github.com/firelock/firelock/internal/telemetry/telemetrytest"
+	"github.com/firelock/firelock/internal/testkit/telemetrytest"
 	"github.com/firelock/firelock/sale"
 	"github.com/golang-jwt/jwt/v4"
 )

@@ -19,6 +19,7 @@ import (
 
 	firebase "firebase.google.com/go/v4"
 	"firebase.google.com/go/v4/auth"
+	"github.com/firelock/firelock/firelocktest"
 	"github.com/firelock/firelock/functions"
 	"github.com/firelock/firelock/internal/emulators"
 )
@@ -112,7 +113,7 @@ func authAdmin(t *testing.T) *auth.Client {
 
 func freshUser(t *testing.T) (tok, uid string) {
 	t.Helper()
-	id := strings.ToLower(strings.ReplaceAll(emulators.ProjectID(t), "demo-", ""))
+	id := strings.ToLower(strings.ReplaceAll(firelocktest.ProjectID(t), "demo-", ""))
 	tok, uid, err := emulators.SignIn("u-"+id+"@example.com", "secret-"+id)
 	if err != nil {
 		t.Fatal(err)

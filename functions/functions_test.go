@@ -18,10 +18,11 @@ import (
 
 	"cloud.google.com/go/firestore"
 	"github.com/firelock/firelock/booking"
+	"github.com/firelock/firelock/cmd/firelock-local/stripelocal"
 	"github.com/firelock/firelock/counter"
+	"github.com/firelock/firelock/firelocktest"
 	"github.com/firelock/firelock/functions"
 	"github.com/firelock/firelock/internal/emulators"
-	"github.com/firelock/firelock/internal/stripelocal"
 	"github.com/firelock/firelock/payment"
 	"github.com/firelock/firelock/sale"
 )
@@ -33,7 +34,7 @@ var stripeWebhookSecret = stripelocal.NewWebhookSecret()
 func TestMain(m *testing.M) {
 	// The parallel tests (each on its own project, mostly waiting for holds
 	// to lapse) run side by side; the rest, one at a time before them.
-	emulators.SideBySide(8)
+	firelocktest.SideBySide(8)
 	if os.Getenv("FIRELOCK_SIGTERM_CHILD") == "1" {
 		// TestSIGTERMFlushesMetrics's child runs only its own test, which
 		// needs neither Stripe nor the emulators: it need not start them
@@ -50,7 +51,7 @@ func TestMain(m *testing.M) {
 		os.Setenv(payment.EnvSecretKey, "sk_test_firelock")
 		os.Setenv(payment.EnvWebhookSecret, stripeWebhookSecret)
 		os.Setenv(payment.EnvAPIURL, mock.URL)
-		return emulators.RunTests(m, emulators.Firestore, emulators.Auth)
+		return firelocktest.Main(m, firelocktest.Firestore, firelocktest.Auth)
 	}())
 }
 
@@ -65,7 +66,7 @@ type env struct {
 
 func newEnv(t *testing.T) *env {
 	t.Helper()
-	return newEnvWithScreening(t, emulators.NewFirestore(t))
+	return newEnvWithScreening(t, firelocktest.NewClient(t))
 }
 
 // newEnvWithScreening is newEnv on the client fs.

@@ -15,6 +15,7 @@ import (
 	"cloud.google.com/go/firestore"
 	"github.com/firelock/firelock/booking"
 	"github.com/firelock/firelock/counter"
+	"github.com/firelock/firelock/firelocktest"
 	"github.com/firelock/firelock/internal/emulators"
 	"google.golang.org/api/option"
 	"google.golang.org/grpc"
@@ -475,7 +476,7 @@ func TestMixedHoldAndBookingTrafficKeepsInvariants(t *testing.T) {
 func faultyFirestore(t *testing.T, fail *atomic.Value) *firestore.Client {
 	t.Helper()
 	conn, err := grpc.NewClient(os.Getenv("FIRESTORE_EMULATOR_HOST"),
-		grpc.WithTransportCredentials(insecure.NewCredentials()), grpc.WithPerRPCCredentials(emulators.EmulatorAdmin{}),
+		grpc.WithTransportCredentials(insecure.NewCredentials()), grpc.WithPerRPCCredentials(emulators.Admin{}),
 		grpc.WithUnaryInterceptor(func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
 			if c, _ := fail.Load().(codes.Code); c != codes.OK && path.Base(method) == "Commit" {
 				return status.Error(c, "call already cancelled")
@@ -486,7 +487,7 @@ func faultyFirestore(t *testing.T, fail *atomic.Value) *firestore.Client {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { conn.Close() })
-	fs, err := firestore.NewClient(context.Background(), emulators.ProjectID(t), option.WithGRPCConn(conn))
+	fs, err := firestore.NewClient(context.Background(), firelocktest.ProjectID(t), option.WithGRPCConn(conn))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,9 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/firelock/firelock/firelocktest"
 	"github.com/firelock/firelock/functions"
-	"github.com/firelock/firelock/internal/emulators"
-	"github.com/firelock/firelock/internal/faultproxy"
 )
 
 // More requests at once than the server's cap (issue #41): the ones past
@@ -25,8 +24,8 @@ import (
 // 200 ms by a fault proxy so that the requests surely overlap.
 func TestPastTheCapRequestsAreShedWith503AndWriteNothing(t *testing.T) {
 	const limit, callers = 4, 40
-	p := faultproxy.Start(t, os.Getenv("FIRESTORE_EMULATOR_HOST"))
-	fs, _ := emulators.NewFirestoreVia(t, p.Addr, emulators.ProjectID(t))
+	p := firelocktest.NewProxy(t, os.Getenv("FIRESTORE_EMULATOR_HOST"))
+	fs, _ := firelocktest.NewClientVia(t, p.Addr, firelocktest.ProjectID(t))
 	e := newEnvWithScreening(t, fs)
 	if err := p.Delay(200 * time.Millisecond); err != nil {
 		t.Fatal(err)

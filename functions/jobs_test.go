@@ -10,6 +10,7 @@ import (
 
 	"cloud.google.com/go/firestore"
 	"github.com/cloudevents/sdk-go/v2/event"
+	"github.com/firelock/firelock/firelocktest"
 	"github.com/firelock/firelock/functions"
 	"github.com/firelock/firelock/internal/emulators"
 	"github.com/firelock/firelock/jobs"
@@ -28,7 +29,7 @@ var errJobBroken = errors.New("the job's downstream is unavailable")
 // are "work" (counts its runs) and "broken" (always fails).
 func jobsAPI(t *testing.T, opts ...jobs.Option) (*functions.API, *firestore.Client, *atomic.Int32) {
 	t.Helper()
-	fs := emulators.NewFirestore(t)
+	fs := firelocktest.NewClient(t)
 	api, err := functions.NewAPI(context.Background(), fs, emulators.AuthProject)
 	if err != nil {
 		t.Fatal(err)

@@ -5,7 +5,7 @@ import (
 
 	"github.com/firelock/firelock/booking"
 	"github.com/firelock/firelock/internal/telemetry"
-	"github.com/firelock/firelock/internal/telemetry/telemetrytest"
+	"github.com/firelock/firelock/internal/testkit/telemetrytest"
 	"github.com/firelock/firelock/payment"
 )
 

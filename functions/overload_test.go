@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"cloud.google.com/go/firestore"
+	"github.com/firelock/firelock/firelocktest"
 	"github.com/firelock/firelock/functions"
 	"github.com/firelock/firelock/internal/emulators"
 	"github.com/firelock/firelock/lock"
@@ -54,8 +55,8 @@ func TestAdmitterKeepsItsLeaseWhileTheServerIsPastItsCap(t *testing.T) {
 	const users, load, leaseLength = 1500, 8 * time.Second, 3 * time.Second
 	const listeners, listenerConns = 4000, 8
 	ctx := context.Background()
-	project := emulators.ProjectID(t)
-	fs := emulators.NewFirestoreFor(t, project)
+	project := firelocktest.ProjectID(t)
+	fs := firelocktest.NewClientFor(t, project)
 	e := newEnvOn(t, fs)
 	e.api.Sales = sale.New(fs, sale.WithLogger(e.api.Log), sale.WithAdmitterLease(leaseLength))
 	e.onSale("crowd", time.Now().Add(3*time.Hour), map[string]any{
@@ -97,7 +98,7 @@ func TestAdmitterKeepsItsLeaseWhileTheServerIsPastItsCap(t *testing.T) {
 	defer listening.Wait()
 	defer stopListening()
 	for range listenerConns {
-		lfs := emulators.NewFirestoreFor(t, project)
+		lfs := firelocktest.NewClientFor(t, project)
 		for range listeners / listenerConns {
 			listened.Add(1)
 			listening.Go(func() {

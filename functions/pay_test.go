@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/firelock/firelock/cmd/firelock-local/stripelocal"
 	"github.com/firelock/firelock/functions"
-	"github.com/firelock/firelock/internal/stripelocal"
 	"github.com/firelock/firelock/payment"
 )
 

@@ -8,9 +8,8 @@ import (
 	"time"
 
 	"cloud.google.com/go/firestore"
-	"github.com/firelock/firelock/internal/emulators"
-	"github.com/firelock/firelock/internal/faultproxy"
-	"github.com/firelock/firelock/internal/rpcstats"
+	"github.com/firelock/firelock/firelocktest"
+	"github.com/firelock/firelock/internal/testkit/rpcstats"
 	"github.com/firelock/firelock/jobs"
 	"github.com/firelock/firelock/lock"
 )
@@ -84,10 +83,10 @@ func effectApart(c *firestore.Client, runs *atomic.Int32, afterCommit func()) jo
 // not apply the effect again.
 func TestEffectAppliesOnceWhenTheDoneMarkIsLost(t *testing.T) {
 	t.Parallel() // its own project and proxy; it mostly waits for lost answers and leases
-	project := emulators.ProjectID(t)
-	direct := emulators.NewFirestoreFor(t, project)
-	p := faultproxy.Start(t, os.Getenv("FIRESTORE_EMULATOR_HOST"))
-	via, opts := emulators.NewFirestoreVia(t, p.Addr, project)
+	project := firelocktest.ProjectID(t)
+	direct := firelocktest.NewClientFor(t, project)
+	p := firelocktest.NewProxy(t, os.Getenv("FIRESTORE_EMULATOR_HOST"))
+	via, opts := firelocktest.NewClientVia(t, p.Addr, project)
 	var runs atomic.Int32
 	const lease = 3 * time.Second
 	drop := func() { p.DropAnswers(100 * time.Millisecond) }
@@ -120,10 +119,10 @@ func TestEffectAppliesOnceWhenTheDoneMarkIsLost(t *testing.T) {
 // done mark is retried until it lands, and the effect applies once.
 func TestDoneMarkIsRetriedWhileTheLeaseLasts(t *testing.T) {
 	t.Parallel() // its own project and proxy; it mostly waits for lost answers
-	project := emulators.ProjectID(t)
-	direct := emulators.NewFirestoreFor(t, project)
-	p := faultproxy.Start(t, os.Getenv("FIRESTORE_EMULATOR_HOST"))
-	via, opts := emulators.NewFirestoreVia(t, p.Addr, project)
+	project := firelocktest.ProjectID(t)
+	direct := firelocktest.NewClientFor(t, project)
+	p := firelocktest.NewProxy(t, os.Getenv("FIRESTORE_EMULATOR_HOST"))
+	via, opts := firelocktest.NewClientVia(t, p.Addr, project)
 	var runs atomic.Int32
 	const lease = 6 * time.Second
 	dropForAMoment := func() {
@@ -154,7 +153,7 @@ func TestDoneMarkIsRetriedWhileTheLeaseLasts(t *testing.T) {
 func TestACommittedBodySavesTheSettlingTransaction(t *testing.T) {
 	ctx := context.Background()
 	stats := &rpcstats.Stats{}
-	c, err := rpcstats.NewClient(ctx, emulators.ProjectID(t), stats)
+	c, err := rpcstats.NewClient(ctx, firelocktest.ProjectID(t), stats)
 	if err != nil {
 		t.Fatal(err)
 	}

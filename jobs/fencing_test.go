@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/firelock/firelock/internal/emulators"
+	"github.com/firelock/firelock/firelocktest"
 	"github.com/firelock/firelock/jobs"
 	"github.com/firelock/firelock/lock"
 )
@@ -18,7 +18,7 @@ import (
 // a second delivery of the event arrives, and reports what went wrong: the
 // body ran more than once or beside itself, or the records disagree.
 func longRun(t *testing.T) error {
-	c := emulators.NewFirestore(t)
+	c := firelocktest.NewClient(t)
 	const lease = 3 * time.Second
 	var runs, running, overlaps atomic.Int32
 	r := jobs.New(c, map[string]jobs.Func{"warmUp": noop, "work": func(ctx context.Context, _ *jobs.Run) error {
@@ -87,7 +87,7 @@ func TestLongRunCheckCatchesABodyWithoutKeepAlive(t *testing.T) {
 // the event over. It reports what went wrong: the stale run acknowledged,
 // or marked the event that is now the later delivery's.
 func staleMark(t *testing.T) error {
-	c := emulators.NewFirestore(t)
+	c := firelocktest.NewClient(t)
 	ctx := context.Background()
 	later, err := lock.New(c, jobs.Collection, lock.WithOwner("later-delivery"))
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 
 	"cloud.google.com/go/firestore"
 	"github.com/firelock/firelock/counter"
+	"github.com/firelock/firelock/firelocktest"
 	"github.com/firelock/firelock/internal/emulators"
 	"github.com/firelock/firelock/jobs"
 	"github.com/firelock/firelock/lock"
@@ -28,8 +29,8 @@ import (
 // cores while the computing ones queue. Tests that plant bugs, count
 // goroutines or time a lease's renewals stay sequential.
 func TestMain(m *testing.M) {
-	emulators.SideBySide(8)
-	os.Exit(emulators.RunTests(m, emulators.Firestore))
+	firelocktest.SideBySide(8)
+	os.Exit(firelocktest.Main(m))
 }
 
 const source = "//pubsub.googleapis.com/projects/demo-firelock/topics/scheduled-jobs"
@@ -69,7 +70,7 @@ func execID(t *testing.T) string {
 }
 
 func TestConcurrentDeliveriesRunOnce(t *testing.T) {
-	c := emulators.NewFirestore(t)
+	c := firelocktest.NewClient(t)
 	var runs atomic.Int32
 	r := jobs.New(c, map[string]jobs.Func{"work": func(context.Context, *jobs.Run) error {
 		runs.Add(1)
@@ -122,7 +123,7 @@ func plantCrashedRun(t *testing.T, c *firestore.Client, key string, lease time.D
 // takes the run over and runs it, exactly once.
 func TestCrashedRunIsNotAcknowledgedAndIsTakenOver(t *testing.T) {
 	t.Parallel() // its own project; it mostly waits for the crashed run's lease to end
-	c := emulators.NewFirestore(t)
+	c := firelocktest.NewClient(t)
 	ev := event("7", "work")
 	plantCrashedRun(t, c, jobs.EventKey(ev.Source, ev.ID), 3*time.Second)
 	var runs atomic.Int32
@@ -150,7 +151,7 @@ func TestCrashedRunIsNotAcknowledgedAndIsTakenOver(t *testing.T) {
 }
 
 func TestFailedRunReturnsErrorAndRetryCompletes(t *testing.T) {
-	c := emulators.NewFirestore(t)
+	c := firelocktest.NewClient(t)
 	ctx := context.Background()
 	var calls atomic.Int32
 	boom := errors.New("downstream unavailable")
@@ -184,7 +185,7 @@ func TestFailedRunReturnsErrorAndRetryCompletes(t *testing.T) {
 // takes the event over at once. Both go a week after the run ended, like
 // a done run.
 func TestFailedRunIsKeptAndSweptAfterAWeek(t *testing.T) {
-	c := emulators.NewFirestore(t)
+	c := firelocktest.NewClient(t)
 	ctx := context.Background()
 	boom := errors.New("downstream unavailable")
 	r := jobs.New(c, map[string]jobs.Func{"flaky": func(context.Context, *jobs.Run) error { return boom }})
@@ -223,7 +224,7 @@ func TestFailedRunIsKeptAndSweptAfterAWeek(t *testing.T) {
 }
 
 func TestBadPayloadIsAcknowledgedAndWritesNothing(t *testing.T) {
-	c := emulators.NewFirestore(t)
+	c := firelocktest.NewClient(t)
 	r := jobs.New(c, jobs.Standard(c, nil))
 	for name, data := range map[string]string{
 		"unknown job":         `{"job": "dropTables"}`,
@@ -261,7 +262,7 @@ func TestEventKeysDifferAcrossTopics(t *testing.T) {
 }
 
 func TestRollupCountersJob(t *testing.T) {
-	c := emulators.NewFirestore(t)
+	c := firelocktest.NewClient(t)
 	ctx := context.Background()
 	ctr, err := counter.Create(ctx, c, "tickets-s1", 4)
 	if err != nil {
@@ -281,7 +282,7 @@ func TestRollupCountersJob(t *testing.T) {
 }
 
 func TestSweepExpiredDeletesOnlyLongEndedLeases(t *testing.T) {
-	c := emulators.NewFirestore(t)
+	c := firelocktest.NewClient(t)
 	ctx := context.Background()
 	now := time.Now()
 	lease := func(path string, renewed time.Time, seconds int, extra map[string]any) {
@@ -330,9 +331,9 @@ func TestDeliveriesWithClientOptionsLeakNothing(t *testing.T) {
 		option.WithEndpoint(os.Getenv("FIRESTORE_EMULATOR_HOST")),
 		option.WithoutAuthentication(),
 		option.WithGRPCDialOption(grpc.WithTransportCredentials(insecure.NewCredentials())),
-		option.WithGRPCDialOption(grpc.WithPerRPCCredentials(emulators.EmulatorAdmin{})),
+		option.WithGRPCDialOption(grpc.WithPerRPCCredentials(emulators.Admin{})),
 	}
-	c, err := firestore.NewClient(context.Background(), emulators.ProjectID(t), opts...)
+	c, err := firestore.NewClient(context.Background(), firelocktest.ProjectID(t), opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -368,7 +369,7 @@ func goroutinesAfterSettling(want int) int {
 
 // The body learns its event and when to stop from its Run.
 func TestRunTellsItsEventAndWhenToStop(t *testing.T) {
-	c := emulators.NewFirestore(t)
+	c := firelocktest.NewClient(t)
 	ctx := context.Background()
 	var got *jobs.Run
 	r := jobs.New(c, map[string]jobs.Func{"work": func(_ context.Context, run *jobs.Run) error {

@@ -6,9 +6,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/firelock/firelock/internal/emulators"
+	"github.com/firelock/firelock/firelocktest"
 	"github.com/firelock/firelock/internal/telemetry"
-	"github.com/firelock/firelock/internal/telemetry/telemetrytest"
+	"github.com/firelock/firelock/internal/testkit/telemetrytest"
 	"github.com/firelock/firelock/jobs"
 )
 
@@ -16,7 +16,7 @@ import (
 // table does not know counts as "unknown", never under the name the
 // message made up.
 func TestDeliveriesCountUnderJobAndOutcome(t *testing.T) {
-	c := emulators.NewFirestore(t)
+	c := firelocktest.NewClient(t)
 	m := telemetrytest.New(t)
 	release := make(chan struct{})
 	r := jobs.New(c, map[string]jobs.Func{
@@ -82,7 +82,7 @@ func TestDeliveriesCountUnderJobAndOutcome(t *testing.T) {
 // reading the run while its holder commits the done mark to it; on the
 // emulator the two wait on each other's locks for about 2 s.
 func TestADeliveryWaitingForALiveRunTriesAgainOnlyWhenItEnds(t *testing.T) {
-	c := emulators.NewFirestore(t)
+	c := firelocktest.NewClient(t)
 	m := telemetrytest.New(t)
 	ev := jobs.NewEvents(c, "zzEvents", "type", jobs.WithMeterProvider(m.Provider), jobs.WithLease(3*time.Second), jobs.WithWait(30*time.Second))
 	ctx := context.Background()

@@ -10,8 +10,7 @@ import (
 	"time"
 
 	"cloud.google.com/go/firestore"
-	"github.com/firelock/firelock/internal/emulators"
-	"github.com/firelock/firelock/internal/faultproxy"
+	"github.com/firelock/firelock/firelocktest"
 	"github.com/firelock/firelock/jobs"
 	"github.com/firelock/firelock/lock"
 )
@@ -159,7 +158,7 @@ func slotDoc(t *testing.T, c *firestore.Client, key string) (map[string]any, map
 // Cloud Scheduler may publish one tick twice: two messages, two ids, two
 // publish times in one slot. The job runs once; the next tick runs again.
 func TestDuplicatePublishesOfOneTickRunOnce(t *testing.T) {
-	c := emulators.NewFirestore(t)
+	c := firelocktest.NewClient(t)
 	ctx := context.Background()
 	var runs atomic.Int32
 	r := jobs.New(c, map[string]jobs.Func{"work": func(context.Context, *jobs.Run) error { runs.Add(1); return nil }})
@@ -204,7 +203,7 @@ func TestDuplicatePublishesOfOneTickRunOnce(t *testing.T) {
 }
 
 func TestBadSchedulePayloadWritesNothing(t *testing.T) {
-	c := emulators.NewFirestore(t)
+	c := firelocktest.NewClient(t)
 	r := jobs.New(c, jobs.Standard(c, nil))
 	for name, ev := range map[string]jobs.Event{
 		"unparsable schedule": scheduled("1", "rollupCounters", "every hour", "UTC", "2026-11-22T10:00:00Z"),
@@ -229,10 +228,10 @@ func TestRunNotMarkedDoneIsNotLost(t *testing.T) {
 	t.Parallel() // its own projects and proxies; it mostly waits for leases to end
 	for _, fault := range []string{"reset", "drop"} {
 		t.Run(fault, func(t *testing.T) {
-			project := emulators.ProjectID(t)
-			direct := emulators.NewFirestoreFor(t, project)
-			p := faultproxy.Start(t, os.Getenv("FIRESTORE_EMULATOR_HOST"))
-			via, opts := emulators.NewFirestoreVia(t, p.Addr, project)
+			project := firelocktest.ProjectID(t)
+			direct := firelocktest.NewClientFor(t, project)
+			p := firelocktest.NewProxy(t, os.Getenv("FIRESTORE_EMULATOR_HOST"))
+			via, opts := firelocktest.NewClientVia(t, p.Addr, project)
 			var runs atomic.Int32
 			body := map[string]jobs.Func{"work": func(context.Context, *jobs.Run) error {
 				runs.Add(1)
@@ -327,7 +326,7 @@ func eachInstantHasOneSlot(t *testing.T, zone string, start time.Time, schedules
 // daylight-saving change used to be an hour away) ends its run within
 // MaxSeconds of the delivery, less the reserve for winding down.
 func TestRunIsNeverPlannedPastTheFunctionsTimeout(t *testing.T) {
-	c := emulators.NewFirestore(t)
+	c := firelocktest.NewClient(t)
 	for _, tc := range []struct{ name, data string }{
 		{"yearly schedule", `{"job": "work", "schedule": "0 0 1 1 *", "timeZone": "UTC"}`},
 		{"seconds at the maximum", `{"job": "work", "seconds": 540}`},

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"cloud.google.com/go/firestore"
-	"github.com/firelock/firelock/internal/emulators"
+	"github.com/firelock/firelock/firelocktest"
 	"github.com/firelock/firelock/lock"
 )
 
@@ -16,7 +16,7 @@ import (
 // its keep-alive learns the lease is lost, and the next holder's token is
 // higher.
 func TestForceReleaseFencesTheFormerHolder(t *testing.T) {
-	c := emulators.NewFirestore(t)
+	c := firelocktest.NewClient(t)
 	ctx := context.Background()
 	stuck, err := newLocker(t, c, lock.WithLeaseDuration(time.Minute)).TryAcquire(ctx, "stuck")
 	if err != nil {
@@ -74,7 +74,7 @@ func TestForceReleaseFencesTheFormerHolder(t *testing.T) {
 // A forced release acts only on the lease the operator inspected: one
 // that changed hands since is refused, and nothing is written or logged.
 func TestForceReleaseOfALeaseThatChangedHandsIsRefused(t *testing.T) {
-	c := emulators.NewFirestore(t)
+	c := firelocktest.NewClient(t)
 	ctx := context.Background()
 	first, err := newLocker(t, c).TryAcquire(ctx, "k")
 	if err != nil {
@@ -111,7 +111,7 @@ func TestForceReleaseOfALeaseThatChangedHandsIsRefused(t *testing.T) {
 // List finds the leases of a collection by key prefix; Inspect of a key
 // without a lease says so.
 func TestListAndInspect(t *testing.T) {
-	c := emulators.NewFirestore(t)
+	c := firelocktest.NewClient(t)
 	ctx := context.Background()
 	l := newLocker(t, c)
 	for _, k := range []string{"admit-a", "admit-b", "other"} {

@@ -5,7 +5,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/firelock/firelock/internal/emulators"
+	"github.com/firelock/firelock/firelocktest"
 	"github.com/firelock/firelock/lock"
 	"google.golang.org/api/option"
 	"google.golang.org/grpc/connectivity"
@@ -16,7 +16,7 @@ import (
 // per Locker (issue #29.10). One without options leaves the shared commit
 // client open for the Lockers that still use it.
 func TestCloseClosesTheLockersOwnConnectionOnly(t *testing.T) {
-	c := emulators.NewFirestore(t)
+	c := firelocktest.NewClient(t)
 	ctx := context.Background()
 	conn := dialAdmin(t, os.Getenv("FIRESTORE_EMULATOR_HOST"))
 	own := newLocker(t, c, lock.WithClientOptions(option.WithGRPCConn(conn)))

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"cloud.google.com/go/firestore"
-	"github.com/firelock/firelock/internal/faultproxy"
+	"github.com/firelock/firelock/firelocktest"
 	"github.com/firelock/firelock/lock"
 	"google.golang.org/api/option"
 )
@@ -119,7 +119,7 @@ func freeAfterTheRun(t *testing.T, l *lock.Locker, k string) {
 
 // emulatorsClientVia is a client of the proxied test's project on a
 // connection of its own through p.
-func emulatorsClientVia(t *testing.T, p *faultproxy.Proxy) (*firestore.Client, []option.ClientOption) {
+func emulatorsClientVia(t *testing.T, p *firelocktest.Proxy) (*firestore.Client, []option.ClientOption) {
 	t.Helper()
 	return newClientVia(t, p.Addr)
 }
@@ -264,7 +264,7 @@ func TestKeepAliveHoldsALeaseThroughSlowAnswers(t *testing.T) {
 // keptAliveThroughProxy grants key "k" to a Locker of lease length d whose
 // calls go through a fault proxy (its slow first connection opened first),
 // and keeps it alive until the test ends.
-func keptAliveThroughProxy(t *testing.T, d time.Duration) (*faultproxy.Proxy, *lock.Locker, *firestore.Client, *lock.Lease, context.Context) {
+func keptAliveThroughProxy(t *testing.T, d time.Duration) (*firelocktest.Proxy, *lock.Locker, *firestore.Client, *lock.Lease, context.Context) {
 	t.Helper()
 	p, l, direct := proxied(t, lock.WithLeaseDuration(d))
 	ctx := context.Background()

@@ -8,8 +8,7 @@ import (
 	"time"
 
 	"cloud.google.com/go/firestore"
-	"github.com/firelock/firelock/internal/emulators"
-	"github.com/firelock/firelock/internal/faultproxy"
+	"github.com/firelock/firelock/firelocktest"
 	"github.com/firelock/firelock/lock"
 )
 
@@ -21,7 +20,7 @@ import (
 // holder's own work and the lease lapsed).
 func TestGuardedTransactionsBackToBackKeepTheLease(t *testing.T) {
 	const lease = 2 * time.Second
-	p := faultproxy.Start(t, os.Getenv("FIRESTORE_EMULATOR_HOST"))
+	p := firelocktest.NewProxy(t, os.Getenv("FIRESTORE_EMULATOR_HOST"))
 	proxyProject(t, p)
 	client, copts := newClientVia(t, p.Addr)
 	l := newLocker(t, client, lock.WithLeaseDuration(lease), lock.WithClientOptions(copts...))
@@ -65,7 +64,7 @@ func TestGuardedTransactionsBackToBackKeepTheLease(t *testing.T) {
 func staleWrite(t *testing.T) bool {
 	t.Helper()
 	const lease = time.Second
-	c := emulators.NewFirestore(t)
+	c := firelocktest.NewClient(t)
 	ctx := context.Background()
 	a := newLocker(t, c, lock.WithLeaseDuration(lease))
 	b := newLocker(t, c, lock.WithLeaseDuration(lease))

@@ -13,7 +13,7 @@ import (
 
 	"cloud.google.com/go/firestore"
 	"github.com/anishathalye/porcupine"
-	"github.com/firelock/firelock/internal/linearize"
+	"github.com/firelock/firelock/internal/testkit/linearize"
 	"github.com/firelock/firelock/lock"
 	"google.golang.org/api/option"
 	"google.golang.org/grpc/codes"

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"cloud.google.com/go/firestore"
+	"github.com/firelock/firelock/firelocktest"
 	"github.com/firelock/firelock/internal/emulators"
 	"github.com/firelock/firelock/lock"
 )
@@ -22,8 +23,8 @@ import (
 // time. Tests that time leases and renewals, plant bugs or point the
 // emulator's host elsewhere stay sequential.
 func TestMain(m *testing.M) {
-	emulators.SideBySide(8)
-	os.Exit(emulators.RunTests(m, emulators.Firestore))
+	firelocktest.SideBySide(8)
+	os.Exit(firelocktest.Main(m))
 }
 
 const coll = "locks"
@@ -62,7 +63,7 @@ func waitLeaseEnd(d time.Duration) { time.Sleep(d + 150*time.Millisecond) }
 
 func TestMutualExclusionInvariant(t *testing.T) {
 	t.Parallel() // its own project; judged on the counter, not on time
-	c := emulators.NewFirestore(t)
+	c := firelocktest.NewClient(t)
 	ctx := context.Background()
 	const workers, iterations = 32, 20
 	data := c.Collection("data").Doc("counter")
@@ -116,7 +117,7 @@ func TestMutualExclusionInvariant(t *testing.T) {
 }
 
 func TestGrantWritesContractFields(t *testing.T) {
-	c := emulators.NewFirestore(t)
+	c := firelocktest.NewClient(t)
 	l := newLocker(t, c, lock.WithLeaseDuration(45*time.Second))
 	lease, err := l.TryAcquire(context.Background(), "k")
 	if err != nil {
@@ -151,7 +152,7 @@ func TestGrantWritesContractFields(t *testing.T) {
 }
 
 func TestHeldLockAnswersWithHolderAndEnd(t *testing.T) {
-	c := emulators.NewFirestore(t)
+	c := firelocktest.NewClient(t)
 	ctx := context.Background()
 	a, b := newLocker(t, c), newLocker(t, c)
 	lease, err := a.TryAcquire(ctx, "k")
@@ -176,7 +177,7 @@ func TestHeldLockAnswersWithHolderAndEnd(t *testing.T) {
 }
 
 func TestTakeoverOnlyAfterLeaseEnds(t *testing.T) {
-	c := emulators.NewFirestore(t)
+	c := firelocktest.NewClient(t)
 	ctx := context.Background()
 	a := newLocker(t, c, lock.WithLeaseDuration(time.Second))
 	b := newLocker(t, c)
@@ -227,7 +228,7 @@ func TestTakeoverOnlyAfterLeaseEnds(t *testing.T) {
 
 func TestStaleHolderGuardedWriteFails(t *testing.T) {
 	t.Parallel() // its own project; it waits leases out, which a loaded machine only lengthens
-	c := emulators.NewFirestore(t)
+	c := firelocktest.NewClient(t)
 	ctx := context.Background()
 	a := newLocker(t, c, lock.WithLeaseDuration(time.Second))
 	b := newLocker(t, c)
@@ -272,7 +273,7 @@ func TestStaleHolderGuardedWriteFails(t *testing.T) {
 
 func TestTokenStrictlyIncreasesAcrossGrants(t *testing.T) {
 	t.Parallel() // its own project; it waits leases out, which a loaded machine only lengthens
-	c := emulators.NewFirestore(t)
+	c := firelocktest.NewClient(t)
 	ctx := context.Background()
 	l := newLocker(t, c, lock.WithLeaseDuration(time.Second))
 	var last int64
@@ -296,7 +297,7 @@ func TestTokenStrictlyIncreasesAcrossGrants(t *testing.T) {
 }
 
 func TestRenewKeepsLeasePastItsLength(t *testing.T) {
-	c := emulators.NewFirestore(t)
+	c := firelocktest.NewClient(t)
 	ctx := context.Background()
 	a := newLocker(t, c, lock.WithLeaseDuration(2*time.Second))
 	b := newLocker(t, c)
@@ -325,7 +326,7 @@ func TestRenewKeepsLeasePastItsLength(t *testing.T) {
 }
 
 func TestKeepAliveHoldsLongWork(t *testing.T) {
-	c := emulators.NewFirestore(t)
+	c := firelocktest.NewClient(t)
 	ctx := context.Background()
 	a := newLocker(t, c, lock.WithLeaseDuration(3*time.Second))
 	b := newLocker(t, c)
@@ -348,7 +349,7 @@ func TestKeepAliveHoldsLongWork(t *testing.T) {
 }
 
 func TestLostLeaseClosesDone(t *testing.T) {
-	c := emulators.NewFirestore(t)
+	c := firelocktest.NewClient(t)
 	ctx := context.Background()
 	a := newLocker(t, c, lock.WithLeaseDuration(3*time.Second))
 	lease, err := a.TryAcquire(ctx, "k")
@@ -376,7 +377,7 @@ func TestLostLeaseClosesDone(t *testing.T) {
 }
 
 func TestReleaseByNonOwnerChangesNothing(t *testing.T) {
-	c := emulators.NewFirestore(t)
+	c := firelocktest.NewClient(t)
 	ctx := context.Background()
 	a, b := newLocker(t, c), newLocker(t, c)
 	lease, err := a.TryAcquire(ctx, "k")
@@ -400,7 +401,7 @@ func TestReleaseByNonOwnerChangesNothing(t *testing.T) {
 }
 
 func TestReentrantAcquireJoinsTheLiveLease(t *testing.T) {
-	c := emulators.NewFirestore(t)
+	c := firelocktest.NewClient(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	a := newLocker(t, c)
@@ -434,7 +435,7 @@ func TestReentrantAcquireJoinsTheLiveLease(t *testing.T) {
 }
 
 func TestAcquireAllIsAllOrNothing(t *testing.T) {
-	c := emulators.NewFirestore(t)
+	c := firelocktest.NewClient(t)
 	ctx := context.Background()
 	a, b := newLocker(t, c), newLocker(t, c)
 	if _, err := b.TryAcquire(ctx, "k3"); err != nil {
@@ -478,7 +479,7 @@ func TestAcquireAllIsAllOrNothing(t *testing.T) {
 // workers, and nothing is left behind.
 func TestAcquireAllConcurrentSetsNeverOverlap(t *testing.T) {
 	t.Parallel() // its own project; judged on what overlapped, not on time
-	c := emulators.NewFirestore(t)
+	c := firelocktest.NewClient(t)
 	ctx := context.Background()
 	keys := []string{"s0", "s1", "s2", "s3", "s4", "s5", "s6", "s7"}
 	var mu sync.Mutex
@@ -528,7 +529,7 @@ func TestAcquireAllConcurrentSetsNeverOverlap(t *testing.T) {
 }
 
 func TestReleaseAllDeletesOnlyOwnLeases(t *testing.T) {
-	c := emulators.NewFirestore(t)
+	c := firelocktest.NewClient(t)
 	ctx := context.Background()
 	a, b := newLocker(t, c), newLocker(t, c)
 	for i := range 25 {
@@ -549,7 +550,7 @@ func TestReleaseAllDeletesOnlyOwnLeases(t *testing.T) {
 }
 
 func TestAcquireHonoursContext(t *testing.T) {
-	c := emulators.NewFirestore(t)
+	c := firelocktest.NewClient(t)
 	a, b := newLocker(t, c), newLocker(t, c)
 	if _, err := b.TryAcquire(context.Background(), "k"); err != nil {
 		t.Fatal(err)
@@ -570,7 +571,7 @@ func TestAcquireHonoursContext(t *testing.T) {
 }
 
 func TestInvalidKeysWriteNothing(t *testing.T) {
-	c := emulators.NewFirestore(t)
+	c := firelocktest.NewClient(t)
 	l := newLocker(t, c)
 	cases := map[string][]string{
 		"empty":        {""},
@@ -600,7 +601,7 @@ func TestInvalidKeysWriteNothing(t *testing.T) {
 }
 
 func TestWithLockRunsReleasesAndReturnsFnError(t *testing.T) {
-	c := emulators.NewFirestore(t)
+	c := firelocktest.NewClient(t)
 	ctx := context.Background()
 	l := newLocker(t, c)
 	boom := errors.New("boom")
@@ -621,7 +622,7 @@ func TestWithLockRunsReleasesAndReturnsFnError(t *testing.T) {
 }
 
 func TestWithCheckRefusesWithoutWriting(t *testing.T) {
-	c := emulators.NewFirestore(t)
+	c := firelocktest.NewClient(t)
 	ctx := context.Background()
 	short := newLocker(t, c, lock.WithLeaseDuration(time.Second))
 	if _, err := short.TryAcquire(ctx, "k", lock.WithFields(map[string]any{"state": "done"})); err != nil {
@@ -645,7 +646,7 @@ func TestWithCheckRefusesWithoutWriting(t *testing.T) {
 }
 
 func TestSixteenWayRaceHasOneWinner(t *testing.T) {
-	c := emulators.NewFirestore(t)
+	c := firelocktest.NewClient(t)
 	ctx := context.Background()
 	lockers := make([]*lock.Locker, 16)
 	for i := range lockers {
@@ -676,7 +677,7 @@ func TestSixteenWayRaceHasOneWinner(t *testing.T) {
 }
 
 func TestBadOptionsRejected(t *testing.T) {
-	c := emulators.NewFirestore(t)
+	c := firelocktest.NewClient(t)
 	for name, opt := range map[string]lock.Option{
 		"zero lease":       lock.WithLeaseDuration(0),
 		"fractional lease": lock.WithLeaseDuration(1500 * time.Millisecond),
@@ -692,7 +693,7 @@ func TestBadOptionsRejected(t *testing.T) {
 }
 
 func TestEndedContextIsReportedAsSuch(t *testing.T) {
-	c := emulators.NewFirestore(t)
+	c := firelocktest.NewClient(t)
 	l := newLocker(t, c)
 	ctx, cancel := context.WithDeadline(context.Background(), time.Now().Add(-time.Second))
 	defer cancel()
@@ -706,7 +707,7 @@ func TestEndedContextIsReportedAsSuch(t *testing.T) {
 }
 
 func TestGuardWithReadsAndReleaseInCommitsWithTheWrites(t *testing.T) {
-	c := emulators.NewFirestore(t)
+	c := firelocktest.NewClient(t)
 	ctx := context.Background()
 	l := newLocker(t, c)
 	ls, err := l.TryAcquireAll(ctx, []string{"a", "b"})
@@ -760,7 +761,7 @@ func doomedLocker(t *testing.T, lease time.Duration) (*lock.Locker, func()) {
 		os.Setenv("FIRESTORE_EMULATOR_HOST", orig)
 		t.Fatal(err)
 	}
-	c := emulators.NewFirestore(t) // on the doomed emulator
+	c := firelocktest.NewClient(t) // on the doomed emulator
 	l := newLocker(t, c, lock.WithLeaseDuration(lease))
 	os.Setenv("FIRESTORE_EMULATOR_HOST", orig)
 	kill := func() { doomed.Stop(); os.Setenv("FIRESTORE_EMULATOR_HOST", orig) }

@@ -6,16 +6,16 @@ import (
 	"testing"
 	"time"
 
-	"github.com/firelock/firelock/internal/emulators"
+	"github.com/firelock/firelock/firelocktest"
 	"github.com/firelock/firelock/internal/telemetry"
-	"github.com/firelock/firelock/internal/telemetry/telemetrytest"
+	"github.com/firelock/firelock/internal/testkit/telemetrytest"
 	"github.com/firelock/firelock/lock"
 )
 
 // Each TryAcquire, and each Acquire as a whole (not each of its tries),
 // records one duration under its result.
 func TestMetricsRecordEachAcquisitionOnceByResult(t *testing.T) {
-	c := emulators.NewFirestore(t)
+	c := firelocktest.NewClient(t)
 	ctx := context.Background()
 	m := telemetrytest.New(t)
 	a := newLocker(t, c, lock.WithMeterProvider(m.Provider))
@@ -110,7 +110,7 @@ func TestMetricsCountAnAcquireWhoseDeadlineStrikesMidTryAsHeld(t *testing.T) {
 // its operations find it lost; leases released cleanly never count.
 func TestMetricsCountALostLeaseOnce(t *testing.T) {
 	t.Parallel() // its own project and meter provider; it waits a lease out, which a loaded machine only lengthens
-	c := emulators.NewFirestore(t)
+	c := firelocktest.NewClient(t)
 	ctx := context.Background()
 	m := telemetrytest.New(t)
 	a := newLocker(t, c, lock.WithMeterProvider(m.Provider), lock.WithLeaseDuration(time.Second))

@@ -7,11 +7,11 @@ import (
 	"time"
 
 	"github.com/anishathalye/porcupine"
-	"github.com/firelock/firelock/internal/linearize"
+	"github.com/firelock/firelock/internal/testkit/linearize"
 )
 
 // The lock's sequential specification (CONTRACT §1), for checking recorded
-// histories with internal/linearize: one lease document per key, and beside
+// histories with internal/testkit/linearize: one lease document per key, and beside
 // it a register written only through Guard.
 //
 // Time is Firestore's: every operation that learns a server time (a

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"cloud.google.com/go/firestore"
-	"github.com/firelock/firelock/internal/emulators"
+	"github.com/firelock/firelock/firelocktest"
 	"github.com/firelock/firelock/lock"
 )
 
@@ -25,7 +25,7 @@ func increment(field string, calls *atomic.Int64) func(*firestore.DocumentSnapsh
 
 func TestOptimisticIncrementsLoseNoUpdate(t *testing.T) {
 	t.Parallel() // its own project; judged on the counter, not on time
-	c := emulators.NewFirestore(t)
+	c := firelocktest.NewClient(t)
 	ctx := context.Background()
 	doc := c.Doc("data/n")
 	if _, err := doc.Set(ctx, map[string]any{"n": 0}); err != nil {
@@ -58,7 +58,7 @@ func TestOptimisticIncrementsLoseNoUpdate(t *testing.T) {
 }
 
 func TestOptimisticStaleSnapshotIsRefused(t *testing.T) {
-	c := emulators.NewFirestore(t)
+	c := firelocktest.NewClient(t)
 	ctx := context.Background()
 	doc := c.Doc("data/n")
 	if _, err := doc.Set(ctx, map[string]any{"n": 1}); err != nil {
@@ -96,7 +96,7 @@ func TestOptimisticStaleSnapshotIsRefused(t *testing.T) {
 }
 
 func TestOptimisticFnErrorWritesNothing(t *testing.T) {
-	c := emulators.NewFirestore(t)
+	c := firelocktest.NewClient(t)
 	ctx := context.Background()
 	doc := c.Doc("data/n")
 	wr, err := doc.Set(ctx, map[string]any{"n": 1})
@@ -113,7 +113,7 @@ func TestOptimisticFnErrorWritesNothing(t *testing.T) {
 }
 
 func TestOptimisticMissingDocument(t *testing.T) {
-	c := emulators.NewFirestore(t)
+	c := firelocktest.NewClient(t)
 	ctx := context.Background()
 	doc := c.Doc("data/new")
 	var calls atomic.Int64

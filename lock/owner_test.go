@@ -5,14 +5,14 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/firelock/firelock/internal/emulators"
+	"github.com/firelock/firelock/firelocktest"
 	"github.com/firelock/firelock/lock"
 )
 
 // A Locker derived for another owner writes that owner and excludes the
 // Locker it came from like any other owner.
 func TestForOwnerTakesLeasesAsItsOwner(t *testing.T) {
-	c := emulators.NewFirestore(t)
+	c := firelocktest.NewClient(t)
 	ctx := context.Background()
 	base := newLocker(t, c)
 	derived, err := base.ForOwner("execution-2")

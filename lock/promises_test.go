@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"cloud.google.com/go/firestore"
+	"github.com/firelock/firelock/firelocktest"
 	"github.com/firelock/firelock/internal/emulators"
-	"github.com/firelock/firelock/internal/faultproxy"
 	"github.com/firelock/firelock/lock"
 	"google.golang.org/api/option"
 	"google.golang.org/grpc"
@@ -66,7 +66,7 @@ func countUnderLock(t *testing.T, c *firestore.Client, workers, iterations int, 
 // WithLock per request) must exclude its own acquisitions from each other.
 func TestSharedLockerExcludesItsGoroutines(t *testing.T) {
 	t.Parallel() // its own project; judged on the counter, not on time
-	c := emulators.NewFirestore(t)
+	c := firelocktest.NewClient(t)
 	const workers, iterations = 32, 10
 	shared := newLocker(t, c)
 	if got := countUnderLock(t, c, workers, iterations, func(int) *lock.Locker { return shared }); got != workers*iterations {
@@ -81,7 +81,7 @@ func TestSharedLockerExcludesItsGoroutines(t *testing.T) {
 // exclude each other unless the caller asks for reentrancy.
 func TestSameOwnerLockersExcludeEachOther(t *testing.T) {
 	t.Parallel() // its own project; judged on the counter, not on time
-	c := emulators.NewFirestore(t)
+	c := firelocktest.NewClient(t)
 	owner := newLocker(t, c).Owner()
 	const workers, iterations = 8, 10
 	if got := countUnderLock(t, c, workers, iterations, func(int) *lock.Locker {
@@ -92,7 +92,7 @@ func TestSameOwnerLockersExcludeEachOther(t *testing.T) {
 }
 
 func TestSameOwnerCannotShortenALease(t *testing.T) {
-	c := emulators.NewFirestore(t)
+	c := firelocktest.NewClient(t)
 	ctx := context.Background()
 	long := newLocker(t, c, lock.WithLeaseDuration(30*time.Second))
 	short := newLocker(t, c, lock.WithOwner(long.Owner()), lock.WithLeaseDuration(time.Second))
@@ -126,7 +126,7 @@ func TestSameOwnerCannotShortenALease(t *testing.T) {
 
 // Reentrancy is a hold count: every release but the last keeps the lease.
 func TestReentrantReleasesCountDown(t *testing.T) {
-	c := emulators.NewFirestore(t)
+	c := firelocktest.NewClient(t)
 	ctx := context.Background()
 	l := newLocker(t, c)
 	outer, err := l.TryAcquire(ctx, "k", lock.Reentrant())
@@ -167,12 +167,12 @@ func TestReentrantReleasesCountDown(t *testing.T) {
 // proxied returns a client and a Locker that reach the emulator through a
 // fault proxy, and a client that reaches it directly (to check what
 // Firestore holds whatever the proxy does).
-func proxied(t *testing.T, opts ...lock.Option) (*faultproxy.Proxy, *lock.Locker, *firestore.Client) {
+func proxied(t *testing.T, opts ...lock.Option) (*firelocktest.Proxy, *lock.Locker, *firestore.Client) {
 	t.Helper()
 	host := os.Getenv("FIRESTORE_EMULATOR_HOST")
-	p := faultproxy.Start(t, host)
+	p := firelocktest.NewProxy(t, host)
 	project := proxyProject(t, p)
-	direct := emulators.NewFirestoreFor(t, project)
+	direct := firelocktest.NewClientFor(t, project)
 	c, copts := newClientVia(t, p.Addr)
 	l := newLocker(t, c, append([]lock.Option{lock.WithClientOptions(copts...)}, opts...)...)
 	return p, l, direct
@@ -187,9 +187,9 @@ var (
 
 // proxyProject gives p's test a fresh project, which clients made by
 // newClientVia(t, p.Addr) reach.
-func proxyProject(t *testing.T, p *faultproxy.Proxy) string {
+func proxyProject(t *testing.T, p *firelocktest.Proxy) string {
 	t.Helper()
-	project := emulators.ProjectID(t)
+	project := firelocktest.ProjectID(t)
 	proxiedMu.Lock()
 	defer proxiedMu.Unlock()
 	proxiedProjects[p.Addr] = project
@@ -204,7 +204,7 @@ func newClientVia(t *testing.T, addr string) (*firestore.Client, []option.Client
 	if !ok {
 		t.Fatalf("no project for the proxy at %s: call proxied or proxyProject first", addr)
 	}
-	return emulators.NewFirestoreVia(t, addr, project)
+	return firelocktest.NewClientVia(t, addr, project)
 }
 
 // A grant whose answer is lost (it committed, the caller never heard) is
@@ -243,8 +243,8 @@ func TestLostGrantAnswerLeavesNoOrphan(t *testing.T) {
 // environment names another emulator by the time a Locker is made.
 func TestCommitsFollowTheGivenClient(t *testing.T) {
 	ctx := context.Background()
-	project := emulators.ProjectID(t)
-	here := emulators.NewFirestoreFor(t, project)
+	project := firelocktest.ProjectID(t)
+	here := firelocktest.NewClientFor(t, project)
 	first := newLocker(t, here)
 
 	orig := os.Getenv("FIRESTORE_EMULATOR_HOST")
@@ -282,13 +282,13 @@ func TestCommitsFollowTheGivenClient(t *testing.T) {
 
 func TestNamedDatabase(t *testing.T) {
 	ctx := context.Background()
-	project := emulators.ProjectID(t)
+	project := firelocktest.ProjectID(t)
 	named, err := firestore.NewClientWithDatabase(ctx, project, "tickets")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer named.Close()
-	def := emulators.NewFirestoreFor(t, project)
+	def := firelocktest.NewClientFor(t, project)
 	l := newLocker(t, named)
 	lease, err := l.TryAcquire(ctx, "k")
 	if err != nil {
@@ -314,7 +314,7 @@ func TestNamedDatabase(t *testing.T) {
 // that has read one of its keys) still gets a later token than the grant
 // that committed before it.
 func TestTokenIncreasesInCommitOrderWithASlowGrant(t *testing.T) {
-	c := emulators.NewFirestore(t)
+	c := firelocktest.NewClient(t)
 	ctx := context.Background()
 	slow, fast := newLocker(t, c), newLocker(t, c)
 	blocker := c.Collection(coll).Doc("blocker")
@@ -378,7 +378,7 @@ func TestTokenIncreasesInCommitOrderWithASlowGrant(t *testing.T) {
 
 func dialAdmin(t *testing.T, host string) *grpc.ClientConn {
 	conn, err := grpc.NewClient(host, grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithPerRPCCredentials(emulators.EmulatorAdmin{}))
+		grpc.WithPerRPCCredentials(emulators.Admin{}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -392,7 +392,7 @@ func isNotFound(err error) bool { return status.Code(err) == codes.NotFound }
 // writes, only while the lease document is exactly as this acquisition
 // left it; a lease with no time left is refused before anything is sent.
 func TestReleaseInBatchFencesTheBatch(t *testing.T) {
-	c := emulators.NewFirestore(t)
+	c := firelocktest.NewClient(t)
 	ctx := context.Background()
 	l := newLocker(t, c)
 	data := c.Collection("data").Doc("x")

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/firelock/firelock/internal/emulators"
+	"github.com/firelock/firelock/firelocktest"
 	"github.com/firelock/firelock/lock"
 )
 
@@ -18,7 +18,7 @@ import (
 // written after the call began, and Firestore holds a lease that ends no
 // earlier.
 func TestRenewNeverTakesASiblingsRenewalForItsOwn(t *testing.T) {
-	c := emulators.NewFirestore(t)
+	c := firelocktest.NewClient(t)
 	ctx := context.Background()
 	const lease = 3 * time.Second
 	owner, err := lock.NewExecutionID()

@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"cloud.google.com/go/firestore"
-	"github.com/firelock/firelock/internal/emulators"
-	"github.com/firelock/firelock/internal/linearize"
+	"github.com/firelock/firelock/firelocktest"
+	"github.com/firelock/firelock/internal/testkit/linearize"
 	"github.com/firelock/firelock/lock"
 	"google.golang.org/api/option"
 )
@@ -365,7 +365,7 @@ func TestSoakChecksCatchPlantedBugs(t *testing.T) {
 				if planted {
 					sc.bug.Plant(t)
 				}
-				c := emulators.NewFirestore(t)
+				c := firelocktest.NewClient(t)
 				e := newExclusion(c)
 				sc.run(t, e, c)
 				v := e.violations(t)

@@ -4,7 +4,7 @@ import (
 	"context"
 	"testing"
 
-	"github.com/firelock/firelock/internal/emulators"
+	"github.com/firelock/firelock/firelocktest"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -18,7 +18,7 @@ func TestCommitsAreSpansInTheCallersTrace(t *testing.T) {
 	rec := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
 	otel.SetTracerProvider(tp) // the lock's tracer records into the first provider set: this one
-	c := emulators.NewFirestore(t)
+	c := firelocktest.NewClient(t)
 	l := newLocker(t, c)
 
 	ctx, parent := tp.Tracer("test").Start(context.Background(), "caller")

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/firelock/firelock/booking"
-	"github.com/firelock/firelock/internal/stripelocal"
+	"github.com/firelock/firelock/cmd/firelock-local/stripelocal"
 	"github.com/firelock/firelock/payment"
 )
 

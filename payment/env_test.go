@@ -13,8 +13,8 @@ import (
 
 	"cloud.google.com/go/firestore"
 	"github.com/firelock/firelock/booking"
-	"github.com/firelock/firelock/internal/emulators"
-	"github.com/firelock/firelock/internal/stripelocal"
+	"github.com/firelock/firelock/cmd/firelock-local/stripelocal"
+	"github.com/firelock/firelock/firelocktest"
 	"github.com/firelock/firelock/jobs"
 	"github.com/firelock/firelock/payment"
 	"go.opentelemetry.io/otel/sdk/metric"
@@ -38,7 +38,7 @@ func TestMain(m *testing.M) {
 			return 2
 		}
 		defer mock.Stop()
-		return emulators.RunTests(m, emulators.Firestore)
+		return firelocktest.Main(m)
 	}())
 }
 
@@ -118,7 +118,7 @@ func withAPIURL(u string) envOption {
 
 func newEnv(t *testing.T, opts ...envOption) *env {
 	t.Helper()
-	return newEnvOn(t, emulators.NewFirestore(t), true, opts...)
+	return newEnvOn(t, firelocktest.NewClient(t), true, opts...)
 }
 
 // newEnvOn is an env on fs; seed writes the screenings.

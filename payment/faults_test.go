@@ -10,9 +10,8 @@ import (
 	"time"
 
 	"github.com/firelock/firelock/booking"
-	"github.com/firelock/firelock/internal/emulators"
-	"github.com/firelock/firelock/internal/faultproxy"
-	"github.com/firelock/firelock/internal/stripelocal"
+	"github.com/firelock/firelock/cmd/firelock-local/stripelocal"
+	"github.com/firelock/firelock/firelocktest"
 	"github.com/firelock/firelock/jobs"
 	"github.com/firelock/firelock/lock"
 	"github.com/firelock/firelock/payment"
@@ -25,7 +24,7 @@ import (
 // hold as it was, and one that succeeds leaves it paying with one record.
 func TestCheckoutThroughAFaultyNetworkCarriesOneKeyAndLeavesNothingHalfDone(t *testing.T) {
 	t.Parallel()
-	proxy := faultproxy.Start(t, strings.TrimPrefix(mock.URL, "http://"))
+	proxy := firelocktest.NewProxy(t, strings.TrimPrefix(mock.URL, "http://"))
 	e := newEnv(t, withAPIURL("http://"+proxy.Addr))
 	ctx := context.Background()
 	faults := []struct {
@@ -72,7 +71,7 @@ func TestCheckoutThroughAFaultyNetworkCarriesOneKeyAndLeavesNothingHalfDone(t *t
 // it is recorded; the booking is cancelled at once either way.
 func TestARefundThroughAFaultyNetworkIsMadeOnce(t *testing.T) {
 	t.Parallel()
-	proxy := faultproxy.Start(t, strings.TrimPrefix(mock.URL, "http://"))
+	proxy := firelocktest.NewProxy(t, strings.TrimPrefix(mock.URL, "http://"))
 	e := newEnv(t, withAPIURL("http://"+proxy.Addr))
 	ctx := context.Background()
 	h := e.hold("u1", 120*time.Second, "D1")
@@ -108,13 +107,13 @@ func TestARefundThroughAFaultyNetworkIsMadeOnce(t *testing.T) {
 // finishes it: one refund, recorded, the event done.
 func TestAWebhookRunCutOffMidwayIsFinishedByTheNextDelivery(t *testing.T) {
 	t.Parallel()
-	project := emulators.ProjectID(t)
-	dark := faultproxy.Start(t, os.Getenv("FIRESTORE_EMULATOR_HOST"))
-	fsA, optsA := emulators.NewFirestoreVia(t, dark.Addr, project)
+	project := firelocktest.ProjectID(t)
+	dark := firelocktest.NewProxy(t, os.Getenv("FIRESTORE_EMULATOR_HOST"))
+	fsA, optsA := firelocktest.NewClientVia(t, dark.Addr, project)
 	withLockVia := func(_ *payment.Config, o *[]payment.Option) {
 		*o = append(*o, payment.WithEventOptions(jobs.WithLease(3*time.Second), jobs.WithLockOptions(lock.WithClientOptions(optsA...))))
 	}
-	b := newEnvOn(t, emulators.NewFirestoreFor(t, project), true)
+	b := newEnvOn(t, firelocktest.NewClientFor(t, project), true)
 	a := newEnvOn(t, fsA, false, withLockVia) // each service checks its own endpoint secret
 
 	// A late payment for a seat taken since: its event decides a refund.
@@ -186,10 +185,10 @@ func TestADeliveryWhoseCommitLandedUnheardAnswersWhatItDid(t *testing.T) {
 	}{{"paid", payment.OutcomePaid}, {"refunded", payment.OutcomeRefunded}} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
-			project := emulators.ProjectID(t)
-			dark := faultproxy.Start(t, os.Getenv("FIRESTORE_EMULATOR_HOST"))
-			fsA, _ := emulators.NewFirestoreVia(t, dark.Addr, project)
-			b := newEnvOn(t, emulators.NewFirestoreFor(t, project), true)
+			project := firelocktest.ProjectID(t)
+			dark := firelocktest.NewProxy(t, os.Getenv("FIRESTORE_EMULATOR_HOST"))
+			fsA, _ := firelocktest.NewClientVia(t, dark.Addr, project)
+			b := newEnvOn(t, firelocktest.NewClientFor(t, project), true)
 			a := newEnvOn(t, fsA, false)
 
 			var h booking.Hold

@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/firelock/firelock/booking"
+	"github.com/firelock/firelock/cmd/firelock-local/stripelocal"
 	"github.com/firelock/firelock/counter"
-	"github.com/firelock/firelock/internal/stripelocal"
 	"github.com/firelock/firelock/jobs"
 	"github.com/firelock/firelock/payment"
 	stripe "github.com/stripe/stripe-go/v85"

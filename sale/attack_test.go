@@ -13,8 +13,7 @@ import (
 
 	"cloud.google.com/go/firestore"
 	"github.com/firelock/firelock/booking"
-	"github.com/firelock/firelock/internal/emulators"
-	"github.com/firelock/firelock/internal/faultproxy"
+	"github.com/firelock/firelock/firelocktest"
 	"github.com/firelock/firelock/lock"
 )
 
@@ -127,10 +126,10 @@ func TestAdmissionWithin2sAtTheContractsTicks(t *testing.T) {
 
 // faultyAdmitter is an admitter whose every call, its lease's included,
 // goes through a fault proxy.
-func (e *env) faultyAdmitter(extra ...Option) (*Admitter, *faultproxy.Proxy) {
+func (e *env) faultyAdmitter(extra ...Option) (*Admitter, *firelocktest.Proxy) {
 	e.t.Helper()
-	p := faultproxy.Start(e.t, os.Getenv("FIRESTORE_EMULATOR_HOST"))
-	via, opts := emulators.NewFirestoreVia(e.t, p.Addr, projectOf(e.fs))
+	p := firelocktest.NewProxy(e.t, os.Getenv("FIRESTORE_EMULATOR_HOST"))
+	via, opts := firelocktest.NewClientVia(e.t, p.Addr, projectOf(e.fs))
 	svc := New(via, append(testOptions(e.log), extra...)...)
 	l, err := lock.New(via, Locks, lock.WithLeaseDuration(svc.o.lease), lock.WithClientOptions(opts...))
 	if err != nil {
@@ -159,7 +158,7 @@ func TestAdmittersThroughFaultsKeepTheLimits(t *testing.T) {
 	wg.Go(func() {
 		rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 1))
 		for time.Now().Before(stop) {
-			p := []*faultproxy.Proxy{pa, pb}[rng.IntN(2)]
+			p := []*firelocktest.Proxy{pa, pb}[rng.IntN(2)]
 			switch rng.IntN(3) {
 			case 0:
 				p.DropAnswers(100 * time.Millisecond)

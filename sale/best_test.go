@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/firelock/firelock/booking"
-	"github.com/firelock/firelock/internal/rpcstats"
+	"github.com/firelock/firelock/internal/testkit/rpcstats"
 )
 
 // bestEnv is a gate environment (2 rows of 10, a sale open since a minute

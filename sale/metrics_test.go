@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/firelock/firelock/internal/telemetry"
-	"github.com/firelock/firelock/internal/telemetry/telemetrytest"
+	"github.com/firelock/firelock/internal/testkit/telemetrytest"
 )
 
 // The admitter counts its admissions and reports, while it holds the sale,

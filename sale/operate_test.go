@@ -13,8 +13,7 @@ import (
 
 	"cloud.google.com/go/firestore"
 	"github.com/firelock/firelock/booking"
-	"github.com/firelock/firelock/internal/emulators"
-	"github.com/firelock/firelock/internal/faultproxy"
+	"github.com/firelock/firelock/firelocktest"
 	"google.golang.org/grpc/status"
 )
 
@@ -301,8 +300,8 @@ func TestSaleStatsMinutesAddUp(t *testing.T) {
 func TestConcurrentOperatorsLeaveTheLogAndTheSaleInStep(t *testing.T) {
 	t.Parallel() // its own project; it mostly waits
 	e := newEnv(t, 2, 5, saleOpening(time.Now().Add(time.Hour), 60, 10, 60))
-	p := faultproxy.Start(t, os.Getenv("FIRESTORE_EMULATOR_HOST"))
-	via, _ := emulators.NewFirestoreVia(t, p.Addr, projectOf(e.fs))
+	p := firelocktest.NewProxy(t, os.Getenv("FIRESTORE_EMULATOR_HOST"))
+	via, _ := firelocktest.NewClientVia(t, p.Addr, projectOf(e.fs))
 	faulty := New(via, testOptions(e.log)...)
 	stop := make(chan struct{})
 	var wg sync.WaitGroup

@@ -12,8 +12,7 @@ import (
 
 	"cloud.google.com/go/firestore"
 	"github.com/firelock/firelock/booking"
-	"github.com/firelock/firelock/internal/emulators"
-	"github.com/firelock/firelock/internal/faultproxy"
+	"github.com/firelock/firelock/firelocktest"
 )
 
 // Adversarial review of #36 (review36 branch): a revoke raced by the
@@ -190,7 +189,7 @@ func TestARevokeRacedByTheUsersBotsWins(t *testing.T) {
 // revoke's commit (ReleaseHold goes through a proxy that drops every
 // answer).
 type proxiedReleaser struct {
-	p  *faultproxy.Proxy
+	p  *firelocktest.Proxy
 	bk *booking.Service
 }
 
@@ -213,8 +212,8 @@ func TestARevokeRetriedAfterItsReleasesFailedIsLoggedOnce(t *testing.T) {
 	bk := booking.New(e.fs, booking.WithGate(e.svc))
 	t.Cleanup(bk.Close)
 	h := e.holdFor(bk, "alice", "A1", "A2")
-	p := faultproxy.Start(t, os.Getenv("FIRESTORE_EMULATOR_HOST"))
-	via, _ := emulators.NewFirestoreVia(t, p.Addr, projectOf(e.fs))
+	p := firelocktest.NewProxy(t, os.Getenv("FIRESTORE_EMULATOR_HOST"))
+	via, _ := firelocktest.NewClientVia(t, p.Addr, projectOf(e.fs))
 	bkVia := booking.New(via, booking.WithGate(e.svc))
 	t.Cleanup(bkVia.Close)
 	if _, err := via.Collection(booking.Screenings).Doc(e.id).Get(ctx); err != nil {
@@ -258,8 +257,8 @@ func TestARevokeWhoseAnswerWasLostIsLoggedOnce(t *testing.T) {
 	bk := booking.New(e.fs, booking.WithGate(e.svc))
 	t.Cleanup(bk.Close)
 	h := e.holdFor(bk, "alice", "A1", "A2")
-	p := faultproxy.Start(t, os.Getenv("FIRESTORE_EMULATOR_HOST"))
-	via, _ := emulators.NewFirestoreVia(t, p.Addr, projectOf(e.fs))
+	p := firelocktest.NewProxy(t, os.Getenv("FIRESTORE_EMULATOR_HOST"))
+	via, _ := firelocktest.NewClientVia(t, p.Addr, projectOf(e.fs))
 	svcVia := New(via, testOptions(e.log)...)
 	if _, err := via.Collection(booking.Screenings).Doc(e.id).Get(ctx); err != nil {
 		t.Fatal(err)

@@ -10,8 +10,7 @@ import (
 
 	"cloud.google.com/go/firestore"
 	"github.com/firelock/firelock/booking"
-	"github.com/firelock/firelock/internal/emulators"
-	"github.com/firelock/firelock/internal/faultproxy"
+	"github.com/firelock/firelock/firelocktest"
 	"github.com/firelock/firelock/lock"
 )
 
@@ -24,8 +23,8 @@ func TestAHoldCommittedLateMovesThePassRecordOfItsEnd(t *testing.T) {
 	e := newEnv(t, 2, 10, map[string]any{"opensAt": time.Now().Add(-time.Minute), "admitPerMinute": 10, "maxActive": 10, "passSeconds": 600, "maxSeatsPerUser": 6})
 	g := gateEnv{e, context.Background()}
 	g.pass("s1", "alice", StatusAdmitted, time.Now().Add(10*time.Minute), nil)
-	p := faultproxy.Start(t, os.Getenv("FIRESTORE_EMULATOR_HOST"))
-	via, _ := emulators.NewFirestoreVia(t, p.Addr, projectOf(e.fs))
+	p := firelocktest.NewProxy(t, os.Getenv("FIRESTORE_EMULATOR_HOST"))
+	via, _ := firelocktest.NewClientVia(t, p.Addr, projectOf(e.fs))
 	slow := booking.New(via, booking.WithGate(e.svc))
 	t.Cleanup(slow.Close)
 	// Every request reaches the emulator 1.5 s late (once the connection is
@@ -173,8 +172,8 @@ func TestTheAdmitterEndsOnTimeThroughAFault(t *testing.T) {
 	t.Parallel() // its own project and proxy; it mostly waits
 	e := newEnv(t, 10, 20, saleOpening(time.Now().Add(time.Hour), 600, 2, 60))
 	e.joinAndOpen(4)
-	p := faultproxy.Start(t, os.Getenv("FIRESTORE_EMULATOR_HOST"))
-	via, _ := emulators.NewFirestoreVia(t, p.Addr, projectOf(e.fs))
+	p := firelocktest.NewProxy(t, os.Getenv("FIRESTORE_EMULATOR_HOST"))
+	via, _ := firelocktest.NewClientVia(t, p.Addr, projectOf(e.fs))
 	svc := New(via, testOptions(e.log)...)
 	healthy, err := lock.New(e.fs, Locks, lock.WithLeaseDuration(svc.o.lease))
 	if err != nil {

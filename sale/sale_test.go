@@ -12,15 +12,15 @@ import (
 
 	"cloud.google.com/go/firestore"
 	"github.com/firelock/firelock/booking"
-	"github.com/firelock/firelock/internal/emulators"
+	"github.com/firelock/firelock/firelocktest"
 )
 
 // TestMain runs the parallel tests (each on its own project, mostly
 // waiting for admitters' runs, leases and passes to end) eight at a time;
 // the tests that measure how soon something happens stay sequential.
 func TestMain(m *testing.M) {
-	emulators.SideBySide(8)
-	os.Exit(emulators.RunTests(m, emulators.Firestore))
+	firelocktest.SideBySide(8)
+	os.Exit(firelocktest.Main(m))
 }
 
 // env is one test's Firestore project with a screening on sale.
@@ -62,7 +62,7 @@ func testOptions(log *syncBuffer) []Option {
 // hours) whose sale is sale (nil: none); a sale opens before the start.
 func newEnv(t *testing.T, rows, seatsPerRow int, sale map[string]any) *env {
 	t.Helper()
-	e := &env{t: t, fs: emulators.NewFirestore(t), log: &syncBuffer{}, id: "s1"}
+	e := &env{t: t, fs: firelocktest.NewClient(t), log: &syncBuffer{}, id: "s1"}
 	e.svc = New(e.fs, testOptions(e.log)...)
 	letters := []string{"A", "B", "C", "D", "E", "F", "G", "H", "I", "J"}[:rows]
 	doc := map[string]any{"title": "Metropolis", "startsAt": time.Now().Add(2 * time.Hour), "rows": letters, "seatsPerRow": seatsPerRow}

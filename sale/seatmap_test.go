@@ -12,7 +12,7 @@ import (
 	"cloud.google.com/go/firestore"
 
 	"github.com/firelock/firelock/booking"
-	"github.com/firelock/firelock/internal/faultproxy"
+	"github.com/firelock/firelock/firelocktest"
 	"github.com/firelock/firelock/lock"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -281,7 +281,7 @@ func TestTheSeatMapConvergesThroughFaultsAndTakeovers(t *testing.T) {
 	writers.Go(func() {
 		rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 99))
 		for time.Now().Before(stop) {
-			p := []*faultproxy.Proxy{pa, pb}[rng.IntN(2)]
+			p := []*firelocktest.Proxy{pa, pb}[rng.IntN(2)]
 			switch rng.IntN(3) {
 			case 0:
 				p.DropAnswers(100 * time.Millisecond)

@@ -27,7 +27,7 @@ import (
 
 	"cloud.google.com/go/firestore"
 	"github.com/firelock/firelock/internal/emulators"
-	"github.com/firelock/firelock/internal/rpcstats"
+	"github.com/firelock/firelock/internal/testkit/rpcstats"
 	"github.com/firelock/firelock/lock"
 )
 
@@ -46,7 +46,7 @@ type result struct {
 	OpsPerS  float64 `json:"opsPerSecond"`
 	P50ms    float64 `json:"p50Ms"`
 	P99ms    float64 `json:"p99Ms"`
-	// RPCsPerOp is counted by an interceptor on the client (internal/rpcstats):
+	// RPCsPerOp is counted by an interceptor on the client (internal/testkit/rpcstats):
 	// every RPC the variant sent, over its operations (failed ones included).
 	// null for a peer in another process (seed 002 on Node), whose RPCs the
 	// interceptor cannot see.

@@ -9,8 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/firelock/firelock/cmd/firelock-local/appchecklocal"
 	"github.com/firelock/firelock/functions"
-	"github.com/firelock/firelock/internal/appchecklocal"
 )
 
 // App Check in the local run (CONTRACT §12). No emulator exists for App

@@ -12,6 +12,7 @@ import (
 
 	"firebase.google.com/go/v4/appcheck"
 	"github.com/firelock/firelock/booking"
+	"github.com/firelock/firelock/firelocktest"
 	"github.com/firelock/firelock/functions"
 	"github.com/firelock/firelock/internal/emulators"
 	"github.com/firelock/firelock/sale"
@@ -79,7 +80,7 @@ func TestLocalAppCheckTokensPassTheFunctionsVerifierAndEnforceRefusesTheRest(t *
 		t.Fatal(err)
 	}
 
-	fs := emulators.NewFirestoreFor(t, emulators.AuthProject)
+	fs := firelocktest.NewClientFor(t, emulators.AuthProject)
 	api, err := functions.NewAPI(ctx, fs, emulators.AuthProject)
 	if err != nil {
 		t.Fatal(err)

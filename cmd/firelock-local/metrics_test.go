@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/firelock/firelock/booking"
+	"github.com/firelock/firelock/firelocktest"
 	"github.com/firelock/firelock/internal/emulators"
 )
 
@@ -21,7 +22,7 @@ import (
 func TestMetricsShowABookingAndA409(t *testing.T) {
 	ctx := context.Background()
 	project, port := functionsServer(t)
-	fs := emulators.NewFirestoreFor(t, project)
+	fs := firelocktest.NewClientFor(t, project)
 	screening := fmt.Sprintf("metrics-%d", time.Now().UnixNano())
 	if _, err := fs.Collection(booking.Screenings).Doc(screening).Set(ctx, booking.Screening{
 		Title: "metrics", StartsAt: time.Now().Add(time.Hour), Rows: []string{"A"}, SeatsPerRow: 5,

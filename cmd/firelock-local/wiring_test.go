@@ -11,13 +11,14 @@ import (
 
 	"cloud.google.com/go/pubsub/v2"
 	"github.com/firelock/firelock/counter"
+	"github.com/firelock/firelock/firelocktest"
 	"github.com/firelock/firelock/internal/emulators"
 	"github.com/firelock/firelock/jobs"
 	gonanoid "github.com/matoous/go-nanoid/v2"
 )
 
 func TestMain(m *testing.M) {
-	os.Exit(emulators.RunTests(m, emulators.Firestore, emulators.PubSub, emulators.Auth))
+	os.Exit(firelocktest.Main(m, firelocktest.Firestore, firelocktest.PubSub, firelocktest.Auth))
 }
 
 var (
@@ -44,7 +45,7 @@ func functionsServer(t *testing.T) (project string, port int) {
 		serverPort = p
 		go Serve("127.0.0.1", fmt.Sprint(p)) // lives until the test binary exits
 	})
-	emulators.WaitListening(t, serverPort)
+	firelocktest.WaitListening(t, serverPort)
 	return serverProject, serverPort
 }
 
@@ -54,7 +55,7 @@ func TestPublishedJobRunsOnceThroughPubSub(t *testing.T) {
 	ctx := context.Background()
 	project, port := functionsServer(t)
 
-	fs := emulators.NewFirestoreFor(t, project)
+	fs := firelocktest.NewClientFor(t, project)
 	runID := strings.ToLower(gonanoid.MustGenerate("abcdefghijklmnopqrstuvwxyz0123456789", 8))
 	ctr, err := counter.Create(ctx, fs, "tickets-"+runID, 3)
 	if err != nil {
@@ -128,7 +129,7 @@ func TestPublishedJobRunsOnceThroughPubSub(t *testing.T) {
 func TestTwoPublishesOfOneTickRunOnceThroughPubSub(t *testing.T) {
 	ctx := context.Background()
 	project, port := functionsServer(t)
-	fs := emulators.NewFirestoreFor(t, project)
+	fs := firelocktest.NewClientFor(t, project)
 	ps, err := pubsub.NewClient(ctx, project)
 	if err != nil {
 		t.Fatal(err)

@@ -16,12 +16,13 @@ import (
 	"cloud.google.com/go/firestore"
 	firebase "firebase.google.com/go/v4"
 	"github.com/firelock/firelock/booking"
+	"github.com/firelock/firelock/firelocktest"
 	"github.com/firelock/firelock/internal/emulators"
 	"github.com/firelock/firelock/lock"
 	"github.com/firelock/firelock/sale"
 )
 
-func TestMain(m *testing.M) { os.Exit(emulators.RunTests(m, emulators.Firestore, emulators.Auth)) }
+func TestMain(m *testing.M) { os.Exit(firelocktest.Main(m, firelocktest.Firestore, firelocktest.Auth)) }
 
 // cli runs the command line in-process for a test's own project.
 type cli struct {
@@ -31,9 +32,9 @@ type cli struct {
 }
 
 func newCLI(t *testing.T) *cli {
-	project := emulators.ProjectID(t)
+	project := firelocktest.ProjectID(t)
 	t.Setenv("GOOGLE_CLOUD_PROJECT", project)
-	return &cli{t: t, project: project, db: emulators.NewFirestoreFor(t, project)}
+	return &cli{t: t, project: project, db: firelocktest.NewClientFor(t, project)}
 }
 
 // run runs firelock with args: exit code, stdout, stderr.
@@ -171,7 +172,7 @@ func TestSaleRevokeByEmail(t *testing.T) {
 	// Users live in the Auth emulator's project: the sale goes there too
 	// (a screening of its own).
 	t.Setenv("GOOGLE_CLOUD_PROJECT", emulators.AuthProject)
-	c.db = emulators.NewFirestoreFor(t, emulators.AuthProject)
+	c.db = firelocktest.NewClientFor(t, emulators.AuthProject)
 	s1 := "revoke-" + c.project[5:]
 	c.screening(s1, 10)
 	c.must("sale", "configure", s1, "--opens-at", "+1h", "--admit-per-minute", "30", "--max-active", "5")

@@ -17,7 +17,7 @@ import (
 	"cloud.google.com/go/firestore"
 	"firebase.google.com/go/v4/auth"
 	"github.com/firelock/firelock/booking"
-	"github.com/firelock/firelock/internal/salereport"
+	"github.com/firelock/firelock/report"
 	"github.com/firelock/firelock/sale"
 	"github.com/spf13/cobra"
 	"google.golang.org/grpc/codes"
@@ -659,7 +659,7 @@ func isTerminal(w any) bool {
 
 // report writes the sale's report: text (or JSON), a page, CSV.
 func (a *app) report(ctx context.Context, id, htmlOut, csvDir, output string) error {
-	r, err := salereport.Build(ctx, a.db, id, time.Now())
+	r, err := report.Build(ctx, a.db, id, time.Now())
 	if status.Code(err) == codes.NotFound {
 		return errors.New("no such screening")
 	}
@@ -708,14 +708,14 @@ func (a *app) report(ctx context.Context, id, htmlOut, csvDir, output string) er
 	return w.Flush()
 }
 
-func pct(m salereport.Maybe) string {
+func pct(m report.Maybe) string {
 	if float64(m) != float64(m) {
 		return "–"
 	}
 	return fmt.Sprintf("%.1f%%", 100*float64(m))
 }
 
-func rhoText(m salereport.Maybe) string {
+func rhoText(m report.Maybe) string {
 	if float64(m) != float64(m) {
 		return "–"
 	}

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/firelock/firelock/booking"
-	"github.com/firelock/firelock/internal/salereport"
+	"github.com/firelock/firelock/report"
 )
 
 // clientRecords is what the users were told: every 201 hold and every
@@ -69,7 +69,7 @@ func (c claim) overlaps(o claim) bool {
 }
 
 // bookingEnd is when a booking stopped holding its seats (zero: never).
-func bookingEnd(b salereport.Booking) time.Time {
+func bookingEnd(b report.Booking) time.Time {
 	if b.Status == booking.StatusCanceled {
 		return b.Updated
 	}
@@ -78,7 +78,7 @@ func bookingEnd(b salereport.Booking) time.Time {
 
 // holdEnd is when a hold stopped holding its seats as a hold: its end, its
 // release, or its confirmation (then its booking holds them on).
-func holdEnd(h salereport.Hold, booked map[string]salereport.Booking) time.Time {
+func holdEnd(h report.Hold, booked map[string]report.Booking) time.Time {
 	switch h.Status {
 	case "released":
 		if h.Updated.Before(h.HeldUntil) {
@@ -95,9 +95,9 @@ func holdEnd(h salereport.Hold, booked map[string]salereport.Booking) time.Time 
 // auditCorrectness checks what Firestore holds against what users were
 // told: every seat sold once, every 201 hold kept its seats to its end,
 // nobody past the seat cap, nothing held or booked without a live pass.
-func auditCorrectness(st *salereport.Sale, cl clientRecords) correctness {
+func auditCorrectness(st *report.Sale, cl clientRecords) correctness {
 	var c correctness
-	byHold := map[string]salereport.Booking{} // bookings made from holds, by hold
+	byHold := map[string]report.Booking{} // bookings made from holds, by hold
 	for _, b := range st.Bookings {
 		if b.HoldID != "" {
 			byHold[b.HoldID] = b
@@ -135,7 +135,7 @@ func auditCorrectness(st *salereport.Sale, cl clientRecords) correctness {
 
 	// Claims on each seat never overlap.
 	claims := map[string][]claim{}
-	holds := map[string]salereport.Hold{}
+	holds := map[string]report.Hold{}
 	for _, h := range st.Holds {
 		holds[h.ID] = h
 		end := holdEnd(h, byHold)
@@ -173,7 +173,7 @@ func auditCorrectness(st *salereport.Sale, cl clientRecords) correctness {
 		}
 	}
 	c.LostHolds = len(lost)
-	confirmed := map[string]salereport.Booking{}
+	confirmed := map[string]report.Booking{}
 	for _, b := range st.Bookings {
 		confirmed[b.ID] = b
 	}
@@ -193,18 +193,18 @@ func auditCorrectness(st *salereport.Sale, cl clientRecords) correctness {
 		perUser[b.UID] = append(perUser[b.UID], claim{owner: "booking " + b.ID, seats: len(b.Seats), start: b.CreatedAt, end: bookingEnd(b)})
 	}
 	for uid, cs := range perUser {
-		ivs := make([]salereport.Interval, len(cs))
+		ivs := make([]report.Interval, len(cs))
 		for i, c := range cs {
-			ivs[i] = salereport.Interval{Seats: c.seats, Start: c.start, End: c.end}
+			ivs[i] = report.Interval{Seats: c.seats, Start: c.start, End: c.end}
 		}
-		if n, at := salereport.MostAtOnce(ivs); n > st.MaxSeatsPerUser {
+		if n, at := report.MostAtOnce(ivs); n > st.MaxSeatsPerUser {
 			c.OverCap++
 			c.example("user %s had %d seats at %s, the cap is %d", uid, n, at.Format(time.RFC3339Nano), st.MaxSeatsPerUser)
 		}
 	}
 
 	// A live pass for every hold and every booking not made from a hold.
-	places := map[string]salereport.Place{}
+	places := map[string]report.Place{}
 	for _, p := range st.Places {
 		places[p.UID] = p
 	}
@@ -254,7 +254,7 @@ func counterShardsNeeded(admitPerMinute int) int {
 // passProblem says why a hold or booking committed at "at" had no live
 // pass ("" if it had one): the place admitted at or before it, its pass not
 // over, and not done (a booking may be the one that made it done).
-func passProblem(p salereport.Place, uid string, at time.Time, isBooking bool, bookings []salereport.Booking) string {
+func passProblem(p report.Place, uid string, at time.Time, isBooking bool, bookings []report.Booking) string {
 	switch {
 	case p.ID == "":
 		return "no place in the queue"
@@ -265,7 +265,7 @@ func passProblem(p salereport.Place, uid string, at time.Time, isBooking bool, b
 	case !at.Before(*p.PassUntil):
 		return fmt.Sprintf("committed %s after the pass ended", at.Sub(*p.PassUntil))
 	}
-	if d := salereport.DoneCommit(p, bookings); !d.IsZero() && (at.After(d) || (!isBooking && at.Equal(d))) {
+	if d := report.DoneCommit(p, bookings); !d.IsZero() && (at.After(d) || (!isBooking && at.Equal(d))) {
 		return fmt.Sprintf("committed %s after the pass turned done", at.Sub(d))
 	}
 	return ""

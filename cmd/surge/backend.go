@@ -16,7 +16,7 @@ import (
 	"github.com/cloudevents/sdk-go/v2/event"
 	"github.com/firelock/firelock/functions"
 	"github.com/firelock/firelock/internal/emulators"
-	"github.com/firelock/firelock/internal/rpcstats"
+	"github.com/firelock/firelock/internal/testkit/rpcstats"
 	"github.com/firelock/firelock/jobs"
 	"github.com/firelock/firelock/sale"
 	"google.golang.org/api/option"

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/firelock/firelock/booking"
-	"github.com/firelock/firelock/internal/salereport"
+	"github.com/firelock/firelock/report"
 )
 
 // Best available (CONTRACT §11, issue #39). With -best an admitted shopper
@@ -160,8 +160,8 @@ type bestFigures struct {
 // the holds and bookings Firestore holds (to zero: still).
 type taken map[string][][2]time.Time
 
-func takenSpans(st *salereport.Sale) taken {
-	byHold := map[string]salereport.Booking{}
+func takenSpans(st *report.Sale) taken {
+	byHold := map[string]report.Booking{}
 	for _, b := range st.Bookings {
 		if b.HoldID != "" {
 			byHold[b.HoldID] = b
@@ -219,7 +219,7 @@ func (s *sim) rows() []string {
 }
 
 // bestFiguresOf measures a run of either mode.
-func bestFiguresOf(cfg config, st *salereport.Sale, s *sim, r *Report, end time.Time) bestFigures {
+func bestFiguresOf(cfg config, st *report.Sale, s *sim, r *Report, end time.Time) bestFigures {
 	f := bestFigures{Mode: "pick"}
 	if cfg.Best {
 		f.Mode = "best"

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/firelock/firelock/internal/salereport"
+	"github.com/firelock/firelock/report"
 )
 
 // The check of no_seats_together answers finds a block free all along,
@@ -19,13 +19,13 @@ func TestNoSeatsCheckFindsABlockFreeAllAlong(t *testing.T) {
 	at := func(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) }
 	hall := []string{"A1", "A2", "A3", "A4"}
 	rows := []string{"A"}
-	st := &salereport.Sale{
-		Holds: []salereport.Hold{
+	st := &report.Sale{
+		Holds: []report.Hold{
 			// A1 and A4 held all along; A2 held from 1 s to 3 s, released.
 			{ID: "h1", Status: "held", Seats: []string{"A1", "A4"}, CreatedAt: at(0), HeldUntil: at(100)},
 			{ID: "h2", Status: "released", Seats: []string{"A2"}, CreatedAt: at(1), HeldUntil: at(100), Updated: at(3)},
 		},
-		Bookings: []salereport.Booking{{ID: "b1", Status: "confirmed", Seats: []string{"A1"}, CreatedAt: at(50)}},
+		Bookings: []report.Booking{{ID: "b1", Status: "confirmed", Seats: []string{"A1"}, CreatedAt: at(50)}},
 	}
 	spans := takenSpans(st)
 	for _, c := range []struct {

@@ -6,9 +6,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/firelock/firelock/cmd/firelock-local/appchecklocal"
 	"github.com/firelock/firelock/functions"
-	"github.com/firelock/firelock/internal/appchecklocal"
-	"github.com/firelock/firelock/internal/salereport"
+	"github.com/firelock/firelock/report"
 )
 
 // App Check and bots (CONTRACT §12, issue #40). With -appcheck enforce or
@@ -87,7 +87,7 @@ type botFigures struct {
 
 // botFiguresOf counts the bots' places, admissions and seats in what
 // Firestore holds (bots: their uids).
-func botFiguresOf(st *salereport.Sale, bots []string) botFigures {
+func botFiguresOf(st *report.Sale, bots []string) botFigures {
 	f := botFigures{Bots: len(bots)}
 	isBot := func(uid string) bool { return slices.Contains(bots, uid) }
 	for _, p := range st.Places {

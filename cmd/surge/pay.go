@@ -17,7 +17,7 @@ import (
 
 	"cloud.google.com/go/firestore"
 	"github.com/firelock/firelock/booking"
-	"github.com/firelock/firelock/internal/stripelocal"
+	"github.com/firelock/firelock/cmd/firelock-local/stripelocal"
 	"github.com/firelock/firelock/payment"
 )
 

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"cloud.google.com/go/firestore"
-	"github.com/firelock/firelock/internal/salereport"
+	"github.com/firelock/firelock/report"
 )
 
 // probeEvery is how often the probe writes.
@@ -100,8 +100,8 @@ func (p *probe) stats(opensAt, burstTo time.Time) probeStats {
 	}
 	slices.Sort(all)
 	slices.Sort(burst)
-	st.BurstP50ms, st.BurstP99ms = ms(salereport.Quantile(burst, 0.5)), ms(salereport.Quantile(burst, 0.99))
-	st.P99ms = ms(salereport.Quantile(all, 0.99))
+	st.BurstP50ms, st.BurstP99ms = ms(report.Quantile(burst, 0.5)), ms(report.Quantile(burst, 0.99))
+	st.P99ms = ms(report.Quantile(all, 0.99))
 	if len(all) > 0 {
 		st.MaxMs = ms(all[len(all)-1])
 	}

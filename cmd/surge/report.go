@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/firelock/firelock/internal/salereport"
+	"github.com/firelock/firelock/report"
 
 	pb "cloud.google.com/go/firestore/apiv1/firestorepb"
 )
@@ -31,8 +31,8 @@ type Report struct {
 	Users int `json:"users"` // people; -bots are counted apart (Bots)
 	Seats int `json:"seats"`
 	correctness
-	salereport.Fairness
-	salereport.Metering
+	report.Fairness
+	report.Metering
 	AdmitPerMinute int `json:"admitPerMinute"`
 	MaxActive      int `json:"maxActive"`
 
@@ -81,13 +81,13 @@ type Report struct {
 
 	// What the audit judged: what Firestore held at the end, what the
 	// users were told, and when the surge ended.
-	state *salereport.Sale
+	state *report.Sale
 	told  clientRecords
 	end   time.Time
 }
 
 // audit judges what Firestore holds (st) against what the users were told.
-func (r *Report) audit(st *salereport.Sale, told clientRecords, end time.Time) {
+func (r *Report) audit(st *report.Sale, told clientRecords, end time.Time) {
 	r.state, r.told, r.end = st, told, end
 	r.correctness, r.Fairness, r.Metering = auditCorrectness(st, told), st.AuditFairness(), st.AuditMetering(end)
 }
@@ -170,21 +170,21 @@ type failure struct {
 	What string `json:"what"`
 }
 
-func report(cfg config, st *salereport.Sale, s *sim, us []*user, be *backend, adm *scheduler, pool *listenerPool, tap *commitTap, hot *hotDocs, opensAt, end time.Time) *Report {
+func buildReport(cfg config, st *report.Sale, s *sim, us []*user, be *backend, adm *scheduler, pool *listenerPool, tap *commitTap, hot *hotDocs, opensAt, end time.Time) *Report {
 	r := &Report{
 		Date: time.Now().UTC().Format(time.RFC3339), Machine: fmt.Sprintf("%s/%s, %d CPUs", runtime.GOOS, runtime.GOARCH, runtime.NumCPU()),
 		Go: runtime.Version(), Admitter: adm.describe(), Config: cfg, Users: len(us) - cfg.Bots, Seats: len(st.Hall),
-		AdmitPerMinute: st.AdmitPerMinute, MaxActive: st.MaxActive, RunSeconds: salereport.Seconds(end.Sub(opensAt)),
+		AdmitPerMinute: st.AdmitPerMinute, MaxActive: st.MaxActive, RunSeconds: report.Seconds(end.Sub(opensAt)),
 		SellOutSeconds: -1, Answers: s.answers, Outcomes: map[string]int{}, Problems: s.failures,
 	}
 	r.audit(st, s.records, end)
 	if last := st.LastSale(); !last.IsZero() {
-		r.SellOutSeconds = salereport.Seconds(last.Sub(opensAt))
+		r.SellOutSeconds = report.Seconds(last.Sub(opensAt))
 	}
 
 	// Load: the burst is the opening and the later joiners' span.
 	burstTo := opensAt.Add(max(cfg.LateSpan, 30*time.Second))
-	r.BurstTo = salereport.Seconds(burstTo.Sub(opensAt))
+	r.BurstTo = report.Seconds(burstTo.Sub(opensAt))
 	byFn := map[string][]call{}
 	for _, c := range be.calls.all() {
 		byFn[c.fn] = append(byFn[c.fn], c)
@@ -212,8 +212,8 @@ func report(cfg config, st *salereport.Sale, s *sim, us []*user, be *backend, ad
 		slices.Sort(burst)
 		per := func(v int) float64 { return math.Round(float64(v)/float64(len(calls))*100) / 100 }
 		r.Functions = append(r.Functions, fnStats{Name: in.name, Calls: len(calls), BurstCalls: len(burst),
-			BurstP50ms: ms(salereport.Quantile(burst, 0.5)), BurstP99ms: ms(salereport.Quantile(burst, 0.99)),
-			P50ms: ms(salereport.Quantile(all, 0.5)), P99ms: ms(salereport.Quantile(all, 0.99)),
+			BurstP50ms: ms(report.Quantile(burst, 0.5)), BurstP99ms: ms(report.Quantile(burst, 0.99)),
+			P50ms: ms(report.Quantile(all, 0.5)), P99ms: ms(report.Quantile(all, 0.99)),
 			RPCsPerCall: per(n.Calls()), ReadsPer: per(n.Reads), WritesPer: per(n.Writes), Reads: n.Reads, Writes: n.Writes})
 	}
 	r.ConfirmExpired = int(s.confirmExpired.Load())
@@ -227,7 +227,7 @@ func report(cfg config, st *salereport.Sale, s *sim, us []*user, be *backend, ad
 	// sale, and in job mode the runs' leases.
 	leases := int(tap.writes.Load())
 	c.AdmitterRuns, c.AdmitterReads, c.AdmitterWrites, c.AdmitterRPCs = int(adm.deliveries.Load()), an.Reads, an.Writes+leases, an.Calls()
-	c.AdmitterSeconds = salereport.Seconds(end.Sub(opensAt.Add(-cfg.EarlySpan)))
+	c.AdmitterSeconds = report.Seconds(end.Sub(opensAt.Add(-cfg.EarlySpan)))
 	c.AdmitterReadsBy, c.AdmitterRPCsBy = an.ReadsBy, an.RPCs
 	c.ServerReads += an.Reads
 	c.ServerWrites += an.Writes + leases
@@ -262,8 +262,8 @@ func report(cfg config, st *salereport.Sale, s *sim, us []*user, be *backend, ad
 	}{}
 	for _, doc := range slices.Sorted(maps.Keys(writes)) {
 		ts := writes[doc]
-		n, from := salereport.MaxInWindow(ts, 10*time.Second)
-		h := hotDoc{Kind: kindOf(doc), Doc: doc, WritesPer10s: n, Writes: len(ts), WindowFromSec: salereport.Seconds(from.Sub(opensAt))}
+		n, from := report.MaxInWindow(ts, 10*time.Second)
+		h := hotDoc{Kind: kindOf(doc), Doc: doc, WritesPer10s: n, Writes: len(ts), WindowFromSec: report.Seconds(from.Sub(opensAt))}
 		if k, ok := kinds[h.Kind]; !ok || n > k.WritesPer10s {
 			kinds[h.Kind] = h
 		}
@@ -286,7 +286,7 @@ func report(cfg config, st *salereport.Sale, s *sim, us []*user, be *backend, ad
 	})
 	for name, cw := range colls {
 		slices.SortFunc(cw.times, time.Time.Compare)
-		most, _ := salereport.MaxInWindow(cw.times, time.Second)
+		most, _ := report.MaxInWindow(cw.times, time.Second)
 		r.Collections = append(r.Collections, collWrite{Collection: name, Writes: len(cw.times), MostPerSec: most, Docs: cw.docs})
 	}
 	slices.SortFunc(r.Collections, func(a, b collWrite) int { return cmp.Compare(b.Writes, a.Writes) })
@@ -360,10 +360,10 @@ func (r *Report) judge(g goals) {
 	if r.Skipped > 0 {
 		add("fairness", "%d places still wait behind someone admitted", r.Skipped)
 	}
-	if b := salereport.SpearmanBound(r.EarlyAdmitted, g.SpearmanSigmas); math.Abs(float64(r.EarlySpearman)) > b {
+	if b := report.SpearmanBound(r.EarlyAdmitted, g.SpearmanSigmas); math.Abs(float64(r.EarlySpearman)) > b {
 		add("fairness", "early joiners' ρ(join, admission) = %.3f, beyond ±%.3f", r.EarlySpearman, b)
 	}
-	if b := salereport.SpearmanBound(r.EarlyJoiners-r.Unranked, g.SpearmanSigmas); math.Abs(float64(r.EarlyLineSpearman)) > b {
+	if b := report.SpearmanBound(r.EarlyJoiners-r.Unranked, g.SpearmanSigmas); math.Abs(float64(r.EarlyLineSpearman)) > b {
 		add("fairness", "early joiners' ρ(join, line) = %.3f, beyond ±%.3f", r.EarlyLineSpearman, b)
 	}
 	if r.LateInversions > g.LateInversions {

@@ -12,8 +12,8 @@ import (
 	"github.com/firelock/firelock/booking"
 	"github.com/firelock/firelock/functions"
 	"github.com/firelock/firelock/internal/emulators"
-	"github.com/firelock/firelock/internal/salereport"
 	"github.com/firelock/firelock/internal/telemetry"
+	"github.com/firelock/firelock/report"
 	"github.com/firelock/firelock/sale"
 	gonanoid "github.com/matoous/go-nanoid/v2"
 	"go.opentelemetry.io/otel"
@@ -252,12 +252,12 @@ wait:
 	adm.stop()
 	progress("surge: admitter stopped after %.1f s", time.Since(end).Seconds())
 
-	st, err := salereport.Read(ctx, admin, surgeScreening)
+	st, err := report.Read(ctx, admin, surgeScreening)
 	if err != nil {
 		return nil, fmt.Errorf("audit: %w", err)
 	}
 	progress("surge: state read after %.1f s", time.Since(end).Seconds())
-	rep := report(cfg, st, s, us, be, adm, pool, tap, hot, opensAt, end)
+	rep := buildReport(cfg, st, s, us, be, adm, pool, tap, hot, opensAt, end)
 	rep.LeaseLosses = int(counted(ctx, metrics, telemetry.LockLeaseLost))
 	prober.end()
 	rep.Probe = prober.stats(opensAt, opensAt.Add(time.Duration(rep.BurstTo*float64(time.Second))))

@@ -11,13 +11,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/firelock/firelock/firelocktest"
 	"github.com/firelock/firelock/functions"
-	"github.com/firelock/firelock/internal/emulators"
-	"github.com/firelock/firelock/internal/salereport"
+	"github.com/firelock/firelock/report"
 )
 
 func TestMain(m *testing.M) {
-	os.Exit(emulators.RunTests(m, emulators.Firestore, emulators.Auth))
+	os.Exit(firelocktest.Main(m, firelocktest.Firestore, firelocktest.Auth))
 }
 
 // shortSurge is the surge of `make test` (issue #22): 200 users, 40 seats,
@@ -132,15 +132,15 @@ func TestShortSurge(t *testing.T) {
 	}
 	for _, plant := range []struct {
 		name, want string
-		plant      func(st *salereport.Sale, told *clientRecords)
+		plant      func(st *report.Sale, told *clientRecords)
 	}{
-		{"a seat sold twice", "double-booked", func(st *salereport.Sale, _ *clientRecords) {
+		{"a seat sold twice", "double-booked", func(st *report.Sale, _ *clientRecords) {
 			b := firstConfirmed(t, st)
 			b.ID, b.UID, b.HoldID, b.CreatedAt = "planted", "someone-else", "", b.CreatedAt.Add(time.Second)
 			st.Bookings = append(st.Bookings, b)
 		}},
-		{"a later joiner admitted first", "early joiners were not all admitted", func(st *salereport.Sale, _ *clientRecords) {
-			var early, late *salereport.Place
+		{"a later joiner admitted first", "early joiners were not all admitted", func(st *report.Sale, _ *clientRecords) {
+			var early, late *report.Place
 			for i := range st.Places {
 				p := &st.Places[i]
 				if p.AdmittedAt == nil {
@@ -159,7 +159,7 @@ func TestShortSurge(t *testing.T) {
 			at := early.AdmittedAt.Add(-time.Millisecond)
 			late.AdmittedAt = &at
 		}},
-		{"a 201 hold Firestore does not have", "holds lost", func(_ *salereport.Sale, told *clientRecords) {
+		{"a 201 hold Firestore does not have", "holds lost", func(_ *report.Sale, told *clientRecords) {
 			told.Holds = append(told.Holds, heldRecord{ID: "planted", UID: "someone", Seats: []string{"A1"}})
 		}},
 	} {
@@ -182,7 +182,7 @@ func TestShortSurge(t *testing.T) {
 	}
 }
 
-func firstConfirmed(t *testing.T, st *salereport.Sale) salereport.Booking {
+func firstConfirmed(t *testing.T, st *report.Sale) report.Booking {
 	for _, b := range st.Bookings {
 		if b.Status == "confirmed" {
 			b.Seats = slices.Clone(b.Seats)
@@ -190,11 +190,11 @@ func firstConfirmed(t *testing.T, st *salereport.Sale) salereport.Booking {
 		}
 	}
 	t.Fatal("no confirmed booking to plant a double booking with")
-	return salereport.Booking{}
+	return report.Booking{}
 }
 
 // cloneState copies what the plants change.
-func cloneState(st *salereport.Sale) *salereport.Sale {
+func cloneState(st *report.Sale) *report.Sale {
 	c := *st
 	c.Places = slices.Clone(st.Places)
 	c.Bookings = slices.Clone(st.Bookings)

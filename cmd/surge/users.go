@@ -17,8 +17,8 @@ import (
 	"github.com/firelock/firelock/booking"
 	"github.com/firelock/firelock/functions"
 	"github.com/firelock/firelock/internal/emulators"
-	"github.com/firelock/firelock/internal/rpcstats"
-	"github.com/firelock/firelock/internal/salereport"
+	"github.com/firelock/firelock/internal/testkit/rpcstats"
+	"github.com/firelock/firelock/report"
 	"github.com/firelock/firelock/sale"
 	"google.golang.org/api/option"
 	"google.golang.org/grpc"
@@ -447,7 +447,7 @@ func (s *sim) listenDoc(ctx context.Context, u *user, ref *firestore.DocumentRef
 // version. It names no hold's end: the publisher writes a lapsed hold free.
 type seatMap struct {
 	mu      sync.Mutex
-	seats   map[string]salereport.Seat
+	seats   map[string]report.Seat
 	err     error
 	ready   chan struct{} // closed on the first snapshot or an error
 	changed chan struct{}
@@ -495,9 +495,9 @@ func (s *sim) listenSeats(ctx context.Context, u *user, m *seatMap) {
 			}
 			switch ch {
 			case sale.SeatBooked:
-				m.seats[s.hall[i]] = salereport.Seat{Status: booking.StatusBooked}
+				m.seats[s.hall[i]] = report.Seat{Status: booking.StatusBooked}
 			case sale.SeatHeld:
-				m.seats[s.hall[i]] = salereport.Seat{Status: booking.StatusHeld, HeldUntil: farFuture}
+				m.seats[s.hall[i]] = report.Seat{Status: booking.StatusHeld, HeldUntil: farFuture}
 			}
 		}
 		m.mu.Unlock()
@@ -554,7 +554,7 @@ func (m *seatMap) free(hall []string, now time.Time, avoid map[string]time.Time)
 // outcome.
 func (s *sim) shop(ctx context.Context, u *user, passUntil time.Time) string {
 	mctx, cancel := context.WithCancel(ctx)
-	m := &seatMap{seats: map[string]salereport.Seat{}, ready: make(chan struct{}), changed: make(chan struct{}, 1)}
+	m := &seatMap{seats: map[string]report.Seat{}, ready: make(chan struct{}), changed: make(chan struct{}, 1)}
 	var listener sync.WaitGroup
 	listener.Go(func() { s.listenSeats(mctx, u, m) })
 	defer func() { cancel(); listener.Wait() }() // the app closes the map with the pass

@@ -2,7 +2,7 @@
 // phone and laptop width, and prints what a person would see wrong: how far
 // it scrolls sideways, and how large its smallest chart text is drawn.
 // Saves a full-page screenshot of each. Used by Go tests of pages that Go
-// writes (the sale report: internal/salereport).
+// writes (the sale report: report).
 //
 //   node web/scripts/page-fit.mjs PAGE.html SCREENSHOT-PREFIX
 //

@@ -2,7 +2,7 @@
  * A small SVG chart of a sale's minutes (the console's charts, CONTRACT §8):
  * a line, bars, or stacked bars over the minutes, with a few marks on each
  * axis; and, drawn over them as the sale report draws them
- * (internal/salereport/chart.go), a limit as a step line, paused stretches
+ * (report/chart.go), a limit as a step line, paused stretches
  * shaded and configuration changes marked. Plain SVG, redrawn whole on each
  * change: a sale has hundreds of minutes at most.
  *

@@ -1,13 +1,14 @@
-// Package faultproxy puts a fault-injecting TCP proxy between a test's
-// clients and an emulator: it drops answers after the server processed the
-// request, delays them, or resets connections. It is Shopify's toxiproxy,
-// run in-process, with the few faults firelock's tests use named plainly.
+// The fault proxy: a fault-injecting TCP proxy between a test's clients and
+// an emulator. It drops answers after the server processed the request,
+// delays them, or resets connections. It is Shopify's toxiproxy, run
+// in-process, with the few faults firelock's tests use named plainly.
 //
 // Faults apply to open connections and new ones alike until Heal. gRPC
 // clients see a dropped answer as a deadline or an unavailable server, and
 // a reset as an unavailable server: the ambiguous outcomes a Cloud Function
 // meets when its network or its instance fails mid-call.
-package faultproxy
+
+package firelocktest
 
 import (
 	"context"
@@ -33,8 +34,8 @@ type Proxy struct {
 	faults int
 }
 
-// Start runs a proxy to upstream until tb ends.
-func Start(tb testing.TB, upstream string) *Proxy {
+// NewProxy runs a proxy to upstream until tb ends.
+func NewProxy(tb testing.TB, upstream string) *Proxy {
 	tb.Helper()
 	srv := toxiproxy.NewServer(toxiproxy.NewMetricsContainer(prometheus.NewRegistry()), zerolog.Nop())
 	p := toxiproxy.NewProxy(srv, "fault-"+strings.ReplaceAll(tb.Name(), "/", "-"), "127.0.0.1:0", upstream)

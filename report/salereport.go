@@ -1,11 +1,11 @@
-// Package salereport reads what Firestore holds of a sale and judges it:
+// Package report reads what Firestore holds of a sale and judges it:
 // fairness (early joiners drawn at random and all admitted before later
 // ones, later joiners in join order), metering (the rate and maxActive,
 // first admission and refills), and the figures operators read after a
 // sale (CONTRACT §8: sold, conversion, passes that expired unused, time in
 // line). cmd/surge audits its surges with it, and `firelock sale report`
 // writes it as a page and as CSV.
-package salereport
+package report
 
 import (
 	"cmp"

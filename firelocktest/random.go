@@ -1,4 +1,4 @@
-package faultproxy
+package firelocktest
 
 import (
 	"math/rand/v2"

@@ -63,7 +63,7 @@ func shellBlocks(t *testing.T, path string) []block {
 
 func repoRoot(t *testing.T) string {
 	t.Helper()
-	root, err := filepath.Abs("../..")
+	root, err := filepath.Abs("../../..")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,13 +9,13 @@ import (
 	"time"
 
 	"cloud.google.com/go/firestore"
-	"github.com/firelock/firelock/internal/emulators"
-	"github.com/firelock/firelock/internal/rpcstats"
+	"github.com/firelock/firelock/firelocktest"
+	"github.com/firelock/firelock/internal/testkit/rpcstats"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 )
 
-func TestMain(m *testing.M) { os.Exit(emulators.RunTests(m, emulators.Firestore)) }
+func TestMain(m *testing.M) { os.Exit(firelocktest.Main(m)) }
 
 // Writes and OnWrite count what Firestore applied: the writes of commits
 // that succeeded. A refused commit (here a create of a document that
@@ -31,7 +31,7 @@ func TestCountsAppliedWritesAndDocumentsRead(t *testing.T) {
 		written = append(written, doc)
 		mu.Unlock()
 	}
-	c, err := rpcstats.NewClient(ctx, emulators.ProjectID(t), &s)
+	c, err := rpcstats.NewClient(ctx, firelocktest.ProjectID(t), &s)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,7 +82,7 @@ func TestCountsAppliedWritesAndDocumentsRead(t *testing.T) {
 // 200); those are Resent, not Reads.
 func TestAListenerCountsChangedDocumentsOnly(t *testing.T) {
 	ctx := context.Background()
-	project := emulators.ProjectID(t)
+	project := firelocktest.ProjectID(t)
 	admin, err := firestore.NewClient(ctx, project)
 	if err != nil {
 		t.Fatal(err)

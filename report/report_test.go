@@ -1,4 +1,4 @@
-package salereport
+package report
 
 import (
 	"context"
@@ -18,11 +18,12 @@ import (
 	"time"
 
 	"cloud.google.com/go/firestore"
+	"github.com/firelock/firelock/firelocktest"
 	"github.com/firelock/firelock/internal/emulators"
 	"github.com/firelock/firelock/sale"
 )
 
-func TestMain(m *testing.M) { os.Exit(emulators.RunTests(m, emulators.Firestore)) }
+func TestMain(m *testing.M) { os.Exit(firelocktest.Main(m)) }
 
 // The sale of the report test, minute by minute (times after the opening
 // at 10:00:00 UTC; the report is written at 10:08:00 in UTC+01:00):
@@ -236,7 +237,7 @@ func (m minuteRow) startTime(t *testing.T) time.Time {
 // line of the page, every row of the CSV files and every field of the
 // JSON checked against them. The minutes add up to the summary.
 func TestTheReportOfASaleWithKnownNumbers(t *testing.T) {
-	fs := emulators.NewFirestore(t)
+	fs := firelocktest.NewClient(t)
 	writeFixture(t, fs)
 	r, err := Build(context.Background(), fs, screening, now)
 	if err != nil {
@@ -572,7 +573,7 @@ func diff(t *testing.T, path string, got, want any) {
 // screenshots stay in web/test-results/screenshots for a person to look
 // at. Real Chromium, through Playwright (web/scripts/page-fit.mjs).
 func TestTheReportFitsAPhone(t *testing.T) {
-	fs := emulators.NewFirestore(t)
+	fs := firelocktest.NewClient(t)
 	writeFixture(t, fs)
 	r, err := Build(context.Background(), fs, screening, now)
 	if err != nil {

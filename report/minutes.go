@@ -1,4 +1,4 @@
-package salereport
+package report
 
 import (
 	"time"

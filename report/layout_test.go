@@ -1,4 +1,4 @@
-package salereport
+package report
 
 import (
 	"context"
@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/firelock/firelock/booking"
-	"github.com/firelock/firelock/internal/emulators"
+	"github.com/firelock/firelock/firelocktest"
 )
 
 // A screening whose layout is no hall (booking.Screening.Check: more than
@@ -17,7 +17,7 @@ import (
 // not read seat by seat: a seatsPerRow of 2^40 written by hand would have
 // `firelock sale report` allocate a trillion seat names.
 func TestTheReportRefusesALayoutThatIsNoHall(t *testing.T) {
-	fs := emulators.NewFirestore(t)
+	fs := firelocktest.NewClient(t)
 	ctx := context.Background()
 	for id, layout := range map[string]map[string]any{
 		"wide":  {"rows": []string{"A"}, "seatsPerRow": booking.MaxHallSeats + 1},

@@ -1,4 +1,23 @@
-package emulators
+// Package firelocktest is firelock's test kit: what firelock's own tests
+// use, for tests of your code on top of firelock. It starts the real
+// Firestore emulator (or uses the one FIRESTORE_EMULATOR_HOST names), gives
+// each test a project of its own, so tests in parallel see only their own
+// documents, and puts a fault proxy between a client and the emulator to
+// lose, delay or reset its answers: the ambiguous outcomes a Cloud
+// Function meets when the network fails mid-call.
+//
+// The Firestore emulator is the gcloud component cloud-firestore-emulator
+// (Debian/Ubuntu: apt-get install google-cloud-cli-firestore-emulator) and
+// needs Java 11+. A missing prerequisite fails Main with a message naming
+// it.
+//
+//	func TestMain(m *testing.M) { os.Exit(firelocktest.Main(m)) }
+//
+//	func TestMyHandler(t *testing.T) {
+//		client := firelocktest.NewClient(t) // a fresh project, closed when t ends
+//		...
+//	}
+package firelocktest
 
 import (
 	"context"
@@ -11,6 +30,7 @@ import (
 	"time"
 
 	"cloud.google.com/go/firestore"
+	"github.com/firelock/firelock/internal/emulators"
 	gonanoid "github.com/matoous/go-nanoid/v2"
 	"google.golang.org/api/option"
 	"google.golang.org/grpc"
@@ -20,12 +40,32 @@ import (
 	"google.golang.org/grpc/status"
 )
 
-// RunTests is the body of a package's TestMain: it starts the emulators,
-// runs the tests and stops the emulators again, whatever the tests did.
+// Emulator names an emulator Main can start.
+type Emulator = emulators.Kind
+
+// The emulators Main can start. Firestore is the one firelock needs; PubSub
+// (gcloud's pubsub-emulator component) is for code that publishes; Auth is
+// the Firebase Auth emulator of firebase-tools, which Main starts only
+// inside firelock's own repository (elsewhere, run it yourself and set
+// FIREBASE_AUTH_EMULATOR_HOST).
+const (
+	Firestore = emulators.Firestore
+	PubSub    = emulators.PubSub
+	Auth      = emulators.Auth
+)
+
+// Main is the body of a package's TestMain: it makes the emulators
+// available (Firestore when none is named), runs the tests and stops what
+// it started, whatever the tests did. An emulator whose *_EMULATOR_HOST
+// variable is set already is used, not started. Started emulators die
+// with the test binary, even when it panics.
 //
-//	func TestMain(m *testing.M) { os.Exit(emulators.RunTests(m, emulators.Firestore)) }
-func RunTests(m *testing.M, kinds ...Kind) int {
-	r, err := Start(context.Background(), kinds...)
+//	func TestMain(m *testing.M) { os.Exit(firelocktest.Main(m)) }
+func Main(m *testing.M, kinds ...Emulator) int {
+	if len(kinds) == 0 {
+		kinds = []Emulator{Firestore}
+	}
+	r, err := emulators.Start(context.Background(), kinds...)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
@@ -63,18 +103,18 @@ func ProjectID(tb testing.TB) string {
 	return "demo-" + id
 }
 
-// NewFirestore returns an admin client (rules do not apply to it) for a
+// NewClient returns an admin client (rules do not apply to it) for a
 // fresh project of the running Firestore emulator, closed when tb ends.
-func NewFirestore(tb testing.TB) *firestore.Client {
+func NewClient(tb testing.TB) *firestore.Client {
 	tb.Helper()
-	return NewFirestoreFor(tb, ProjectID(tb))
+	return NewClientFor(tb, ProjectID(tb))
 }
 
-// NewFirestoreFor is NewFirestore for a given project ID.
-func NewFirestoreFor(tb testing.TB, projectID string) *firestore.Client {
+// NewClientFor is NewClient for a given project ID.
+func NewClientFor(tb testing.TB, projectID string) *firestore.Client {
 	tb.Helper()
 	if os.Getenv("FIRESTORE_EMULATOR_HOST") == "" {
-		tb.Fatal("FIRESTORE_EMULATOR_HOST is not set: call emulators.RunTests from TestMain")
+		tb.Fatal("FIRESTORE_EMULATOR_HOST is not set: call firelocktest.Main from TestMain")
 	}
 	if !strings.HasPrefix(projectID, "demo-") {
 		tb.Fatalf("project %q: test projects start with demo- so nothing can reach a real project", projectID)
@@ -101,15 +141,15 @@ func WaitListening(tb testing.TB, port int) {
 	tb.Fatalf("nothing listens on 127.0.0.1:%d", port)
 }
 
-// NewFirestoreVia is NewFirestoreFor reaching the emulator through host
+// NewClientVia is NewClientFor reaching the emulator through host
 // (a fault proxy in front of it) on a connection of its own. It returns the
 // client options it was made with: give them to lock.WithClientOptions so
 // the lock's commits take the same path.
-func NewFirestoreVia(tb testing.TB, host, projectID string) (*firestore.Client, []option.ClientOption) {
+func NewClientVia(tb testing.TB, host, projectID string) (*firestore.Client, []option.ClientOption) {
 	tb.Helper()
 	conn, err := grpc.NewClient(host,
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithPerRPCCredentials(EmulatorAdmin{}),
+		grpc.WithPerRPCCredentials(emulators.Admin{}),
 		// A fault proxy's faults last a few hundred ms: reconnect as soon
 		// as it heals, not after gRPC's default backoff (1 s, growing to
 		// 2 min), which would keep a connection down long after.
@@ -128,17 +168,6 @@ func NewFirestoreVia(tb testing.TB, host, projectID string) (*firestore.Client, 
 	tb.Cleanup(func() { conn.Close() })
 	return c, opts
 }
-
-// EmulatorAdmin authenticates gRPC calls as the Firestore emulator's admin
-// ("Bearer owner"), as the Admin SDK does there: rules do not apply.
-type EmulatorAdmin struct{}
-
-func (EmulatorAdmin) GetRequestMetadata(context.Context, ...string) (map[string]string, error) {
-	return map[string]string{"authorization": "Bearer owner"}, nil
-}
-
-// RequireTransportSecurity is false: the emulator speaks plain gRPC on loopback.
-func (EmulatorAdmin) RequireTransportSecurity() bool { return false }
 
 // RetryCancelled runs write until it does not fail with codes.Canceled,
 // at most 20 times. The Firestore emulator delivers a commit's change to
