@@ -33,7 +33,8 @@ type Summary struct {
 	RevokedWaiting int `json:"revokedWaiting"`
 	StillWaiting   int `json:"stillWaiting"`
 	// Time in line, from joining (or from the opening, for those who
-	// joined before it) to admission, over the admitted.
+	// joined before it) to admission, over the admitted: p50 and p90 by
+	// the nearest rank (Quantile), each a wait someone had.
 	WaitP50 float64 `json:"waitP50Seconds"`
 	WaitP90 float64 `json:"waitP90Seconds"`
 	WaitMax float64 `json:"waitMaxSeconds"`

@@ -26,7 +26,8 @@ this page lists every command and flag, as ` + "`firelock COMMAND -h`" + ` print
 ` + "```" + `
 firelock sale configure SCREENING [--opens-at T] [--admit-per-minute N] [--max-active N]
                                   [--pass-seconds N] [--max-seats-per-user N] [--reason R] [-o json]
-firelock sale pause|resume|close SCREENING [--reason R] [-o json]
+firelock sale pause SCREENING --reason R [-o json]
+firelock sale resume|close SCREENING [--reason R] [-o json]
 firelock sale revoke SCREENING USER [--reason R] [-o json]
 firelock sale status SCREENING [-o json]
 firelock sale list [-o json]
@@ -58,13 +59,15 @@ or after the positional arguments (` + "`sale pause onsale --reason x`" + ` and 
 
 **Exit codes.** ` + "`0`" + ` done. ` + "`1`" + ` refused or failed: the action was refused (an invalid value,
 a whole number out of range however many digits it has, a closed sale, a lease that
-changed hands), the screening, user or lease does not exist, Firestore or Auth failed, or
-did not answer within ` + "`--timeout`" + `; the reason is on stderr. ` + "`2`" + ` usage: an unknown command,
-too few or too many arguments, a flag that is not defined (` + "`-o`" + ` where nothing is printed to
-read) or whose value is malformed (` + "`ten`" + `, ` + "`1.5`" + `, ` + "`-o xml`" + `, text that is not UTF-8), a missing
-required flag, or no project to talk to; nothing was read or written. ` + "`firelock`" + ` with no
-arguments, or a group without a verb (` + "`firelock sale`" + `), prints the usage on stderr and
-exits 2.
+changed hands), the screening, user or lease does not exist, the screening has no sale
+(` + "`sale status`" + `, ` + "`sale report`" + `), nothing listens at an emulator's address (said at once,
+naming the address and its variable), Firestore or Auth failed, or did not answer within
+` + "`--timeout`" + `; the reason is on stderr. ` + "`2`" + ` usage: an unknown command, too few or too many
+arguments, a flag that is not defined (` + "`-o`" + ` where nothing is printed to read) or whose
+value is malformed (` + "`ten`" + `, ` + "`1.5`" + `, ` + "`-o xml`" + `, text that is not UTF-8), a missing required flag
+(` + "`sale pause`" + ` without ` + "`--reason`" + `), or no project to talk to; nothing was read or written.
+` + "`firelock`" + ` with no arguments, or a group without a verb (` + "`firelock sale`" + `), prints the usage
+on stderr and exits 2.
 
 **Completion.** ` + "`firelock completion bash|zsh|fish|powershell`" + ` prints a completion script
 (cobra's): ` + "`source <(bin/firelock completion bash)`" + `.

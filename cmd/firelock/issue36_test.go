@@ -56,11 +56,17 @@ func firelockBinary(t *testing.T) string {
 // limit (exit -1).
 func (c *cli) exe(limit time.Duration, env []string, args ...string) (int, string, string, time.Duration) {
 	c.t.Helper()
+	return c.exeIn(c.t.TempDir(), limit, env, args...) // no ./.firelock-local.env there
+}
+
+// exeIn is exe in the directory dir.
+func (c *cli) exeIn(dir string, limit time.Duration, env []string, args ...string) (int, string, string, time.Duration) {
+	c.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), limit)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, firelockBinary(c.t), args...)
 	cmd.Env = append(os.Environ(), env...)
-	cmd.Dir = c.t.TempDir() // no ./.firelock-local.env here
+	cmd.Dir = dir
 	var out, errb strings.Builder
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	start := time.Now()
@@ -97,7 +103,7 @@ func TestOutputFlagOnlyWhereHonoured(t *testing.T) {
 			t.Errorf("firelock %s: exit %d, stdout %q, stderr %q; want exit 2 and nothing done", strings.Join(args, " "), code, out, errOut)
 		}
 	}
-	if out := c.must("sale", "pause", "s1", "-o", "json"); !strings.Contains(out, `"state": "paused"`) {
+	if out := c.must("sale", "pause", "s1", "--reason", "x", "-o", "json"); !strings.Contains(out, `"state": "paused"`) {
 		t.Fatalf("sale pause -o json: %q", out)
 	}
 }
@@ -188,7 +194,7 @@ func TestTimeoutWhenFirestoreDoesNotAnswer(t *testing.T) {
 		{"sale", "status", "s1"},
 		{"locks", "list"},
 		{"locks", "show", "locks/k"},
-		{"sale", "pause", "s1"},
+		{"sale", "pause", "s1", "--reason", "payments down"},
 	} {
 		args = append(args, "--timeout", "2s")
 		code, _, errOut, took := c.exe(20*time.Second, env, args...)
@@ -235,8 +241,8 @@ func TestExitCodesOfTheBinary(t *testing.T) {
 	}{
 		{0, []string{"-h"}},
 		{0, []string{"sale", "status", "s1"}},
-		{0, []string{"sale", "pause", "s1", "-o", "json"}},
-		{1, []string{"sale", "pause", "nope"}},
+		{0, []string{"sale", "pause", "s1", "--reason", "x", "-o", "json"}},
+		{1, []string{"sale", "pause", "nope", "--reason", "x"}},
 		{1, []string{"sale", "configure", "s1", "--max-active", "0"}},
 		{1, []string{"locks", "show", "locks/none"}},
 		{2, nil},
@@ -283,7 +289,7 @@ func TestWatchRightAfterPauseShowsIt(t *testing.T) {
 	c := newCLI(t)
 	c.screening("s1", 10)
 	c.must("sale", "configure", "s1", "--opens-at", "+1h", "--admit-per-minute", "30", "--max-active", "5")
-	c.must("sale", "pause", "s1")
+	c.must("sale", "pause", "s1", "--reason", "x")
 	out := c.must("sale", "watch", "s1", "--for", "1500ms")
 	if !strings.Contains(out, "paused") || strings.Contains(out, "not published yet") {
 		t.Fatalf("watch right after pause: %q", out)
@@ -297,7 +303,7 @@ func TestWatchRightAfterPauseShowsIt(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.must("sale", "resume", "s1")
-	c.must("sale", "pause", "s1")
+	c.must("sale", "pause", "s1", "--reason", "x")
 	out = c.must("sale", "watch", "s1", "--for", "1500ms")
 	if !strings.Contains(out, "paused") || !regexp.MustCompile(`waiting\s+3`).MatchString(out) {
 		t.Fatalf("watch after a pause, with an older publish: %q", out)
@@ -324,7 +330,7 @@ func TestSaleList(t *testing.T) {
 	c.screening("free", 5)
 	c.must("sale", "configure", "s1", "--opens-at", "+1h", "--admit-per-minute", "30", "--max-active", "5")
 	c.must("sale", "configure", "s2", "--opens-at", "+2h", "--admit-per-minute", "60", "--max-active", "9")
-	c.must("sale", "pause", "s2")
+	c.must("sale", "pause", "s2", "--reason", "x")
 	if _, err := c.db.Collection("sales").Doc("s1").Set(ctx, map[string]any{"state": "scheduled", "waiting": int64(7), "admitted": int64(0), "active": int64(2), "seatsLeft": int64(8), "updatedAt": time.Now()}); err != nil {
 		t.Fatal(err)
 	}

@@ -27,6 +27,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/signal"
 	"os/user"
@@ -109,7 +110,9 @@ type app struct {
 	project, as string
 	timeout     time.Duration
 
-	target    string // what the clients talk to, for messages
+	target    string          // what the clients talk to, for messages
+	fromFile  map[string]bool // variables set from ./.firelock-local.env
+	authOnly  bool            // the command talks to Auth only (annAuthOnly)
 	projectID string
 	db        *firestore.Client
 	fb        *firebase.App
@@ -233,6 +236,7 @@ func (a *app) action(check func(args []string) error, work func(ctx context.Cont
 		}
 		ctx, cancel := context.WithTimeout(cmd.Context(), a.timeout)
 		defer cancel()
+		a.authOnly = cmd.Annotations[annAuthOnly] != ""
 		if err := a.connect(ctx); err != nil {
 			return a.failed(ctx, err)
 		}
@@ -240,6 +244,10 @@ func (a *app) action(check func(args []string) error, work func(ctx context.Cont
 		return a.failed(ctx, work(ctx, args))
 	}
 }
+
+// annAuthOnly marks a command that talks to Firebase Auth only: whether
+// Firestore's emulator listens is no concern of it.
+const annAuthOnly = "firelock/auth-only"
 
 // failed classifies a command's error: usage, a deadline of --timeout, or
 // a refusal.
@@ -268,7 +276,8 @@ func (a *app) connect(ctx context.Context) error {
 	project := a.project
 	demo := strings.HasPrefix(project, "demo-")
 	if os.Getenv("FIRESTORE_EMULATOR_HOST") == "" && (project == "" || demo) {
-		if err := loadEnvFile(".firelock-local.env"); err != nil {
+		var err error
+		if a.fromFile, err = loadEnvFile(envFile); err != nil {
 			if demo {
 				return usagef("%s is a demo project, which lives only in the emulators: set FIRESTORE_EMULATOR_HOST "+
 					"(and FIREBASE_AUTH_EMULATOR_HOST), or run this beside `make run` (it writes ./.firelock-local.env)", project)
@@ -289,6 +298,11 @@ func (a *app) connect(ctx context.Context) error {
 		a.target = fmt.Sprintf("the Firestore emulator at %s (project %s)", host, project)
 		if a.project != "" && !demo {
 			fmt.Fprintf(a.stderr, "firelock: FIRESTORE_EMULATOR_HOST is set: talking to %s, not to the real project (unset it for that)\n", a.target)
+		}
+	}
+	if !a.authOnly {
+		if err := a.listening(ctx, "FIRESTORE_EMULATOR_HOST", "the Firestore emulator"); err != nil {
+			return err
 		}
 	}
 	// With FIRESTORE_EMULATOR_HOST set the client talks to the emulator
@@ -314,6 +328,9 @@ func (a *app) auth(ctx context.Context) (*auth.Client, error) {
 	if os.Getenv("FIREBASE_AUTH_EMULATOR_HOST") == "" && strings.HasPrefix(project, "demo-") {
 		return nil, usagef("%s is a demo project, whose users live only in the Auth emulator: set FIREBASE_AUTH_EMULATOR_HOST", project)
 	}
+	if err := a.listening(ctx, "FIREBASE_AUTH_EMULATOR_HOST", "the Firebase Auth emulator"); err != nil {
+		return nil, err
+	}
 	c, err := a.fb.Auth(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("Firebase Auth of %s: %w", project, err)
@@ -328,14 +345,51 @@ func (a *app) close() {
 	}
 }
 
+// listening checks, before the first RPC, that something listens at the
+// address an emulator variable names (nothing to check when it is not
+// set: a project in Google Cloud, with its own credentials). The clients
+// retry a refused connection until --timeout passes; this says at once
+// that nothing listens there, naming the address and where it came from,
+// as kubectl does ("The connection to the server localhost:8080 was
+// refused - did you specify the right host or port?"). It costs one TCP
+// connection to the emulator.
+func (a *app) listening(ctx context.Context, variable, emulator string) error {
+	host := os.Getenv(variable)
+	if host == "" {
+		return nil
+	}
+	from := variable
+	if a.fromFile[variable] {
+		from += " in ./" + envFile + ", which make run writes"
+	}
+	var d net.Dialer
+	conn, err := d.DialContext(ctx, "tcp", host)
+	switch {
+	case err == nil:
+		conn.Close()
+		return nil
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return fmt.Errorf("the connection to %s was refused: nothing listens there. It is %s's address, from %s: "+
+			"is the emulator running (make run), and is that the right host and port?", host, emulator, from)
+	case ctx.Err() != nil:
+		return ctx.Err() // --timeout passed
+	}
+	return fmt.Errorf("cannot connect to %s at %s (from %s): %w", emulator, host, from, err)
+}
+
+// envFile is what make run writes: the local bundle's variables.
+const envFile = ".firelock-local.env"
+
 // loadEnvFile sets the exports of a file that make run writes
-// (`export NAME='value'` lines), leaving variables already set alone.
-func loadEnvFile(path string) error {
+// (`export NAME='value'` lines), leaving variables already set alone. It
+// answers the names it set.
+func loadEnvFile(path string) (map[string]bool, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer f.Close()
+	set := map[string]bool{}
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
 		line := strings.TrimSpace(sc.Text())
@@ -343,11 +397,12 @@ func loadEnvFile(path string) error {
 		if !ok || strings.HasPrefix(line, "#") {
 			continue
 		}
-		if v, set := os.LookupEnv(name); !set || v == "" {
+		if v, had := os.LookupEnv(name); !had || v == "" {
 			os.Setenv(name, strings.Trim(value, `'"`))
+			set[name] = true
 		}
 	}
-	return sc.Err()
+	return set, sc.Err()
 }
 
 // operator is who the logs say acted: the --as email (or

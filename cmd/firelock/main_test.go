@@ -136,15 +136,15 @@ func TestSaleVerbs(t *testing.T) {
 	if out := c.must("sale", "status", "s1"); !strings.Contains(out, "paused by an operator") {
 		t.Fatalf("status after a pause does not say so: %q", out)
 	}
-	if out := c.must("sale", "pause", "s1"); !strings.Contains(out, "nothing to change") {
+	if out := c.must("sale", "pause", "s1", "--reason", "still down"); !strings.Contains(out, "nothing to change") {
 		t.Fatalf("pause again: %q", out)
 	}
 	c.must("sale", "resume", "s1")
 	c.must("sale", "close", "s1", "--reason", "the projector broke")
-	if code, _, errOut := c.run("sale", "pause", "s1"); code != exitRefused || !strings.Contains(errOut, "closed") {
+	if code, _, errOut := c.run("sale", "pause", "s1", "--reason", "x"); code != exitRefused || !strings.Contains(errOut, "closed") {
 		t.Fatalf("pause after close: exit %d, %q", code, errOut)
 	}
-	if code, _, errOut := c.run("sale", "pause", "nope"); code != exitRefused || !strings.Contains(errOut, "no such screening") {
+	if code, _, errOut := c.run("sale", "pause", "nope", "--reason", "x"); code != exitRefused || !strings.Contains(errOut, "no such screening") {
 		t.Fatalf("pause of a screening that does not exist: exit %d, %q", code, errOut)
 	}
 	entries, err := c.db.Collection(sale.Log).Doc("s1").Collection("entries").OrderBy("at", firestore.Asc).Documents(context.Background()).GetAll()

@@ -30,7 +30,8 @@ func (a *app) operatorCmd(grant bool) *cobra.Command {
 		Long:  long + " It takes effect with the user's next ID token (sign in again).\nAn unknown email exits 1.",
 		Example: "$ firelock operators " + name + " olive@example.com --project my-project\n" +
 			what + " the operator claim of olive@example.com (uid 5kq...); it takes effect with their next ID token",
-		Args: positional(1, 1),
+		Args:        positional(1, 1),
+		Annotations: map[string]string{annAuthOnly: "true"},
 	}
 	cmd.RunE = a.action(func(args []string) error {
 		if !strings.Contains(args[0], "@") {

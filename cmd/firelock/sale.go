@@ -17,6 +17,7 @@ import (
 	"cloud.google.com/go/firestore"
 	"firebase.google.com/go/v4/auth"
 	"github.com/firelock/firelock/booking"
+	"github.com/firelock/firelock/payment"
 	"github.com/firelock/firelock/report"
 	"github.com/firelock/firelock/sale"
 	"github.com/spf13/cobra"
@@ -28,11 +29,16 @@ func (a *app) saleCmd() *cobra.Command {
 	c := group("sale", "Configures, pauses, resumes, closes, watches and reports a sale",
 		a.saleConfigureCmd(),
 		a.saleActionCmd(sale.ActionPause, "Pauses admissions",
-			"Pauses admissions: nobody new is let in; places are kept, joins go on, live passes keep working.",
+			"Pauses admissions: nobody new is let in; places are kept, joins go on, live passes keep working.\n\n"+
+				"--reason is required, as the console asks for one: the log keeps it for whoever\n"+
+				"resumes. Without it, or with a blank one, the pause is a usage error (exit 2).",
 			`$ firelock sale pause onsale --reason "checking the payment provider"
 paused the sale of onsale: it is paused (the admitter publishes it within 2 s)
+$ firelock sale pause onsale --reason "still checking"
+nothing to change in the sale of onsale: it is paused (the admitter publishes it within 2 s)
 $ firelock sale pause onsale
-nothing to change in the sale of onsale: it is paused (the admitter publishes it within 2 s)`),
+firelock sale pause: say why with --reason: the sale's log keeps it for whoever resumes
+usage: firelock sale pause SCREENING [flags] (-h for more)`),
 		a.saleActionCmd(sale.ActionResume, "Resumes admissions of a paused sale",
 			"Resumes admissions of a paused sale.",
 			`$ firelock sale resume onsale --reason "payments are back"
@@ -149,10 +155,23 @@ func (a *app) saleActionCmd(action, short, long, example string) *cobra.Command 
 		Example: example,
 		Args:    positional(1, 1),
 	}
-	cmd.RunE = a.action(nil, func(ctx context.Context, args []string) error {
+	// A pause needs a reason, as the console's does: buyers wait on it,
+	// and whoever resumes reads why in the log.
+	var check func([]string) error
+	reasonHelp := "why, for the sale's log (up to 500 characters)"
+	if action == sale.ActionPause {
+		check = func([]string) error {
+			if strings.TrimSpace(reason) == "" {
+				return usagef("say why with --reason: the sale's log keeps it for whoever resumes")
+			}
+			return nil
+		}
+		reasonHelp = "why, for the sale's log (up to 500 characters); required"
+	}
+	cmd.RunE = a.action(check, func(ctx context.Context, args []string) error {
 		return a.operate(ctx, sale.Operation{ScreeningID: args[0], Action: action, Reason: reason}, output)
 	})
-	cmd.Flags().StringVar(&reason, "reason", "", "why, for the sale's log (up to 500 characters)")
+	cmd.Flags().StringVar(&reason, "reason", "", reasonHelp)
 	outputFlag(cmd, &output)
 	return cmd
 }
@@ -350,9 +369,13 @@ func (a *app) saleReportCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "report SCREENING",
 		Short: "Reports a sale: sold, conversion, time in line, fairness, metering",
-		Long: `Reads every place, hold, booking and seat of the screening and its minute figures, and
-prints the summary: seats sold, joined and admitted, admitted who booked (conversion),
-passes that expired unused, time in line (p50, p90), fairness and metering.
+		Long: `Reads every place, hold, booking, seat and payment of the screening and its minute
+figures, and prints the summary: seats sold; joined and admitted, still waiting and
+revoked while waiting; admitted who booked (conversion); how the passes ended (by a
+booking, ran out, revoked by an operator, live) and those that expired unused; time in
+line (p50 and p90 by the nearest rank, so each is a wait someone had, and the max); a
+priced sale's money (revenue, refunds, takings after refunds); fairness and metering. A
+screening without a sale exits 1 and says so, as sale status does.
 
 --html writes (its directory must exist) one self-contained page: the numbers, four
 inline SVG charts over the minutes (waiting, admissions per minute, active passes,
@@ -366,12 +389,18 @@ such as the conversion with nobody admitted, is null).`,
 wrote onsale.html
 wrote minutes.csv, admissions.csv and bookings.csv in onsale-csv
 sale of                     onsale (Nosferatu (demo sale)), state open
-sold                        3 of 40 seats
+sold                        2 of 40 seats
 joined / admitted           3 / 2
-admitted who booked         2 (100.0%)
+still waiting               0
+revoked while waiting       1
+admitted who booked         1 (50.0%)
+passes                      2: 1 ended by a booking, 1 ran out, 0 revoked, 0 live
 passes expired unused       1
-time in line p50 / p90      2 s / 2 s
-early before later joiners  false
+time in line p50 / p90      1.1 s / 9.8 s (max 9.8 s)
+revenue                     37.50 EUR (2 payments)
+refunds                     12.50 EUR (1 payment)
+takings, after refunds      25.00 EUR (2 checkouts; 0 paid late and booked, 1 paid late and refunded)
+early before later joiners  true
 early joiners' rho          – over 0
 later joiners out of order  0 of 1 pairs
 most admitted in 60 s       2 (rate 30)
@@ -457,9 +486,15 @@ func readStatus(ctx context.Context, db *firestore.Client, id string) (*saleStat
 	}
 	st, err := statusOf(snaps[0], snaps[1])
 	if st == nil && err == nil {
-		err = fmt.Errorf("screening %s has no sale (configure one with: firelock sale configure %s --opens-at ... --admit-per-minute ... --max-active ...)", id, id)
+		err = noSale(id)
 	}
 	return st, err
+}
+
+// noSale is what a command that reads a sale says of a screening without
+// one (exit 1; OperateSale's 409 no_sale).
+func noSale(id string) error {
+	return fmt.Errorf("screening %s has no sale (configure one with: firelock sale configure %s --opens-at ... --admit-per-minute ... --max-active ...)", id, id)
 }
 
 // statusOf is a sale as its screening and its public document show it;
@@ -660,8 +695,11 @@ func isTerminal(w any) bool {
 // report writes the sale's report: text (or JSON), a page, CSV.
 func (a *app) report(ctx context.Context, id, htmlOut, csvDir, output string) error {
 	r, err := report.Build(ctx, a.db, id, time.Now())
-	if status.Code(err) == codes.NotFound {
+	switch {
+	case status.Code(err) == codes.NotFound:
 		return errors.New("no such screening")
+	case errors.Is(err, sale.ErrNoSale):
+		return noSale(id)
 	}
 	if err != nil {
 		return err
@@ -694,9 +732,21 @@ func (a *app) report(ctx context.Context, id, htmlOut, csvDir, output string) er
 	fmt.Fprintf(w, "sale of\t%s (%s), state %s\n", r.ScreeningID, r.Title, orDash(r.State))
 	fmt.Fprintf(w, "sold\t%d of %d seats\n", s.Sold, s.Seats)
 	fmt.Fprintf(w, "joined / admitted\t%d / %d\n", s.Places, s.Admitted)
+	fmt.Fprintf(w, "still waiting\t%d\n", s.StillWaiting)
+	fmt.Fprintf(w, "revoked while waiting\t%d\n", s.RevokedWaiting)
 	fmt.Fprintf(w, "admitted who booked\t%d (%s)\n", s.Booked, pct(s.Conversion))
+	fmt.Fprintf(w, "passes\t%d: %d ended by a booking, %d ran out, %d revoked, %d live\n",
+		s.Admitted, s.PassesDone, s.PassesRanOut, s.PassesRevoked, s.PassesLive)
 	fmt.Fprintf(w, "passes expired unused\t%d\n", s.ExpiredUnused)
-	fmt.Fprintf(w, "time in line p50 / p90\t%.0f s / %.0f s\n", s.WaitP50, s.WaitP90)
+	fmt.Fprintf(w, "time in line p50 / p90\t%.1f s / %.1f s (max %.1f s)\n", s.WaitP50, s.WaitP90, s.WaitMax)
+	if m := s.Money; m != nil {
+		fmt.Fprintf(w, "revenue\t%s (%s)\n", payment.Format(m.Revenue, m.Currency), plural(m.Paid, "payment", "payments"))
+		fmt.Fprintf(w, "refunds\t%s (%s)\n", payment.Format(m.Refunds, m.Currency), plural(m.Refunded, "payment", "payments"))
+		fmt.Fprintf(w, "takings, after refunds\t%s (%s; %d paid late and booked, %d paid late and refunded)\n",
+			payment.Format(m.Net, m.Currency), plural(m.Checkouts, "checkout", "checkouts"), m.LateAccepted, m.LateRefunded)
+	} else {
+		fmt.Fprintf(w, "revenue\t– (no checkouts)\n")
+	}
 	f := r.Fairness
 	fmt.Fprintf(w, "early before later joiners\t%v\n", f.EarlyBeforeLate)
 	fmt.Fprintf(w, "early joiners' rho\t%s over %d\n", rhoText(f.EarlySpearman), f.EarlyAdmitted)
@@ -706,6 +756,13 @@ func (a *app) report(ctx context.Context, id, htmlOut, csvDir, output string) er
 	fmt.Fprintf(w, "most passes at once\t%d (maxActive %d)\n", m.MaxLivePasses, r.MaxActive)
 	fmt.Fprintf(w, "minutes recorded\t%d\n", len(r.Minutes))
 	return w.Flush()
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return strconv.Itoa(n) + " " + many
 }
 
 func pct(m report.Maybe) string {
