@@ -30,11 +30,9 @@ import {
   type SaleDoc,
   type SaleState,
   ServerClock,
-  aheadOf,
+  lineEstimate,
   queueId,
   queueState,
-  waitMs,
-  waitWords,
 } from "./queue";
 import { type ErrorContext, type Mine, type Screening, type SeatDoc, type SeatMapDoc, type SeatState, countdown, errorMessage, layoutProblem, seatGrid, seatList, seatOrder, seatState, seatStateFromMap } from "./seats";
 import { $, $as, Status, h, mountAccount, runAction } from "./ui";
@@ -301,7 +299,8 @@ async function main(): Promise<void> {
     const qs = queueState(place, at);
     const st = saleState();
     const before = at < cfg.opensAt.toMillis();
-    const ahead = qs === "waiting" && !before && sale ? aheadOf(place?.order, sale) : undefined;
+    const line = qs === "waiting" && !before && sale ? lineEstimate(place?.order, sale, cfg) : undefined;
+    const ahead = line?.ahead;
     box.dataset.saleState = st;
     box.dataset.queueState = qs;
     if (sale) box.dataset.seatsLeft = String(sale.seatsLeft);
@@ -353,11 +352,10 @@ async function main(): Promise<void> {
     const aheadEl = $("[data-queue-ahead]");
     aheadEl.hidden = ahead === undefined || !selling();
     aheadEl.dataset.queueAhead = ahead === undefined ? "" : String(ahead);
-    // An estimate (people who joined since the last mark are not counted yet), so 0 is "near".
-    setText(aheadEl, ahead === 0 ? "You are at or near the front of the line." : `About ${String(ahead)} ${ahead === 1 ? "person" : "people"} ahead of you`);
+    setText(aheadEl, line?.aheadText ?? "");
     const wait = $("#queue-wait");
     wait.hidden = aheadEl.hidden;
-    setText(wait, ahead === 0 ? "Your turn comes soon, as places free up." : `Estimated wait: ${waitWords(waitMs(ahead ?? 0, cfg))}.`);
+    setText(wait, line?.waitText ?? "");
     $("#pass").hidden = !mapShown();
     setText($("[data-pass-countdown]"), countdown((place?.passUntilMs ?? 0) - at));
     joinButton.hidden = !user || qs !== "none" || !selling();
