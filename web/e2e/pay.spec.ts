@@ -127,6 +127,39 @@ test("a payment that completes after the hold lapsed and a seat was taken is ref
   expect(payment?.fields.refundReason?.stringValue).toBe("seats_lost");
 });
 
+test("a hold that lapses: at 0:00 it shows as ran out, Pay and More time go, and its seats can be chosen again", async ({ open }) => {
+  const screening = await createScreening({ price });
+  const user = await createUser("payer");
+  const page = await open();
+  await page.goto(`/?screening=${screening}&holdSeconds=5`);
+  await signIn(page, user);
+  await seat(page, "C4").click();
+  await action(page, "hold").click();
+  await expect(status(page)).toHaveAttribute("data-code", "ok");
+  const hold = page.locator("[data-hold]");
+  await expect(hold.locator('[data-action="pay"]')).toBeVisible();
+  await expect(hold.locator('[data-action="extend"]')).toBeVisible();
+
+  await expect(hold.locator("[data-countdown]")).toHaveText("0:00", { timeout: 15_000 });
+  await expect(hold.locator("button:visible"), "nothing is offered on a hold that has ended").toHaveCount(0);
+  await expect(hold).toHaveAttribute("data-hold-state", "lapsed");
+  await expect(hold).toContainText("Your hold ran out: C4 is free for anyone again.");
+  await expect(status(page), "the status line no longer says the seat is yours").toHaveAttribute("data-code", "hold_expired");
+  await expect(seat(page, "C4")).toHaveAttribute("data-state", "free");
+  for (const width of [1280, 360]) {
+    await page.setViewportSize({ width, height: 860 });
+    await page.screenshot({ path: `test-results/screenshots/hold-lapsed-${String(width)}.png`, fullPage: true });
+  }
+  await page.setViewportSize({ width: 1280, height: 860 });
+
+  // Offered again: the seat is chosen and held anew.
+  await seat(page, "C4").click();
+  await action(page, "hold").click();
+  await expect(status(page)).toHaveAttribute("data-code", "ok");
+  await expect(seat(page, "C4")).toHaveAttribute("data-state", "mine-held");
+  await expect(page.locator('[data-hold][data-hold-state="held"] [data-action="pay"]')).toBeVisible();
+});
+
 test("paying on a phone: the hold's price, Pay and the payment's state fit 360 px", async ({ open }) => {
   const { page, holdId } = await held(open, ["B2"], 360);
   const pay = page.locator('[data-hold] [data-action="pay"]');

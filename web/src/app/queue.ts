@@ -52,6 +52,8 @@ export interface Place {
   order?: string;
   /** Server time, in ms. */
   passUntilMs?: number;
+  /** An operator revoked it (`revokedAt`, CONTRACT §8): the pass or the place in line ended then. */
+  revoked?: boolean;
 }
 
 /** The §7 `data-queue-state`. */
