@@ -322,6 +322,15 @@ button.pay{background:#635bff;border-color:#635bff;color:#fff;font-weight:600}
   let heldUntil = Number(main.dataset.heldUntil);
   let offset = Number(main.dataset.now) - Date.now(); // the server's clock, as this page estimates it
   const countdown = document.querySelector("[data-checkout-countdown]");
+  // Once Pay or Cancel is pressed, the page waits for its answer: it no
+  // longer lapses or reloads itself away from it, nor is pressed twice.
+  let leaving = false;
+  for (const form of document.querySelectorAll("#actions form")) {
+    form.addEventListener("submit", () => {
+      leaving = true;
+      for (const b of document.querySelectorAll("#actions button")) b.disabled = true;
+    });
+  }
   const lapse = () => {
     main.dataset.checkoutState = "lapsed";
     for (const id of ["timer", "actions"]) document.getElementById(id)?.remove();
@@ -334,17 +343,19 @@ button.pay{background:#635bff;border-color:#635bff;color:#fff;font-weight:600}
     if (back) back.hidden = false;
   };
   const tick = () => {
-    if (main.dataset.checkoutState !== "open") return;
+    if (leaving || main.dataset.checkoutState !== "open") return;
     const s = Math.max(0, Math.ceil((heldUntil - (Date.now() + offset)) / 1000));
     const text = Math.floor(s / 60) + ":" + String(s % 60).padStart(2, "0");
     if (countdown && countdown.textContent !== text) countdown.textContent = text;
     if (s === 0) lapse();
   };
   const look = async () => {
+    if (leaving) return;
     try {
       const res = await fetch("{{.LookupURL}}", { cache: "no-store" });
       if (!res.ok) return;
       const got = await res.json();
+      if (leaving) return;
       // Paid, refunded or expired elsewhere (or the hold let go): say so.
       if (got.state !== "open" && got.state !== main.dataset.checkoutState) location.reload();
       heldUntil = got.heldUntil;
