@@ -36,6 +36,12 @@ describe("payment states", () => {
     const p = { holdId: "h", amount: 2500, currency: "eur", status: "refunded" as const };
     expect(paymentWords({ ...p, refundReason: "seats_lost" }, "en")).toContain("had gone to someone else");
     expect(paymentWords({ ...p, refundReason: "released" }, "en")).toContain("after you let the seats go");
+    // CONTRACT §10a: a revoked pass, a closed sale, the seat cap.
+    expect(paymentWords({ ...p, refundReason: "revoked" }, "en")).toBe("Your payment of €25.00 came after the box office ended your pass, so it was refunded in full.");
+    expect(paymentWords({ ...p, refundReason: "sale_closed" }, "en")).toBe("Your payment of €25.00 came after the sale closed, so it was refunded in full.");
+    expect(paymentWords({ ...p, refundReason: "seat_limit" }, "en")).toBe(
+      "Your payment of €25.00 came after your hold ran out, and booking it would have taken you past the sale's seat limit, so it was refunded in full.",
+    );
     expect(paymentWords({ ...p, status: "paid", lateAccepted: true }, "en")).toContain("still free");
     expect(paymentWords({ ...p, status: "paid" }, "en")).toBe("Paid €25.00. Your seats are booked.");
   });

@@ -1,7 +1,7 @@
 // The waiting room's pure logic (src/app/queue.ts): plain unit tests, no
 // emulator needed.
 import { describe, expect, it } from "vitest";
-import { ServerClock, admitRatePerMinute, aheadOf, queueId, queueState, waitMs, waitWords } from "../src/app/queue";
+import { type SaleDoc, ServerClock, admitRatePerMinute, aheadOf, lineEstimate, queueId, queueState, waitMs, waitWords } from "../src/app/queue";
 
 describe("queueId", () => {
   it("is the lowercase hex SHA-256 of screeningId/uid, as sale.QueueID and the rules compute it", async () => {
@@ -88,6 +88,93 @@ describe("aheadOf", () => {
     const sale = { marks: [{ order: tail(5_000_000), ahead: 7 }], admittedThrough: "" };
     expect(aheadOf(later(5_000_000, "ffffffffffff"), sale), "joined in the mark's microsecond: before it").toBe(0);
     expect(aheadOf(later(5_000_001), sale)).toBe(7);
+  });
+});
+
+describe("lineEstimate", () => {
+  // What the queue screen says to a user in line, from the public sale
+  // document alone. The admitter's tail mark counts everyone waiting when
+  // it was laid, the user's own place included when they joined before it.
+  const cfg = { admitPerMinute: 10, maxActive: 100, passSeconds: 60 };
+  const slow = { admitPerMinute: 60, maxActive: 1, passSeconds: 180 }; // one pass of 3 minutes at a time
+  const me = later(5_000_000);
+  type Case = {
+    name: string;
+    sale: Pick<SaleDoc, "state" | "waiting" | "marks" | "admittedThrough">;
+    cfg?: typeof cfg;
+    ahead: number;
+    aheadText: string;
+    waitText: string;
+  };
+  const cases: Case[] = [
+    {
+      name: "an empty line, paused: the only mark counts the user alone (the defect: about 1 ahead, about 3 minutes)",
+      sale: { state: "paused", waiting: 1, marks: [{ order: tail(6_000_000), ahead: 1 }], admittedThrough: later(1_000_000) },
+      cfg: slow,
+      ahead: 0,
+      aheadText: "You are at or near the front of the line.",
+      waitText: "You will be let in as soon as the sale goes on.",
+    },
+    {
+      name: "an empty line, open",
+      sale: { state: "open", waiting: 1, marks: [{ order: tail(6_000_000), ahead: 1 }], admittedThrough: later(1_000_000) },
+      cfg: slow,
+      ahead: 0,
+      aheadText: "You are at or near the front of the line.",
+      waitText: "Your turn comes soon, as places free up.",
+    },
+    {
+      name: "an empty line the sale document has not counted yet",
+      sale: { state: "paused", waiting: 0, marks: [], admittedThrough: later(1_000_000) },
+      ahead: 0,
+      aheadText: "You are at or near the front of the line.",
+      waitText: "You will be let in as soon as the sale goes on.",
+    },
+    {
+      name: "the front of the line: nobody left before the user",
+      sale: { state: "open", waiting: 4, marks: [{ order: tail(9_000_000), ahead: 4 }], admittedThrough: later(4_999_999) },
+      ahead: 0,
+      aheadText: "You are at or near the front of the line.",
+      waitText: "Your turn comes soon, as places free up.",
+    },
+    {
+      name: "30 ahead at 10 a minute, open",
+      sale: { state: "open", waiting: 40, marks: [{ order: later(4_000_000), ahead: 30 }], admittedThrough: "" },
+      ahead: 30,
+      aheadText: "About 30 people ahead of you",
+      waitText: "Estimated wait: about 3 minutes.",
+    },
+    {
+      name: "30 ahead, paused: the wait counts from the resume",
+      sale: { state: "paused", waiting: 40, marks: [{ order: later(4_000_000), ahead: 30 }], admittedThrough: "" },
+      ahead: 30,
+      aheadText: "About 30 people ahead of you",
+      waitText: "Once the sale goes on, the estimated wait is about 3 minutes.",
+    },
+    {
+      name: "one person ahead: the mark after the user counts them and the user",
+      sale: { state: "open", waiting: 2, marks: [{ order: tail(6_000_000), ahead: 2 }], admittedThrough: later(1_000_000) },
+      cfg: slow,
+      ahead: 1,
+      aheadText: "About 1 person ahead of you",
+      waitText: "Estimated wait: about 3 minutes.",
+    },
+    {
+      name: "never more ahead than are waiting",
+      sale: { state: "open", waiting: 2, marks: [{ order: later(4_000_000), ahead: 5 }], admittedThrough: "" },
+      ahead: 2,
+      aheadText: "About 2 people ahead of you",
+      waitText: "Estimated wait: less than a minute.",
+    },
+  ];
+  for (const c of cases) {
+    it(c.name, () => {
+      expect(lineEstimate(me, c.sale, c.cfg ?? cfg)).toEqual({ ahead: c.ahead, aheadText: c.aheadText, waitText: c.waitText });
+    });
+  }
+
+  it("is unknown while the user has no place in line yet", () => {
+    expect(lineEstimate(undefined, { state: "open", waiting: 3, marks: [], admittedThrough: "" }, cfg)).toBeUndefined();
   });
 });
 

@@ -136,6 +136,12 @@ describe("errorMessage", () => {
     expect(errorMessage({ ...err("no_seats_together"), seatsLeft: 0 }, { count: 2 })).toContain("every seat is booked or held right now");
   });
 
+  it("asks to choose seats again after a hold ran out only while the map is there to choose them on", () => {
+    expect(errorMessage(err("hold_expired"))).toBe("Your hold ran out, so those seats were released. Please choose them again.");
+    expect(errorMessage(err("hold_expired"), { canChoose: true })).toContain("choose them again");
+    expect(errorMessage(err("hold_expired"), { canChoose: false }), "a sale's pass has ended: the map is closed").toBe("Your hold ran out, so those seats were released.");
+  });
+
   it("has words for every §3 and §7 code, and never shows a bare code", () => {
     for (const code of [
       "no_sale",

@@ -19,6 +19,7 @@ import { type User, sendEmailVerification } from "firebase/auth";
 import { type FirestoreError, type Timestamp, type Unsubscribe, collection, doc, onSnapshot, query, where } from "firebase/firestore";
 import { Api, ApiError, type Booking, type Hold } from "./api";
 import { BestCard, flash } from "./best";
+import { type HoldAction, type HoldPhase, showHold } from "./holds";
 import { type PaymentDoc, money, paymentState, paymentWords, totalOf } from "./pay";
 import { buildHall } from "./hall";
 import { services } from "./config";
@@ -30,11 +31,9 @@ import {
   type SaleDoc,
   type SaleState,
   ServerClock,
-  aheadOf,
+  lineEstimate,
   queueId,
   queueState,
-  waitMs,
-  waitWords,
 } from "./queue";
 import { type ErrorContext, type Mine, type Screening, type SeatDoc, type SeatMapDoc, type SeatState, countdown, errorMessage, layoutProblem, seatGrid, seatList, seatOrder, seatState, seatStateFromMap } from "./seats";
 import { $, $as, Status, h, mountAccount, runAction } from "./ui";
@@ -95,6 +94,7 @@ async function main(): Promise<void> {
   const holds = new Map<string, HoldView>();
   const answeredHolds = new Map<string, HoldView>();
   const gone = new Set<string>(); // cancelled bookings and ended holds, until the queries agree
+  const ended = new Set<string>(); // holds the query dropped: they ended (released, expired, confirmed), for good
   const payments = new Map<string, PaymentDoc>(); // the user's payments for this screening, by hold (§10)
   // Back from the checkout page: ?checkout=paid|cancelled&hold=<holdId>.
   const returned = { outcome: params.get("checkout"), hold: params.get("hold") };
@@ -113,6 +113,7 @@ async function main(): Promise<void> {
   let stopSale: Unsubscribe | undefined;
   let stopPlace: Unsubscribe | undefined;
   let shownQueueState: QueueState | undefined; // as last painted, while the sale is on
+  const shownHolds = new Map<string, HoldPhase>(); // each hold's phase as last painted
 
   const now = () => clock.now();
   const myPlace = () => placeSeen ?? placeAnswered ?? null;
@@ -135,7 +136,7 @@ async function main(): Promise<void> {
   const myHolds = () => {
     const out = new Map<string, HoldView>();
     for (const [id, hv] of [...answeredHolds, ...holds]) {
-      if (gone.has(id)) continue;
+      if (gone.has(id) || ended.has(id)) continue;
       const seen = out.get(id);
       if (!seen || hv.heldUntilMs > seen.heldUntilMs) out.set(id, hv);
     }
@@ -301,9 +302,13 @@ async function main(): Promise<void> {
     const qs = queueState(place, at);
     const st = saleState();
     const before = at < cfg.opensAt.toMillis();
-    const ahead = qs === "waiting" && !before && sale ? aheadOf(place?.order, sale) : undefined;
+    const line = qs === "waiting" && !before && sale ? lineEstimate(place?.order, sale, cfg) : undefined;
+    const ahead = line?.ahead;
     box.dataset.saleState = st;
     box.dataset.queueState = qs;
+    // Why an expired place ended: an operator's revoke, or its time.
+    if (qs === "expired") box.dataset.queueEnded = place?.revoked ? "revoked" : "time";
+    else delete box.dataset.queueEnded;
     if (sale) box.dataset.seatsLeft = String(sale.seatsLeft);
     else delete box.dataset.seatsLeft;
 
@@ -338,13 +343,24 @@ async function main(): Promise<void> {
       [heading, text] = ["Your turn", `Choose up to ${seatsWord}, then hold or book them before your pass ends.`];
     } else if (qs === "done") {
       [heading, text] = ["All set", "Your booking is confirmed, so your pass has ended and the next person in line can choose."];
+    } else if (place?.revoked) {
+      [heading, text] =
+        place.passUntilMs === undefined
+          ? ["The box office removed your place", "The box office took your place out of the queue. If you think this is a mistake, please contact the box office."]
+          : [
+              "The box office ended your pass",
+              "The box office ended your pass, so the seat map has closed and any seats you held were released. If you think this is a mistake, please contact the box office.",
+            ];
     } else {
-      [heading, text] = ["Your pass has ended", "Time ran out, so the seat map has closed. A hold you made with your pass can still be confirmed below while it lasts."];
+      const held = [...myHolds().values()].some((x) => x.heldUntilMs > at);
+      const pay = screening?.price ? "paid for" : "confirmed";
+      [heading, text] = ["Your pass has ended", `Time ran out, so the seat map has closed.${held ? ` The seats on hold for you can still be ${pay} below while the hold lasts.` : ""}`];
     }
     setText($("#queue-h"), heading);
     setText($("#queue-text"), text);
     // The status line still tells of the join: say what changed since.
     if (shownQueueState === "waiting" && qs === "admitted") status.ok("It is your turn: choose your seats before your pass ends.");
+    else if (shownQueueState !== undefined && shownQueueState !== "expired" && qs === "expired" && place?.revoked) status.error("not_admitted", `${heading}.`);
     else if (shownQueueState === "waiting" && (st === "soldout" || st === "closed")) status.error(st === "soldout" ? "sold_out" : "screening_started", text);
     shownQueueState = st === "soldout" || st === "closed" ? undefined : qs;
 
@@ -353,11 +369,10 @@ async function main(): Promise<void> {
     const aheadEl = $("[data-queue-ahead]");
     aheadEl.hidden = ahead === undefined || !selling();
     aheadEl.dataset.queueAhead = ahead === undefined ? "" : String(ahead);
-    // An estimate (people who joined since the last mark are not counted yet), so 0 is "near".
-    setText(aheadEl, ahead === 0 ? "You are at or near the front of the line." : `About ${String(ahead)} ${ahead === 1 ? "person" : "people"} ahead of you`);
+    setText(aheadEl, line?.aheadText ?? "");
     const wait = $("#queue-wait");
     wait.hidden = aheadEl.hidden;
-    setText(wait, ahead === 0 ? "Your turn comes soon, as places free up." : `Estimated wait: ${waitWords(waitMs(ahead ?? 0, cfg))}.`);
+    setText(wait, line?.waitText ?? "");
     $("#pass").hidden = !mapShown();
     setText($("[data-pass-countdown]"), countdown((place?.passUntilMs ?? 0) - at));
     joinButton.hidden = !user || qs !== "none" || !selling();
@@ -451,9 +466,18 @@ async function main(): Promise<void> {
       stopPlace = onSnapshot(
         doc(db, "queue", placeId),
         (snap) => {
-          const d = snap.data() as { status: PlaceStatus; order?: string; joinedAt?: Timestamp; admittedAt?: Timestamp; passUntil?: Timestamp } | undefined;
-          for (const t of [d?.joinedAt, d?.admittedAt]) if (t) clock.sawAtLeast(t.toMillis());
-          placeSeen = d ? { status: d.status, ...(d.order ? { order: d.order } : {}), ...(d.passUntil ? { passUntilMs: d.passUntil.toMillis() } : {}) } : null;
+          const d = snap.data() as
+            | { status: PlaceStatus; order?: string; joinedAt?: Timestamp; admittedAt?: Timestamp; passUntil?: Timestamp; revokedAt?: Timestamp }
+            | undefined;
+          for (const t of [d?.joinedAt, d?.admittedAt, d?.revokedAt]) if (t) clock.sawAtLeast(t.toMillis());
+          placeSeen = d
+            ? {
+                status: d.status,
+                ...(d.order ? { order: d.order } : {}),
+                ...(d.passUntil ? { passUntilMs: d.passUntil.toMillis() } : {}),
+                ...(d.revokedAt ? { revoked: true } : {}),
+              }
+            : null;
           paint();
         },
         (err) => {
@@ -476,12 +500,16 @@ async function main(): Promise<void> {
     }
   }
 
+  /** The user's holds, each as showHold says: live with its countdown and actions, or ended in words. */
   function paintHolds(): void {
     const list = $("#holds");
     const items = [...myHolds().values()].sort((a, b) => a.heldUntilMs - b.heldUntilMs);
     $("#holds-card").hidden = items.length === 0;
     const keep = new Set(items.map((x) => x.holdId));
     for (const li of list.querySelectorAll<HTMLElement>("[data-hold]")) if (!keep.has(li.dataset.hold ?? "")) li.remove();
+    for (const id of shownHolds.keys()) if (!keep.has(id)) shownHolds.delete(id);
+    const at = now();
+    const setting = { nowMs: at, priced: screening?.price !== undefined, revoked: screening?.sale !== undefined && myPlace()?.revoked === true, canChoose: mapShown() };
     for (const hv of items) {
       let li = list.querySelector<HTMLElement>(`[data-hold="${CSS.escape(hv.holdId)}"]`);
       if (!li) {
@@ -500,28 +528,36 @@ async function main(): Promise<void> {
           h("span", { class: "seats" }),
           h("span", { class: "price", "data-price": "" }),
           h("span", { class: "timer" }, h("span", { class: "sr-only" }, "Time left: "), h("span", { "data-countdown": "", role: "timer" })),
+          h("p", { class: "note", "data-hold-note": "" }),
           h("span", { class: "buttons" }, confirm, pay, extend, release),
         );
         list.append(li);
       }
-      $(".seats", li).textContent = seatList(hv.seats);
+      const shown = showHold(hv, setting);
+      // The status line still tells of the hold's making: say it ran out.
+      const was = shownHolds.get(hv.holdId);
+      if (shown.phase === "lapsed" && (was === "held" || was === "paying")) status.error("hold_expired", shown.note);
+      shownHolds.set(hv.holdId, shown.phase);
+      if (li.dataset.holdState !== shown.phase) li.dataset.holdState = shown.phase;
+      setText($(".seats", li), seatList(hv.seats));
       const price = screening?.price;
       const total = price ? money(totalOf(price, hv.seats), price.currency) : "";
       setText($("[data-price]", li), total);
-      $('[data-action="confirm"]', li).hidden = price !== undefined;
       const pay = $('[data-action="pay"]', li);
-      pay.hidden = price === undefined;
       setText(pay, hv.paying ? `Continue to payment (${total})` : `Pay ${total}`);
-      // A hold being paid for is kept for paying (payHoldSeconds); it is not extended.
-      $('[data-action="extend"]', li).hidden = hv.paying === true;
-      if (hv.paying) li.dataset.paymentState = "paying";
+      for (const b of li.querySelectorAll<HTMLButtonElement>("button[data-action]")) {
+        b.hidden = !shown.actions.includes(b.dataset.action as HoldAction);
+        b.disabled = busy;
+      }
+      $(".buttons", li).hidden = shown.actions.length === 0;
+      if (shown.phase === "paying") li.dataset.paymentState = "paying";
       else delete li.dataset.paymentState;
-      const left = hv.heldUntilMs - now();
-      const cd = $("[data-countdown]", li);
-      const text = countdown(left);
-      if (cd.textContent !== text) cd.textContent = text;
-      li.classList.toggle("ended", left <= 0);
-      for (const b of li.querySelectorAll("button")) b.disabled = busy;
+      $(".timer", li).hidden = shown.phase === "revoked";
+      setText($("[data-countdown]", li), countdown(hv.heldUntilMs - at));
+      const note = $("[data-hold-note]", li);
+      note.hidden = shown.note === "";
+      setText(note, shown.note);
+      li.classList.toggle("ended", shown.actions.length === 0);
     }
   }
 
@@ -576,7 +612,7 @@ async function main(): Promise<void> {
     };
     return runAction(status, setBusy, pending, fn, (err) => {
       if (!(err instanceof ApiError)) return { code: "unavailable", message: `Something went wrong: ${err instanceof Error ? err.message : String(err)}` };
-      const context: ErrorContext = { ownHoldSeats: new Set([...myHolds().values()].flatMap((x) => x.seats)) };
+      const context: ErrorContext = { ownHoldSeats: new Set([...myHolds().values()].flatMap((x) => x.seats)), canChoose: mapShown() };
       if (screening?.sale) context.maxSeatsPerUser = screening.sale.maxSeatsPerUser ?? DEFAULT_MAX_SEATS_PER_USER;
       if (count !== undefined) context.count = count;
       return { code: err.code, message: errorMessage(err, context) };
@@ -777,8 +813,10 @@ async function main(): Promise<void> {
     answeredBookings.clear();
     holds.clear();
     answeredHolds.clear();
+    shownHolds.clear();
     payments.clear();
     gone.clear();
+    ended.clear();
     if (u) {
       unsubscribeMine = [
         onSnapshot(
@@ -798,6 +836,14 @@ async function main(): Promise<void> {
         onSnapshot(
           query(collection(db, "holds"), where("uid", "==", u.uid), where("screeningId", "==", screeningId), where("status", "in", ["held", "paying"])),
           (snap) => {
+            // A hold that leaves the query has ended (an operator's revoke
+            // releases it, the sweep expires it): an answer that came after
+            // the listener first saw it must not keep it on the page.
+            for (const change of snap.docChanges()) {
+              if (change.type !== "removed") continue;
+              ended.add(change.doc.id);
+              answeredHolds.delete(change.doc.id);
+            }
             holds.clear();
             for (const d of snap.docs) {
               const data = d.data() as { seats: string[]; heldUntil: { toMillis(): number }; status: string };

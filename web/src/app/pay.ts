@@ -70,6 +70,13 @@ export function paymentWords(p: PaymentDoc, locale?: string): string {
           return `Your payment of ${amount} came after your hold ran out, and the seats had gone to someone else, so it was refunded in full.`;
         case "released":
           return `Your payment of ${amount} came after you let the seats go, so it was refunded in full.`;
+        // CONTRACT §10a: booking it would have broken a sale rule.
+        case "revoked":
+          return `Your payment of ${amount} came after the box office ended your pass, so it was refunded in full.`;
+        case "sale_closed":
+          return `Your payment of ${amount} came after the sale closed, so it was refunded in full.`;
+        case "seat_limit":
+          return `Your payment of ${amount} came after your hold ran out, and booking it would have taken you past the sale's seat limit, so it was refunded in full.`;
         default:
           return `Your payment of ${amount} was refunded in full.`;
       }

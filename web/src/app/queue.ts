@@ -52,6 +52,8 @@ export interface Place {
   order?: string;
   /** Server time, in ms. */
   passUntilMs?: number;
+  /** An operator revoked it (`revokedAt`, CONTRACT §8): the pass or the place in line ended then. */
+  revoked?: boolean;
 }
 
 /** The §7 `data-queue-state`. */
@@ -99,10 +101,17 @@ function position(order: string): { part: string; at: number } | undefined {
  * public sale document alone (nobody else's place is read): 0 at or before
  * `admittedThrough`; else the last mark at or before `order` (the front of
  * the line, with nobody ahead, when there is none), interpolated towards
- * the next mark when both lie in the same part of the line. Undefined
- * while the place has no order (an early joiner before the ranking).
+ * the next mark when both lie in the same part of the line. Never more than
+ * `waiting`. Undefined while the place has no order (an early joiner before
+ * the ranking).
+ *
+ * A mark counts the places before its own order, so the next mark after
+ * `order` counts the place of `order` itself: of the places between the
+ * two marks, one is the user's, and only the others may be ahead. (With
+ * nobody else in line, the admitter's tail mark after the user says 1,
+ * and the user is that one.)
  */
-export function aheadOf(order: string | undefined, sale: Pick<SaleDoc, "marks" | "admittedThrough">): number | undefined {
+export function aheadOf(order: string | undefined, sale: Pick<SaleDoc, "marks" | "admittedThrough"> & Partial<Pick<SaleDoc, "waiting">>): number | undefined {
   if (order === undefined || order === "") return undefined;
   if (sale.admittedThrough !== "" && order <= sale.admittedThrough) return 0;
   const marks = [...sale.marks].sort((x, y) => (x.order < y.order ? -1 : x.order > y.order ? 1 : 0));
@@ -116,11 +125,13 @@ export function aheadOf(order: string | undefined, sale: Pick<SaleDoc, "marks" |
       break;
     }
   }
-  if (!hi) return lo.ahead;
+  const atMost = (n: number) => Math.max(0, sale.waiting === undefined ? n : Math.min(n, sale.waiting));
+  if (!hi || lo.order === order) return atMost(lo.ahead);
   const [a, x, b] = [position(lo.order), position(order), position(hi.order)];
-  if (!a || !x || !b || a.part !== x.part || x.part !== b.part || b.at <= a.at) return lo.ahead;
+  if (!a || !x || !b || a.part !== x.part || x.part !== b.part || b.at <= a.at) return atMost(lo.ahead);
   const f = Math.min(1, Math.max(0, (x.at - a.at) / (b.at - a.at)));
-  return Math.round(lo.ahead + (hi.ahead - lo.ahead) * f);
+  const others = Math.max(0, hi.ahead - lo.ahead - 1); // between the marks, besides the user
+  return atMost(Math.round(lo.ahead + others * f));
 }
 
 /**
@@ -148,6 +159,42 @@ export function waitWords(ms: number): string {
   const h = Math.floor(min / 60);
   const rest = min % 60;
   return rest === 0 ? `about ${String(h)} hour${h === 1 ? "" : "s"}` : `about ${String(h)} h ${String(rest)} min`;
+}
+
+/** What the queue screen says of the line ahead of a user waiting in it. */
+export interface LineEstimate {
+  /** About how many people are ahead (`data-queue-ahead`). */
+  ahead: number;
+  aheadText: string;
+  waitText: string;
+}
+
+/**
+ * The line ahead of a waiting user whose place has `order`, in words:
+ * aheadOf, and the wait that the sale's rate gives. Undefined while the
+ * place has no order.
+ */
+export function lineEstimate(
+  order: string | undefined,
+  sale: Pick<SaleDoc, "state" | "waiting" | "marks" | "admittedThrough">,
+  c: Pick<SaleConfig, "admitPerMinute" | "maxActive" | "passSeconds">,
+): LineEstimate | undefined {
+  const ahead = aheadOf(order, sale);
+  if (ahead === undefined) return undefined;
+  const paused = sale.state === "paused";
+  const wait = waitWords(waitMs(ahead, c));
+  // An estimate (people who joined since the last mark are not counted yet), so 0 is "near".
+  return {
+    ahead,
+    aheadText: ahead > 0 ? `About ${String(ahead)} ${ahead === 1 ? "person" : "people"} ahead of you` : "You are at or near the front of the line.",
+    waitText: paused
+      ? ahead === 0
+        ? "You will be let in as soon as the sale goes on."
+        : `Once the sale goes on, the estimated wait is ${wait}.`
+      : ahead === 0
+        ? "Your turn comes soon, as places free up."
+        : `Estimated wait: ${wait}.`,
+  };
 }
 
 /**

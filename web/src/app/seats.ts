@@ -122,6 +122,8 @@ export interface ErrorContext {
   maxSeatsPerUser?: number;
   /** How many seats a best-available request asked for (CONTRACT §11). */
   count?: number;
+  /** The seat map shows, so seats can be chosen again (false: a sale's pass has ended). */
+  canChoose?: boolean;
 }
 
 /** What a moviegoer reads when a call fails with this error. */
@@ -139,7 +141,9 @@ export function errorMessage(err: Pick<ApiError, "code" | "message" | "seats"> &
     case "seat_busy":
       return `Someone else is booking ${seatList(seats)} at this very moment. Please try again.`;
     case "hold_expired":
-      return "Your hold ran out, so those seats were released. Please choose them again.";
+      return context.canChoose === false
+        ? "Your hold ran out, so those seats were released."
+        : "Your hold ran out, so those seats were released. Please choose them again.";
     case "screening_started":
       return "This screening has already started, so it takes no more bookings.";
     case "no_sale":
