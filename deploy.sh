@@ -14,8 +14,9 @@
 #     account, the capacity flags, and the secrets from Secret Manager pinned
 #     to their newest enabled version;
 #  4. the Cloud Scheduler jobs that publish to scheduled-jobs;
-#  5. the web app (web/) on Firebase Hosting, built to call the functions,
-#     with firebase.json's rewrites to SaleState and TicketKeys.
+#  5. the web app (web/) on Firebase Hosting, built to call the functions
+#     (built first of all, so a failed build changes nothing), with
+#     firebase.json's rewrites to SaleState and TicketKeys.
 #
 # Every step looks before it changes anything, so running it again changes
 # only what is missing; nothing waits at a prompt. --dry-run prints every
@@ -131,7 +132,8 @@ usage: ./deploy.sh --project PROJECT --region REGION [options]
                         The web app sends tokens only when built with VITE_RECAPTCHA_SITE_KEY
                         in the environment (a reCAPTCHA Enterprise site key registered with
                         App Check for the web app): VITE_RECAPTCHA_SITE_KEY=... ./deploy.sh ...
-  --no-hosting          leave the web app (Firebase Hosting) alone
+  --no-hosting          leave the web app (Firebase Hosting) alone: no build, no Hosting deploy;
+                        the origins of a site the project has stay allowed
   --no-metrics          the functions export no metrics to Cloud Monitoring
                         (FIRELOCK_METRICS=off; default cloud: see docs/metrics.md)
   --no-traces           the functions export no traces to Cloud Trace
@@ -254,16 +256,27 @@ esac
 if ! [[ "$CONCURRENCY" =~ ^[1-9][0-9]{0,3}$ ]] || [ "$CONCURRENCY" -gt 1000 ]; then
   refuse "--concurrency $CONCURRENCY: want a whole number from 1 to 1000"
 fi
-[[ "$MAX_INSTANCES" =~ ^[1-9][0-9]*$ ]] ||
-  refuse "--max-instances $MAX_INSTANCES: want a whole number, 1 or more"
-if ! [[ "$CPU" =~ ^([0-9]+(\.[0-9]+)?|\.[0-9]+)$ ]] || ! awk -v c="$CPU" 'BEGIN { exit !(c > 0 && c <= 8) }'; then
-  refuse "--cpu $CPU: want a number of vCPUs above 0, at most 8 (e.g. 1, 2 or 0.5)"
+if ! [[ "$MAX_INSTANCES" =~ ^[1-9][0-9]{0,3}$ ]] || [ "$MAX_INSTANCES" -gt 1000 ]; then
+  refuse "--max-instances $MAX_INSTANCES: want a whole number from 1 to 1000 (Cloud Run's limit without a quota increase)"
 fi
-[[ "$MEMORY" =~ ^[1-9][0-9]*(Mi|Gi)$ ]] ||
+# Cloud Run takes a fraction of a vCPU (from 0.08) or 1, 2, 4, 6 or 8.
+if ! [[ "$CPU" =~ ^(0?\.[0-9]+|[12468])$ ]] || ! awk -v c="$CPU" 'BEGIN { exit !(c >= 0.08) }'; then
+  refuse "--cpu $CPU: want a fraction of a vCPU from 0.08 (e.g. 0.5), or 1, 2, 4, 6 or 8"
+fi
+[[ "$MEMORY" =~ ^[1-9][0-9]{0,5}(Mi|Gi)$ ]] ||
   refuse "--memory $MEMORY: want a size in Mi or Gi, e.g. 512Mi or 1Gi"
 if [ "$CONCURRENCY" -gt 1 ] && ! awk -v c="$CPU" 'BEGIN { exit !(c >= 1) }'; then
   refuse "--concurrency $CONCURRENCY needs --cpu 1 or more (Cloud Run serves one request at a time on less than a whole vCPU); lower --concurrency to 1 or raise --cpu"
 fi
+[[ "$RUNTIME" =~ ^[a-z]+[0-9]+$ ]] ||
+  refuse "--runtime $RUNTIME is not a runtime ID like go126"
+[[ "$TIME_ZONE" =~ ^[A-Za-z][A-Za-z0-9_+/-]*$ ]] ||
+  refuse "--time-zone $TIME_ZONE is not a time zone name like Etc/UTC or Europe/Paris"
+IFS=',' read -ra app_ids <<<"$APPCHECK_APPS"
+for a in "${app_ids[@]}"; do
+  [[ "${a// /}" =~ ^([0-9]+:[0-9]+:(web|ios|android):[A-Za-z0-9]+)?$ ]] ||
+    refuse "--app-check-apps: \"$a\" is not a Firebase app ID like 1:1234567890:web:0123abcd"
+done
 for env in "${!SECRET_NAME[@]}"; do
   [[ "${SECRET_NAME[$env]}" =~ ^[A-Za-z0-9_-]{1,255}$ ]] ||
     refuse "the secret name \"${SECRET_NAME[$env]}\" (for $env) is not a Secret Manager secret ID (letters, digits, - and _)"
@@ -411,6 +424,16 @@ BUILD_SA="$BUILD_SA_NAME@$PROJECT.iam.gserviceaccount.com"
 FUNCTIONS_URL="https://$REGION-$PROJECT.cloudfunctions.net"
 WEBHOOK_URL="$FUNCTIONS_URL/StripeWebhook"
 problems=()
+
+# The web app, built from its lock file to call this deployment's functions,
+# before anything changes: a build that fails stops the deploy here.
+if [ "$HOSTING" = 1 ] && [ "$SETUP_ONLY" = 0 ]; then
+  if [ "$APPCHECK" = enforce ] && [ -z "${VITE_RECAPTCHA_SITE_KEY:-}" ]; then
+    say "warning: --app-check enforce, but VITE_RECAPTCHA_SITE_KEY is not set: the web app built now sends no App Check token, and its joins, holds, bookings and checkouts will be refused (401 app_check_failed)"
+  fi
+  run npm --prefix web ci --no-audit --no-fund
+  run env "VITE_FUNCTIONS_URL=$FUNCTIONS_URL" npm --prefix web run build
+fi
 
 # ---------------------------------------------------------------- setup ---
 
@@ -606,15 +629,22 @@ if [ -z "$app_id" ]; then
     app_id=APP_ID
   fi
 fi
+# The site: with --no-hosting only looked up, so that a web app deployed
+# before keeps its origins allowed (CORS) while the functions are deployed
+# without it.
 SITE=$PROJECT
-if [ "$HOSTING" = 1 ]; then
+site_found=0
+if [ "$HOSTING" = 1 ] || [ "$SETUP_ONLY" = 0 ]; then
   if ! sites=$(ask "$FIREBASE" hosting:sites:list --project "$PROJECT" --json) && [ "$DRY_RUN" = 0 ]; then
     say "cannot list the project's Hosting sites (the firebase CLI's error is above)"
     exit 1
   fi
   if [ "$DRY_RUN" = 0 ]; then
     site_line=$(json "((j.result || {}).sites || []).filter(s => s.type === 'DEFAULT_SITE' || s.name.endsWith('/sites/$PROJECT')).map(s => s.name.split('/').pop() + ' ' + (s.appId || '-'))[0]" <<<"$sites")
-    if [ -z "$site_line" ]; then
+    if [ -n "$site_line" ]; then site_found=1; fi
+    if [ "$HOSTING" = 0 ]; then
+      read -r SITE _ <<<"${site_line:-$PROJECT}"
+    elif [ -z "$site_line" ]; then
       run "$FIREBASE" hosting:sites:create "$PROJECT" --app "$app_id" --project "$PROJECT" --non-interactive
     else
       read -r SITE site_app <<<"$site_line"
@@ -641,7 +671,7 @@ fi
 # documents' expireAt too, so a later deploy with --force keeps it.
 run "$FIREBASE" deploy --only firestore:rules,firestore:indexes --project "$PROJECT" --non-interactive
 
-if [ "$HOSTING" = 1 ]; then
+if [ "$HOSTING" = 1 ] || [ "$site_found" = 1 ]; then
   hosting_origins="https://$SITE.web.app,https://$SITE.firebaseapp.com"
   ALLOWED_ORIGINS="${ALLOWED_ORIGINS:+$ALLOWED_ORIGINS,}$hosting_origins"
 fi
@@ -670,6 +700,15 @@ for fn in "${functions_deployed[@]}"; do
     "--concurrency=$CONCURRENCY" "--cpu=$CPU" "--memory=$MEMORY" "--max-instances=$MAX_INSTANCES" \
     "--set-env-vars=^;^GOOGLE_CLOUD_PROJECT=$PROJECT;FIRELOCK_ALLOWED_ORIGINS=$ALLOWED_ORIGINS;FIRELOCK_METRICS=$METRICS;FIRELOCK_TRACES=$TRACES;FIRELOCK_APPCHECK=$APPCHECK;FIRELOCK_APPCHECK_APPS=$APPCHECK_APPS" \
     "${secrets[@]}" "${extra[@]}" --quiet
+done
+
+# Functions the table leaves out this time (--no-payments) are not deleted:
+# a deploy never removes what may be serving. Say so.
+for line in "${HTTP_FUNCTIONS[@]}"; do
+  read -r name needs _ <<<"$line"
+  if ! wanted "$needs" && ask gcloud functions describe "$name" --gen2 --region="$REGION" --project="$PROJECT" --format='value(name)' >/dev/null 2>&1; then
+    say "note: $name, deployed before, is still deployed and keeps its secrets; delete it if it should not serve: gcloud functions delete $name --gen2 --region=$REGION --project=$PROJECT"
+  fi
 done
 
 if ! ask gcloud pubsub topics describe scheduled-jobs --project="$PROJECT" >/dev/null 2>&1; then
@@ -720,16 +759,11 @@ scheduler_job firelock-rollup-counters "$SCHEDULE" rollupCounters
 scheduler_job firelock-sweep-expired "$SWEEP_SCHEDULE" sweepExpired
 scheduler_job firelock-admit-queue "$ADMIT_SCHEDULE" admitQueue
 
-# The web app, built from its lock file to call this deployment's functions,
-# on the project's site, its rewrites pinned to the functions' region
+# The web app (built first, above), on the project's site, its rewrites
+# pinned to the functions' region
 # (firebase.deploy.json: firebase.json with the site and the region; a
 # rewrite to a function this deploy leaves out is refused).
 if [ "$HOSTING" = 1 ]; then
-  if [ "$APPCHECK" = enforce ] && [ -z "${VITE_RECAPTCHA_SITE_KEY:-}" ]; then
-    say "warning: --app-check enforce, but VITE_RECAPTCHA_SITE_KEY is not set: the web app built now sends no App Check token, and its joins, holds, bookings and checkouts will be refused (401 app_check_failed)"
-  fi
-  run npm --prefix web ci --no-audit --no-fund
-  run env "VITE_FUNCTIONS_URL=$FUNCTIONS_URL" npm --prefix web run build
   run node scripts/hosting-config.mjs "--site=$SITE" "--region=$REGION" "--functions=$functions_list" --out=firebase.deploy.json
   run "$FIREBASE" deploy --only hosting --config firebase.deploy.json --project "$PROJECT" --non-interactive
 fi

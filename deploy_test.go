@@ -94,6 +94,7 @@ case "$1 $2 $3" in
   "projects add-iam-policy-binding "*) m=$(flag member); flag role >> "$state/roles-${m#serviceAccount:}" ;;
   "functions deploy "*) touch "$state/fn-$3" ;;
   "functions describe RunScheduledJob") [ -e "$state/fn-RunScheduledJob" ] && echo "projects/demo-p/locations/$(flag region)/triggers/runscheduledjob-1" ;;
+  "functions describe "*) if [ -e "$state/fn-$3" ]; then echo "projects/demo-p/locations/$(flag region)/functions/$3"; else notfound "function $3"; fi ;;
   "eventarc triggers describe") echo "projects/demo-p/subscriptions/eventarc-$(flag location)-runscheduledjob-1-sub-9" ;;
   "run services get-iam-policy") cat "$state/invokers" 2>/dev/null ;;
   "functions add-invoker-policy-binding "*) echo roles/run.invoker >> "$state/invokers" ;;
@@ -245,10 +246,13 @@ func TestDeployDryRunPrintsEveryCommand(t *testing.T) {
 			t.Errorf("no line %q in:\n%s", want, out)
 		}
 	}
-	// The order: the APIs, the database, the accounts and their roles, Firebase,
-	// then the rules and indexes before the functions that query them, the
-	// invoker after the function it invokes, and the web app last.
+	// The order: the web app's build (a failed build changes nothing), the
+	// APIs, the database, the accounts and their roles, Firebase, then the
+	// rules and indexes before the functions that query them, the invoker
+	// after the function it invokes, and the web app's deploy last.
 	order := [][]string{
+		{"+ npm --prefix web ci"},
+		{"+ env VITE_FUNCTIONS_URL=https://europe-west1-demo-p.cloudfunctions.net npm --prefix web run build"},
 		{"? gcloud services list --enabled"},
 		{"+ gcloud services enable", "firestore.googleapis.com", "iam.googleapis.com", "secretmanager.googleapis.com", "firebasehosting.googleapis.com"},
 		{"? gcloud firestore databases describe --database=\\(default\\)"},
@@ -272,7 +276,6 @@ func TestDeployDryRunPrintsEveryCommand(t *testing.T) {
 		{"+ gcloud functions deploy RunScheduledJob"},
 		{"+ gcloud functions add-invoker-policy-binding RunScheduledJob --region=europe-west1 --project=demo-p --member=serviceAccount:firelock-runtime@demo-p.iam.gserviceaccount.com"},
 		{"+ gcloud scheduler jobs create pubsub firelock-rollup-counters"},
-		{"+ npm --prefix web ci"},
 		{`+ node scripts/hosting-config.mjs --site=demo-p --region=europe-west1`, "--out=firebase.deploy.json"},
 		{"+ firebase deploy --only hosting --config firebase.deploy.json --project demo-p --non-interactive"},
 	}
@@ -402,13 +405,16 @@ func TestDeployStopsBeforeChangingAnythingWhenSomethingIsMissing(t *testing.T) {
 		at = i
 	}
 	for _, c := range changes(f.calls()) {
-		if !strings.HasPrefix(c, "gcloud services enable ") {
+		if !strings.HasPrefix(c, "gcloud services enable ") && !strings.HasPrefix(c, "npm ") { // npm: the web app's build, local
 			t.Errorf("a deploy that stopped changed: %s", c)
 		}
 	}
 }
 
-func TestDeployWithoutHostingLeavesTheWebAppAndItsOriginsOut(t *testing.T) {
+// --no-hosting leaves the web app alone: no build, no Hosting deploy, and
+// (in a dry run, which cannot know of a site) no Hosting origins; in a
+// project with a site, its origins stay allowed.
+func TestDeployWithoutHostingLeavesTheWebAppAlone(t *testing.T) {
 	f := newFakeProject(t)
 	out, errOut, code := f.deploy("deploy.sh", "--dry-run", "--project=demo-p", "--region=us-central1", "--no-hosting")
 	if code != 0 {
@@ -417,9 +423,36 @@ func TestDeployWithoutHostingLeavesTheWebAppAndItsOriginsOut(t *testing.T) {
 	if !strings.Contains(out, `--set-env-vars=\^\;\^GOOGLE_CLOUD_PROJECT=demo-p\;FIRELOCK_ALLOWED_ORIGINS=\;FIRELOCK_METRICS=cloud\;FIRELOCK_TRACES=cloud\;FIRELOCK_APPCHECK=monitor\;FIRELOCK_APPCHECK_APPS= --set-secrets`) {
 		t.Errorf("origins were not left empty:\n%s", out)
 	}
-	for _, unwanted := range []string{"npm", "deploy --only hosting", "web.app", "hosting:sites", "hosting-config"} {
+	for _, unwanted := range []string{"npm", "deploy --only hosting", "web.app", "hosting:sites:create", "hosting-config"} {
 		if strings.Contains(out, unwanted) {
 			t.Errorf("--no-hosting would still run %q:\n%s", unwanted, out)
+		}
+	}
+
+	// A project whose web app was deployed before: --no-hosting leaves it
+	// alone, and its origins allowed. And functions left out this time
+	// (--no-payments) are said to be still deployed, not deleted.
+	f.haveSecrets("STRIPE_SECRET_KEY", "STRIPE_WEBHOOK_SECRET", "FIRELOCK_TICKET_KEY")
+	if _, errOut, code := f.deploy("deploy.sh", "--project=demo-p", "--region=us-central1", "--firestore-location=nam5"); code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	f.calls()
+	_, errOut, code = f.deploy("deploy.sh", "--project=demo-p", "--region=us-central1", "--no-hosting", "--no-payments")
+	if code != 0 {
+		t.Fatalf("--no-hosting --no-payments: exit %d: %s", code, errOut)
+	}
+	calls := changes(f.calls())
+	if i := lineWith(calls, "gcloud functions deploy BookSeats", `FIRELOCK_ALLOWED_ORIGINS=https://demo-p.web.app\,https://demo-p.firebaseapp.com\;`); i < 0 {
+		t.Errorf("--no-hosting dropped the deployed web app's origins:\n%s", strings.Join(calls, "\n"))
+	}
+	for _, unwanted := range []string{"npm", "deploy --only hosting", "hosting:sites:create", "CheckoutHold", "functions delete"} {
+		if lineWith(calls, unwanted) >= 0 {
+			t.Errorf("--no-hosting --no-payments ran %q", unwanted)
+		}
+	}
+	for _, fn := range []string{"CheckoutHold", "StripeWebhook"} {
+		if !strings.Contains(errOut, "note: "+fn+", deployed before, is still deployed") {
+			t.Errorf("the deploy does not say %s is still deployed:\n%s", fn, errOut)
 		}
 	}
 }
@@ -459,7 +492,7 @@ func TestDeployChecksSettingsUpFront(t *testing.T) {
 		{"concurrency on a fraction of a vCPU", []string{"--project=demo-p", "--region=us-central1", "--cpu=0.5"}, 2, "--concurrency 80 needs --cpu 1 or more"},
 		{"concurrency of zero", []string{"--project=demo-p", "--region=us-central1", "--concurrency=0"}, 2, "--concurrency 0: want a whole number from 1 to 1000"},
 		{"concurrency past 1000", []string{"--project=demo-p", "--region=us-central1", "--concurrency=5000"}, 2, "--concurrency 5000: want a whole number from 1 to 1000"},
-		{"cpu that is no number", []string{"--project=demo-p", "--region=us-central1", "--cpu=one"}, 2, "--cpu one: want a number"},
+		{"cpu that is no number", []string{"--project=demo-p", "--region=us-central1", "--cpu=one"}, 2, "--cpu one: want a fraction of a vCPU"},
 		{"memory without a unit", []string{"--project=demo-p", "--region=us-central1", "--memory=512"}, 2, "--memory 512: want a size in Mi or Gi"},
 		{"no instances", []string{"--project=demo-p", "--region=us-central1", "--max-instances=0"}, 2, "--max-instances 0: want a whole number"},
 		{"secret name with a slash", []string{"--project=demo-p", "--region=us-central1", "--ticket-key-secret=keys/ticket"}, 2, "is not a Secret Manager secret ID"},
@@ -474,6 +507,14 @@ func TestDeployChecksSettingsUpFront(t *testing.T) {
 		{"admit schedule with a gap in the list", []string{"--project=demo-p", "--region=us-central1", "--admit-schedule", "0-30/6,31-59 * * * *", "--dry-run"}, 2, "leaves up to 6 minutes between runs"},
 		{"admit in office hours only", []string{"--project=demo-p", "--region=us-central1", "--admit-schedule", "* 9-17 * * *", "--dry-run"}, 2, "leaves up to 1440 minutes between runs"},
 		{"admit schedule of unknown syntax", []string{"--project=demo-p", "--region=us-central1", "--admit-schedule", "L * * * *", "--dry-run"}, 2, "is not a minute field this check knows"},
+		{"cpu between whole numbers", []string{"--project=demo-p", "--region=us-central1", "--cpu=1.5"}, 2, "--cpu 1.5: want a fraction of a vCPU from 0.08"},
+		{"three vCPUs", []string{"--project=demo-p", "--region=us-central1", "--cpu=3"}, 2, "--cpu 3: want"},
+		{"instances past Cloud Run's limit", []string{"--project=demo-p", "--region=us-central1", "--max-instances=99999999"}, 2, "--max-instances 99999999: want a whole number from 1 to 1000"},
+		{"runtime that is no ID", []string{"--project=demo-p", "--region=us-central1", "--runtime=go-126;"}, 2, "--runtime go-126; is not a runtime ID"},
+		// Values that would reach the functions' environment or the jobs'
+		// messages in another shape are refused.
+		{"time zone that breaks the message", []string{"--project=demo-p", "--region=us-central1", "--time-zone", `Europe/Paris", "job": "x`}, 2, "is not a time zone name"},
+		{"app IDs that set another variable", []string{"--project=demo-p", "--region=us-central1", "--app-check-apps=1:1:web:a;FIRELOCK_APPCHECK=off"}, 2, "is not a Firebase app ID"},
 		{"unknown App Check mode", []string{"--project=demo-p", "--region=us-central1", "--app-check", "sometimes"}, 2, "want enforce, monitor or off"},
 	}
 	for _, c := range cases {
@@ -488,7 +529,7 @@ func TestDeployChecksSettingsUpFront(t *testing.T) {
 		})
 	}
 	// One vCPU a request: concurrency 1 on half a vCPU is fine.
-	if _, errOut, code := f.deploy("deploy.sh", "--dry-run", "--project=demo-p", "--region=us-central1", "--cpu=0.5", "--concurrency=1", "--memory=1Gi"); code != 0 {
+	if _, errOut, code := f.deploy("deploy.sh", "--dry-run", "--project=demo-p", "--region=us-central1", "--cpu=0.5", "--concurrency=1", "--memory=512Mi"); code != 0 {
 		t.Errorf("--cpu 0.5 --concurrency 1: exit %d: %s", code, errOut)
 	}
 }
