@@ -387,6 +387,11 @@ if [ "$DRY_RUN" = 0 ]; then
   # No gcloud command may stop at a prompt halfway: each answers its default
   # or fails (the changes below also say --quiet).
   export CLOUDSDK_CORE_DISABLE_PROMPTS=1
+  # A command that fails stops the deploy; every step looks before it
+  # changes anything, so the same deploy, run again, goes on from there.
+  set -E
+  stopped() { echo "deploy.sh: stopped: the command above failed (exit $1). Fix its cause and run the same deploy again: each step looks before it changes anything, so it goes on from here." >&2; }
+  trap 'stopped $?' ERR
 fi
 
 # Queries and changes. A query runs in a deploy and is printed ("? ...") in a

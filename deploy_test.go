@@ -62,6 +62,7 @@ flag() { # flag NAME: the value of --NAME=V or --NAME V among the call's argumen
   done
 }
 ARGS=("$@")
+if [ -n "${FAKE_FAIL:-}" ] && [[ "$tool $*" == *"$FAKE_FAIL"* ]]; then echo "ERROR: (gcloud) planted failure" >&2; exit 1; fi
 notfound() { echo "ERROR: (gcloud) NOT_FOUND: $*" >&2; exit 1; }
 if [ "$tool" = npm ]; then exit 0; fi
 if [ "$tool" = firebase ]; then
@@ -311,7 +312,7 @@ func TestDeploySetsUpAFreshProjectOnceAndThenChangesNothingThere(t *testing.T) {
 	args := []string{"--project=demo-p", "--region=us-central1", "--firestore-location=nam5", "--schedule", "*/15 * * * *", "--admit-schedule=*/2 * * * *",
 		"--allowed-origins", "https://tickets.example.com,http://localhost:5173"}
 	_, errOut, code := f.deploy("deploy.sh", args...)
-	if code != 0 {
+	if code != 0 || strings.Contains(errOut, "stopped:") {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
 	first := changes(f.calls())
@@ -386,8 +387,8 @@ func TestDeployStopsBeforeChangingAnythingWhenSomethingIsMissing(t *testing.T) {
 	f := newFakeProject(t)
 	f.haveSecrets("STRIPE_SECRET_KEY")
 	_, errOut, code := f.deploy("deploy.sh", "--project=demo-p", "--region=europe-west1")
-	if code != 1 {
-		t.Fatalf("exit %d, want 1: %s", code, errOut)
+	if code != 1 || strings.Contains(errOut, "stopped:") {
+		t.Fatalf("exit %d, want 1 with the problems listed: %s", code, errOut)
 	}
 	for _, want := range []string{"no (default) Firestore database: pass --firestore-location", "STRIPE_WEBHOOK_SECRET FIRELOCK_TICKET_KEY", "--no-payments"} {
 		if !strings.Contains(errOut, want) {
@@ -408,6 +409,29 @@ func TestDeployStopsBeforeChangingAnythingWhenSomethingIsMissing(t *testing.T) {
 		if !strings.HasPrefix(c, "gcloud services enable ") && !strings.HasPrefix(c, "npm ") { // npm: the web app's build, local
 			t.Errorf("a deploy that stopped changed: %s", c)
 		}
+	}
+}
+
+// A command that fails midway stops the deploy there, saying so; the same
+// deploy run again goes on and finishes.
+func TestDeployStopsAtAFailureAndGoesOnWhenRunAgain(t *testing.T) {
+	f := newFakeProject(t)
+	f.haveSecrets("STRIPE_SECRET_KEY", "STRIPE_WEBHOOK_SECRET", "FIRELOCK_TICKET_KEY")
+	t.Setenv("FAKE_FAIL", "gcloud functions deploy JoinQueue")
+	_, errOut, code := f.deploy("deploy.sh", "--project=demo-p", "--region=europe-west1", "--firestore-location=eur3")
+	if code != 1 || !strings.Contains(errOut, "deploy.sh: stopped: the command above failed (exit 1)") {
+		t.Fatalf("exit %d, want 1 saying it stopped: %s", code, errOut)
+	}
+	calls := changes(f.calls())
+	if last := calls[len(calls)-1]; !strings.HasPrefix(last, "gcloud functions deploy JoinQueue ") {
+		t.Errorf("the deploy went on after the failure, to %s", last)
+	}
+	t.Setenv("FAKE_FAIL", "")
+	if _, errOut, code := f.deploy("deploy.sh", "--project=demo-p", "--region=europe-west1", "--firestore-location=eur3"); code != 0 {
+		t.Fatalf("run again: exit %d: %s", code, errOut)
+	}
+	if calls := changes(f.calls()); lineWith(calls, "firebase deploy --only hosting") < 0 || lineWith(calls, "services enable") >= 0 {
+		t.Errorf("run again, the deploy did not finish, or set up again:\n%s", strings.Join(calls, "\n"))
 	}
 }
 
