@@ -596,8 +596,8 @@ func TestDeployTakesItsSecretsFromSecretManager(t *testing.T) {
 		}
 	}
 	out, errOut, code = f.deploy("deploy.sh", "--dry-run", "--project=demo-p", "--region=us-central1", "--no-payments")
-	if code != 0 || strings.Contains(out, "CheckoutHold") || strings.Contains(out, "StripeWebhook") || strings.Contains(out, "STRIPE") || strings.Contains(errOut, "webhook") ||
-		!strings.Contains(out, `--set-secrets=FIRELOCK_TICKET_KEY=FIRELOCK_TICKET_KEY:1 `) {
+	if code != 0 || strings.Contains(out, "functions deploy CheckoutHold") || strings.Contains(out, "functions deploy StripeWebhook") ||
+		strings.Contains(out, "STRIPE") || strings.Contains(errOut, "webhook") || !strings.Contains(out, `--set-secrets=FIRELOCK_TICKET_KEY=FIRELOCK_TICKET_KEY:1 `) {
 		t.Fatalf("--no-payments: exit %d:\n%s\n%s", code, out, errOut)
 	}
 }
