@@ -509,7 +509,11 @@ for env in "${secrets_used[@]}"; do
   fi
 done
 if [ "$DRY_RUN" = 1 ] && [ ${#secrets_used[@]} -gt 0 ]; then
-  say "dry run: each secret shows as version 1; a deploy pins the newest enabled version it finds, and stops here, before any other change, when one is missing"
+  if [ "$SETUP_ONLY" = 1 ]; then
+    say "dry run: the setup gives the runtime account access to each of these secrets that exists"
+  else
+    say "dry run: each secret shows as version 1; a deploy pins the newest enabled version it finds, and stops here, before any other change, when one is missing"
+  fi
 fi
 if [ ${#missing_secrets[@]} -gt 0 ] && [ "$SETUP_ONLY" = 0 ]; then
   msg="these Secret Manager secrets have no enabled version in $PROJECT yet:"
