@@ -136,7 +136,15 @@ func newCLIChecker(t *testing.T) *cliChecker {
 	}
 	c := &cliChecker{t: t, dir: t.TempDir(), repo: repo, verdicts: map[string]string{}}
 	c.bin = filepath.Join(c.dir, "bin")
-	if err := os.MkdirAll(c.bin, 0o755); err != nil {
+	for _, d := range []string{c.bin, filepath.Join(c.dir, "gcloud")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// No network: gcloud is told it is not on Compute Engine (its cached
+	// answer; else it looks the metadata server up), and firebase-tools
+	// neither probes the metadata server nor fetches its news (CI).
+	if err := os.WriteFile(filepath.Join(c.dir, "gcloud", "gce"), []byte("False"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	for name, target := range map[string]string{"gcloud": gcloud, "firebase": firebase} {
@@ -257,6 +265,8 @@ func (c *cliChecker) run(line string) string {
 		"CLOUDSDK_CORE_DISABLE_USAGE_REPORTING=1",
 		"NO_UPDATE_NOTIFIER=1",
 		"FIREBASE_CLI_DISABLE_TELEMETRY=1",
+		"METADATA_SERVER_DETECTION=none",
+		"CI=1",
 	}
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
