@@ -56,6 +56,10 @@ require (
 require (
 	github.com/golang-jwt/jwt/v4 v4.5.2
 	github.com/stripe/stripe-go/v85 v85.0.0
+	// The version the Firebase and Cloud clients already brought in (it was
+	// indirect): functions reads the credentials' project with it, as the
+	// Admin SDK does (issue #53).
+	golang.org/x/oauth2 v0.37.0
 )
 
 require (
@@ -124,7 +128,6 @@ require (
 	go.yaml.in/yaml/v3 v3.0.5 // indirect
 	golang.org/x/crypto v0.58.0 // indirect
 	golang.org/x/net v0.61.0 // indirect
-	golang.org/x/oauth2 v0.37.0 // indirect
 	golang.org/x/sync v0.24.0 // indirect
 	golang.org/x/sys v0.49.0 // indirect
 	golang.org/x/text v0.43.0 // indirect

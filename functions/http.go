@@ -28,6 +28,7 @@ import (
 	"github.com/firelock/firelock/lock"
 	"github.com/firelock/firelock/payment"
 	"github.com/firelock/firelock/sale"
+	"golang.org/x/oauth2/google"
 )
 
 // The functions, each under the local run's cap on requests in flight
@@ -100,7 +101,14 @@ func (l *lazyAPI) get() *API {
 var deployed = &lazyAPI{build: func() (*API, error) {
 	ctx := context.Background()
 	project := ProjectID()
-	fs, err := firestore.NewClient(ctx, project)
+	if project == "" {
+		project = credentialsProject(ctx)
+	}
+	fsProject := project
+	if fsProject == "" {
+		fsProject = firestore.DetectProjectID // its own lookup, which fails saying so
+	}
+	fs, err := firestore.NewClient(ctx, fsProject)
 	if err != nil {
 		return nil, err
 	}
@@ -113,18 +121,36 @@ var deployed = &lazyAPI{build: func() (*API, error) {
 
 func defaultAPI() *API { return deployed.get() }
 
-// ProjectID is the project of a deployed function, or of the local run.
+// ProjectID is the project of a deployed function, or of the local run,
+// as the environment names it: GOOGLE_CLOUD_PROJECT (deploy.sh sets it on
+// every function, as Cloud Run sets no project variable for newer
+// runtimes), GCLOUD_PROJECT or GCP_PROJECT; "" when none does. Never a
+// placeholder: the Admin SDK checks ID tokens' and App Check tokens'
+// audience against the project it is given (issue #53).
 func ProjectID() string {
 	for _, v := range []string{"GOOGLE_CLOUD_PROJECT", "GCLOUD_PROJECT", "GCP_PROJECT"} {
 		if p := os.Getenv(v); p != "" {
 			return p
 		}
 	}
-	return firestore.DetectProjectID
+	return ""
+}
+
+// credentialsProject is the project of Application Default Credentials (a
+// deployed function's: the metadata server's project), as the Admin SDK
+// and the Firestore client would find it themselves; "" when they name
+// none.
+func credentialsProject(ctx context.Context) string {
+	creds, err := google.FindDefaultCredentials(ctx, "https://www.googleapis.com/auth/cloud-platform")
+	if err != nil {
+		return ""
+	}
+	return creds.ProjectID
 }
 
 // NewAPI wires the API to a Firestore client and the Firebase Auth of
-// authProject (the Auth emulator when FIREBASE_AUTH_EMULATOR_HOST is set).
+// authProject (the Auth emulator when FIREBASE_AUTH_EMULATOR_HOST is set;
+// "": the project of the credentials, as the Admin SDK finds it).
 // It logs to stdout, as Cloud Functions collect it.
 func NewAPI(ctx context.Context, fs *firestore.Client, authProject string) (*API, error) {
 	return NewAPIWithLogger(ctx, fs, authProject, NewLogger(os.Stdout))

@@ -10,7 +10,6 @@ import (
 	"syscall"
 	"time"
 
-	"cloud.google.com/go/firestore"
 	mexporter "github.com/GoogleCloudPlatform/opentelemetry-operations-go/exporter/metric"
 	texporter "github.com/GoogleCloudPlatform/opentelemetry-operations-go/exporter/trace"
 	"go.opentelemetry.io/contrib/detectors/gcp"
@@ -79,13 +78,8 @@ func init() {
 }
 
 // cloudProject is the project to export to, when the environment names it
-// (else the exporters take Application Default Credentials' project).
-func cloudProject() string {
-	if p := ProjectID(); p != firestore.DetectProjectID {
-		return p
-	}
-	return ""
-}
+// ("": the exporters take Application Default Credentials' project).
+func cloudProject() string { return ProjectID() }
 
 // instanceResource describes this function instance: Cloud Monitoring
 // maps it to a generic_task (location: the region, namespace: firelock,

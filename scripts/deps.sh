@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Makes sure what the tests and the local run need is installed: Java, the
-# gcloud Firestore and Pub/Sub emulators and Chromium (Debian packages; the
+# gcloud Firestore and Pub/Sub emulators, Chromium and ShellCheck (Debian packages; the
 # browser tests drive Debian's Chromium, since Playwright's own browser
 # download is not available everywhere), the pinned
 # firebase-tools for the Auth emulator, and the web client's packages (npm
@@ -21,13 +21,15 @@ sdk_has platform/cloud-firestore-emulator/cloud-firestore-emulator.jar || missin
 sdk_has platform/pubsub-emulator/bin/cloud-pubsub-emulator || missing+=(google-cloud-cli-pubsub-emulator)
 # CHROMIUM_PATH names another Chromium for the browser tests.
 [ -x "${CHROMIUM_PATH:-/usr/bin/chromium}" ] || missing+=(chromium)
+# make test lints the shell scripts (deploy.sh, this one) with ShellCheck.
+command -v shellcheck >/dev/null || missing+=(shellcheck)
 if [ ${#missing[@]} -gt 0 ]; then
   echo "deps: installing ${missing[*]} with apt-get (Chromium alone downloads about 100 MB)" >&2
   if [ "$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi
   if ! { $SUDO apt-get update -qq && $SUDO apt-get install -y -qq "${missing[@]}"; }; then
     echo "deps: could not install ${missing[*]}." >&2
-    echo "      Install Java 17+, the Google Cloud SDK emulators and Chromium yourself:" >&2
-    echo "      https://cloud.google.com/sdk/docs/install (apt: google-cloud-cli-firestore-emulator google-cloud-cli-pubsub-emulator chromium)" >&2
+    echo "      Install Java 17+, the Google Cloud SDK emulators, Chromium and ShellCheck yourself:" >&2
+    echo "      https://cloud.google.com/sdk/docs/install (apt: google-cloud-cli-firestore-emulator google-cloud-cli-pubsub-emulator chromium shellcheck)" >&2
     echo "      or set CHROMIUM_PATH to a Chromium binary." >&2
     exit 1
   fi
