@@ -45,15 +45,23 @@ type Holder struct {
 	Remaining time.Duration
 }
 
-// HeldError reports the keys held by other owners. errors.Is(err, ErrHeld) holds.
+// HeldError reports the keys that live leases of other acquisitions hold
+// (of another owner, or of the asking Locker's own owner without
+// Reentrant). errors.Is(err, ErrHeld) holds.
 type HeldError struct {
 	Holders []Holder // at least one, in key order
+	owner   string   // the asking Locker's owner
 }
 
+// Error names each holder and when its lease ends; a key held by the
+// asking Locker's own owner says so and names Reentrant, which joins it.
 func (e *HeldError) Error() string {
 	parts := make([]string, len(e.Holders))
 	for i, h := range e.Holders {
 		parts[i] = fmt.Sprintf("%q by %s until %s", h.Key, h.Owner, h.Until.UTC().Format(time.RFC3339Nano))
+		if e.owner != "" && h.Owner == e.owner {
+			parts[i] += " (this Locker's own owner: another acquisition of it holds the key; lock.Reentrant() joins it)"
+		}
 	}
 	return "lock: held: " + strings.Join(parts, ", ")
 }

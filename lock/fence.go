@@ -87,7 +87,7 @@ func (l *Lease) fenced(fence *firestore.DocumentSnapshot) error {
 		return nil
 	}
 	if fence == nil || !fence.Exists() {
-		return l.lost("its fence is gone: the lease was released")
+		return l.lost("its fence is gone: the lease was released (by someone else: a forced release, a sweep)")
 	}
 	owner, _ := fence.Data()[FieldOwner].(string)
 	at, _ := fence.Data()[FieldAcquiredAt].(time.Time)
@@ -135,10 +135,10 @@ func guardFenced(tx *firestore.Transaction, ls Leases, refs []*firestore.Documen
 	snaps, err := tx.GetAll(append(all, refs...))
 	<-read
 	if err != nil {
-		return nil, fmt.Errorf("lock: guard %d leases: %w", len(ls), err)
+		return nil, ls.readFailed(fmt.Errorf("lock: guard %d leases: %w", len(ls), err))
 	}
 	if lerr != nil {
-		return nil, lerr
+		return nil, ls.readFailed(lerr)
 	}
 	if skip {
 		for i, l := range ls {

@@ -34,6 +34,7 @@ type Lease struct {
 	validUntil time.Time
 	done       chan struct{}
 	doneErr    error
+	gone       bool // Done closed on what Firestore showed: the lease is not this acquisition's
 }
 
 func newLease(l *Locker, ref *firestore.DocumentRef, id string, acquiredAt, renewedAt, updateTime, sent time.Time, duration time.Duration, holds []string) *Lease {
@@ -116,12 +117,37 @@ func (l *Lease) end(err error) {
 	}
 }
 
+// lost ends the lease as lost for a reason Firestore showed (another
+// grant, a deletion, a release).
 func (l *Lease) lost(format string, args ...any) error {
+	err := fmt.Errorf("lock %q: %w: %s", l.ref.ID, ErrNotHeld, fmt.Sprintf(format, args...))
+	l.mu.Lock()
+	if !l.closed() {
+		l.gone = true
+	}
+	l.end(err)
+	l.mu.Unlock()
+	return err
+}
+
+// gaveUp ends the lease as lost because its holder could not confirm it in
+// time: it may still stand in Firestore (a renewal landed unheard).
+func (l *Lease) gaveUp(format string, args ...any) error {
 	err := fmt.Errorf("lock %q: %w: %s", l.ref.ID, ErrNotHeld, fmt.Sprintf(format, args...))
 	l.mu.Lock()
 	l.end(err)
 	l.mu.Unlock()
 	return err
+}
+
+// closed says Done is closed. Call with l.mu held.
+func (l *Lease) closed() bool {
+	select {
+	case <-l.done:
+		return true
+	default:
+		return false
+	}
 }
 
 // Renew moves renewedAt to the server's current time: one write
@@ -183,7 +209,7 @@ func (l *Lease) Renew(ctx context.Context) error {
 // acquisition in this grant; if not, the lease is lost.
 func (l *Lease) stillOurs(snap *firestore.DocumentSnapshot) error {
 	if snap == nil || !snap.Exists() {
-		return l.lost("lease document is gone")
+		return l.lost("the lease document is gone (deleted by someone else: a forced release, a sweep)")
 	}
 	d := decodeLease(snap)
 	switch {
@@ -204,7 +230,11 @@ func (l *Lease) stillOurs(snap *firestore.DocumentSnapshot) error {
 // either way. A lease that KeepAlive gave up on may still stand (a renewal
 // can land unheard), and Release still gives it up: call it when
 // TryAcquire finds that lease standing, as the lock is not reentrant.
-func (l *Lease) Release(ctx context.Context) error { return l.release(ctx, false) }
+func (l *Lease) Release(ctx context.Context) error {
+	gctx, cancel := l.locker.graceful(ctx)
+	defer cancel()
+	return l.release(gctx, false)
+}
 
 // release is Release; maybeLanded says an earlier attempt (a batch of
 // Leases.Release) failed ambiguously.
@@ -321,7 +351,7 @@ func (l *Lease) keepAlive(ctx context.Context, cancel context.CancelCauseFunc) {
 	period := l.duration / 3
 	// Give up a little before the local end so work stops before the
 	// server could grant the key to somebody else.
-	safety := min(time.Second, l.duration/10)
+	safety := l.margin()
 	// A renewal is due a third into the lease as this holder knows it: a
 	// third after the send time of the write that granted or last renewed
 	// it. A write answered late (a slow network, a loaded server) leaves
@@ -353,7 +383,7 @@ func (l *Lease) keepAlive(ctx context.Context, cancel context.CancelCauseFunc) {
 		case <-t.C:
 		}
 		if time.Now().After(deadline) {
-			cancel(l.lost("not renewed within its lease of %v", l.duration))
+			cancel(l.gaveUp("not renewed within its lease of %v", l.duration))
 			return
 		}
 		rctx, rcancel := context.WithDeadline(ctx, deadline)
@@ -386,14 +416,51 @@ func (l *Lease) keepAlive(ctx context.Context, cancel context.CancelCauseFunc) {
 // renewals never wait for its guarded transactions. For a Locker
 // SharedWithClients, it reads the lease document in the transaction.
 func (l *Lease) Guard(tx *firestore.Transaction) error {
+	if err := l.over(); err != nil {
+		return err
+	}
 	if l.locker.shared {
 		snap, err := tx.Get(l.ref)
 		if err != nil && status.Code(err) != codes.NotFound {
-			return fmt.Errorf("lock %q: guard: %w", l.ref.ID, err)
+			return Leases{l}.readFailed(fmt.Errorf("lock %q: guard: %w", l.ref.ID, err))
 		}
 		return l.checkGuard(snap, time.Time{})
 	}
 	_, err := guardFenced(tx, Leases{l}, nil)
+	return err
+}
+
+// over is the reason the lease is known to be over: released, or found
+// lost in Firestore. nil while it may be held, also after KeepAlive gave
+// it up unconfirmed (a renewal may have landed unheard: Guard reads).
+func (l *Lease) over() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	switch {
+	case !l.closed():
+		return nil
+	case l.doneErr == nil:
+		return fmt.Errorf("lock %q: %w: released", l.ref.ID, ErrNotHeld)
+	case l.gone:
+		return l.doneErr
+	}
+	return nil
+}
+
+// readFailed is the error of a guard whose read failed: the loss of a
+// lease that has ended by now (a lost lease's keep-alive cancels the
+// transaction's context, and the read fails with a bare Canceled), else
+// err.
+func (ls Leases) readFailed(err error) error {
+	for _, l := range ls {
+		select {
+		case <-l.Done():
+			if lost := l.Err(); lost != nil {
+				return fmt.Errorf("%w (the guard's read: %v)", lost, err)
+			}
+		default:
+		}
+	}
 	return err
 }
 
@@ -411,7 +478,7 @@ func (l *Lease) checkGuard(snap *firestore.DocumentSnapshot, also time.Time) err
 	l.mu.Lock()
 	l.holds = d.Holds // what ReleaseIn must leave in place
 	l.mu.Unlock()
-	margin := min(time.Second, l.duration/10)
+	margin := l.margin()
 	at := snap.ReadTime
 	if also.After(at) {
 		at = also
@@ -421,6 +488,10 @@ func (l *Lease) checkGuard(snap *firestore.DocumentSnapshot, also time.Time) err
 	}
 	return nil
 }
+
+// margin is the least time a lease must have left to be used: Guard
+// refuses a commit, and KeepAlive gives the lease up, with no more left.
+func (l *Lease) margin() time.Duration { return min(time.Second, l.duration/10) }
 
 // Leases is a set of leases granted together by TryAcquireAll.
 type Leases []*Lease
@@ -447,6 +518,11 @@ func (ls Leases) GuardWith(tx *firestore.Transaction, refs ...*firestore.Documen
 	if len(ls) == 0 {
 		return tx.GetAll(refs)
 	}
+	for _, l := range ls {
+		if err := l.over(); err != nil {
+			return nil, err
+		}
+	}
 	if !ls[0].locker.shared {
 		return guardFenced(tx, ls, refs)
 	}
@@ -456,7 +532,7 @@ func (ls Leases) GuardWith(tx *firestore.Transaction, refs ...*firestore.Documen
 	}
 	snaps, err := tx.GetAll(append(all, refs...))
 	if err != nil {
-		return nil, fmt.Errorf("lock: guard %d leases: %w", len(ls), err)
+		return nil, ls.readFailed(fmt.Errorf("lock: guard %d leases: %w", len(ls), err))
 	}
 	for i, l := range ls {
 		if err := l.checkGuard(snaps[i], time.Time{}); err != nil {
@@ -512,7 +588,7 @@ func (ls Leases) ReleaseInBatch(b *firestore.WriteBatch) error {
 		l.mu.Lock()
 		left := l.validUntil.Sub(now)
 		l.mu.Unlock()
-		if margin := min(time.Second, l.duration/10); left <= margin {
+		if margin := l.margin(); left <= margin {
 			return fmt.Errorf("lock %q: %w: %v of the lease left by the local clock, no more than the %v margin", l.ref.ID, ErrNotHeld, left, margin)
 		}
 	}
@@ -541,6 +617,8 @@ func (ls Leases) Release(ctx context.Context) error {
 		}
 		writes = append(writes, w...)
 	}
+	ctx, cancel := ls[0].locker.graceful(ctx)
+	defer cancel()
 	_, err := ls[0].locker.commit(ctx, writes, unretried)
 	if err == nil {
 		for _, l := range ls {

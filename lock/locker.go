@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"sync"
 	"time"
 
 	"cloud.google.com/go/firestore"
@@ -271,8 +272,13 @@ func (l *Locker) TryAcquireAll(ctx context.Context, keys []string, opts ...Acqui
 }
 
 // tryAcquireAll is TryAcquireAll unmeasured: AcquireAll measures its whole wait.
-func (l *Locker) tryAcquireAll(ctx context.Context, keys []string, opts ...AcquireOption) (_ Leases, err error) {
+func (l *Locker) tryAcquireAll(ctx context.Context, keys []string, opts ...AcquireOption) (granted Leases, err error) {
 	defer func() { err = withContext(ctx, err) }()
+	defer func() {
+		if err == nil {
+			granted, err = l.fresh(ctx, granted)
+		}
+	}()
 	if err := validateKeys(keys); err != nil {
 		return nil, err
 	}
@@ -323,7 +329,7 @@ func (l *Locker) tryAcquireAll(ctx context.Context, keys []string, opts ...Acqui
 			}
 		}
 		if len(held) > 0 {
-			return nil, &HeldError{Holders: held}
+			return nil, &HeldError{Holders: held, owner: l.owner}
 		}
 		leases, err := l.commitGrants(ctx, id, refs, snaps, o)
 		if err == nil || !isConflict(err) {
@@ -371,6 +377,11 @@ func (l *Locker) commitGrants(ctx context.Context, id string, refs []*firestore.
 			writes = append(writes, f)
 		}
 	}
+	// The first commit of a client proves it first (commit.go): the lease
+	// is measured from the grant's own send, after that.
+	if err := l.verified(ctx); err != nil {
+		return nil, err
+	}
 	sent := time.Now()
 	results, err := l.commit(ctx, writes)
 	if err != nil {
@@ -389,6 +400,71 @@ func (l *Locker) commitGrants(ctx context.Context, id string, refs []*firestore.
 		}
 	}
 	return leases, nil
+}
+
+// fresh hands leases over only while they have more than their margin
+// left by the holder's clock (see Lease.validUntil). A grant answered that
+// late (a slow network, a settled ambiguous answer) may have ended by
+// Firestore's clock already, and its holder could do nothing under it: it
+// is released again, past ctx for up to settleBudget, and the try fails
+// with ErrUnanswered (Acquire tries again). What the release cannot remove
+// ends with its lease.
+func (l *Locker) fresh(ctx context.Context, ls Leases) (Leases, error) {
+	for _, lease := range ls {
+		lease.mu.Lock()
+		left := time.Until(lease.validUntil)
+		lease.mu.Unlock()
+		if left > lease.margin() {
+			continue
+		}
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), l.settleBudget())
+		rerr := ls.Release(rctx)
+		cancel()
+		removed := "released again"
+		if rerr != nil {
+			removed = fmt.Sprintf("could not be released again (%v): it ends with its lease", rerr)
+		}
+		return nil, fmt.Errorf("%w: the grant of %q was answered with %v of its lease of %v left by this holder's clock, too late to work under: %s",
+			ErrUnanswered, ls.Keys(), left.Round(time.Millisecond), lease.duration, removed)
+	}
+	return ls, nil
+}
+
+// graceful is ctx for a release, which must not leave a lock held because
+// its caller's request went away: if ctx has ended before the release
+// begins, or is cancelled while it runs, the release goes on for up to
+// settleBudget more, as an ambiguous grant is settled past its caller's
+// context. A deadline that passes while it runs is the caller's bound on
+// the release, and ends it.
+func (l *Locker) graceful(ctx context.Context) (context.Context, context.CancelFunc) {
+	grace := l.settleBudget()
+	if ctx.Err() != nil {
+		return context.WithTimeoutCause(context.WithoutCancel(ctx), grace,
+			fmt.Errorf("%w before the release began, and its grace of %v ran out", context.Cause(ctx), grace))
+	}
+	gctx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
+	var mu sync.Mutex
+	var timer *time.Timer
+	stop := context.AfterFunc(ctx, func() {
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			cancel(context.Cause(ctx))
+			return
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		timer = time.AfterFunc(grace, func() {
+			cancel(fmt.Errorf("%w while the release ran, and its grace of %v ran out", context.Cause(ctx), grace))
+		})
+	})
+	return gctx, func() {
+		stop()
+		mu.Lock()
+		if timer != nil {
+			timer.Stop()
+		}
+		mu.Unlock()
+		cancel(context.Canceled)
+	}
 }
 
 // settleBudget bounds how long an ambiguous grant is settled past the
@@ -588,7 +664,7 @@ func (l *Locker) AcquireAll(ctx context.Context, keys []string, opts ...AcquireO
 			// as below, and the try's own error (the context's) says nothing
 			// of the key.
 			l.metrics.acquired(ctx, start, last)
-			return nil, fmt.Errorf("lock: waiting for %v: %w (last: %v)", keys, context.Cause(ctx), last)
+			return nil, waitedInVain(ctx, keys, last)
 		}
 		if !errors.Is(err, ErrHeld) && !(errors.Is(err, ErrUnanswered) && ctx.Err() == nil) {
 			l.metrics.acquired(ctx, start, err)
@@ -609,10 +685,21 @@ func (l *Locker) AcquireAll(ctx context.Context, keys []string, opts ...AcquireO
 		case <-ctx.Done():
 			t.Stop()
 			l.metrics.acquired(ctx, start, err) // the last try's: held, as a rule
-			return nil, fmt.Errorf("lock: waiting for %v: %w (last: %v)", keys, context.Cause(ctx), err)
+			return nil, waitedInVain(ctx, keys, err)
 		case <-t.C:
 		}
 	}
+}
+
+// waitedInVain is the error of an Acquire whose context ended while it
+// waited: the context's, and the last try's answer (a *HeldError naming
+// the holder, as a rule), so that errors.Is matches both and errors.As
+// finds the holder.
+func waitedInVain(ctx context.Context, keys []string, last error) error {
+	if last == nil {
+		return fmt.Errorf("lock: waiting for %q: %w", keys, context.Cause(ctx))
+	}
+	return fmt.Errorf("lock: waiting for %q: %w (last: %w)", keys, context.Cause(ctx), last)
 }
 
 // WithLock acquires key (waiting), keeps the lease alive while fn runs,
@@ -627,20 +714,40 @@ func (l *Locker) WithLock(ctx context.Context, key string, fn func(ctx context.C
 	}
 	kctx, stop := lease.KeepAlive(ctx)
 	ferr := fn(kctx, lease)
-	lost := context.Cause(kctx)
 	stop()
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-	defer cancel()
-	rerr := lease.Release(rctx)
+	lost := context.Cause(kctx)
+	rerr := lease.Release(ctx)
+	if !errors.Is(lost, ErrNotHeld) && errors.Is(rerr, ErrNotHeld) {
+		lost = rerr // gone by the release: lost while fn ran, unnoticed
+	}
 	switch {
 	case ferr != nil:
-		return ferr
+		return explain(lost, ferr)
 	case errors.Is(lost, ErrNotHeld):
 		return lost
 	case rerr != nil:
 		return rerr
 	}
 	return nil
+}
+
+// Explain says why work under a lease failed. If err is not nil and ctx
+// (a context KeepAlive returned, the one WithLock gives fn, or one derived
+// from either) ended because its lease was lost, Explain returns an error
+// that wraps both the loss (ErrNotHeld, with its reason) and err; else
+// err. An RPC that a lost lease cut off fails with gRPC's bare Canceled
+// status, which matches neither ErrNotHeld nor context.Canceled: Explain
+// makes errors.Is(err, lock.ErrNotHeld) tell it from the caller's own
+// cancellation. It sends no RPC.
+func Explain(ctx context.Context, err error) error {
+	return explain(context.Cause(ctx), err)
+}
+
+func explain(lost, err error) error {
+	if err == nil || errors.Is(err, ErrNotHeld) || !errors.Is(lost, ErrNotHeld) {
+		return err
+	}
+	return fmt.Errorf("%w; what ran under it failed: %w", lost, err)
 }
 
 // ReleaseAll deletes every lease document of this Locker's owner in its
