@@ -33,8 +33,31 @@ import (
 	"google.golang.org/grpc/status"
 )
 
-// Collection is where counters live.
+// Collection is where counters live unless WithCollection says otherwise.
 const Collection = "counters"
+
+// Option configures where Create, Open and RollupAll find counters.
+type Option func(*options)
+
+type options struct{ collection string }
+
+// WithCollection keeps counters in the collection at path (default
+// Collection, "counters"; a subcollection such as "tenants/t1/counters"
+// works too). Every call that reaches a counter must name the same one.
+func WithCollection(path string) Option { return func(o *options) { o.collection = path } }
+
+// collection is the collection opts name.
+func collection(client *firestore.Client, opts []Option) (*firestore.CollectionRef, error) {
+	o := options{collection: Collection}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	coll := client.Collection(o.collection)
+	if coll == nil {
+		return nil, fmt.Errorf("%w: %q is not a collection path", ErrInvalidInput, o.collection)
+	}
+	return coll, nil
+}
 
 // MaxShards bounds a counter's shards. 256 shards take hundreds of writes a
 // second; more only slow down creation and growth.
@@ -90,12 +113,16 @@ func validate(id string, numShards int) error {
 // commit. Creating a counter that exists with the same number of shards is
 // idempotent (it returns the existing counter, counts untouched); with
 // another number it fails with ErrExists: use Grow.
-func Create(ctx context.Context, client *firestore.Client, id string, numShards int) (*Counter, error) {
+func Create(ctx context.Context, client *firestore.Client, id string, numShards int, opts ...Option) (*Counter, error) {
 	if err := validate(id, numShards); err != nil {
 		return nil, err
 	}
-	c := &Counter{client: client, ref: client.Collection(Collection).Doc(id)}
-	err := client.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
+	coll, err := collection(client, opts)
+	if err != nil {
+		return nil, err
+	}
+	c := &Counter{client: client, ref: coll.Doc(id)}
+	err = client.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
 		if err := tx.Create(c.ref, map[string]any{FieldNumShards: numShards}); err != nil {
 			return err
 		}
@@ -107,7 +134,7 @@ func Create(ctx context.Context, client *firestore.Client, id string, numShards 
 		return nil
 	}, firestore.MaxAttempts(1))
 	if status.Code(err) == codes.AlreadyExists {
-		existing, oerr := Open(ctx, client, id)
+		existing, oerr := Open(ctx, client, id, opts...)
 		if oerr != nil {
 			return nil, oerr
 		}
@@ -124,11 +151,15 @@ func Create(ctx context.Context, client *firestore.Client, id string, numShards 
 }
 
 // Open reads counter id's shard count (one read). ErrNotFound if absent.
-func Open(ctx context.Context, client *firestore.Client, id string) (*Counter, error) {
+func Open(ctx context.Context, client *firestore.Client, id string, opts ...Option) (*Counter, error) {
 	if err := lock.ValidateKey(id); err != nil {
 		return nil, fmt.Errorf("%w: counter id: %v", ErrInvalidInput, err)
 	}
-	c := &Counter{client: client, ref: client.Collection(Collection).Doc(id)}
+	coll, err := collection(client, opts)
+	if err != nil {
+		return nil, err
+	}
+	c := &Counter{client: client, ref: coll.Doc(id)}
 	if err := c.refresh(ctx); err != nil {
 		return nil, err
 	}
@@ -362,8 +393,12 @@ func (c *Counter) Grow(ctx context.Context, numShards int) error {
 // RollupAll rolls up every counter in the collection (the scheduled job
 // rollupCounters) and returns how many it rolled up. Shards left under a
 // deleted counter document are skipped with a warning, not an error.
-func RollupAll(ctx context.Context, client *firestore.Client) (int, error) {
-	refs, err := client.Collection(Collection).DocumentRefs(ctx).GetAll()
+func RollupAll(ctx context.Context, client *firestore.Client, opts ...Option) (int, error) {
+	coll, err := collection(client, opts)
+	if err != nil {
+		return 0, err
+	}
+	refs, err := coll.DocumentRefs(ctx).GetAll()
 	if err != nil {
 		return 0, fmt.Errorf("counter: list counters: %w", err)
 	}

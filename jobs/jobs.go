@@ -17,8 +17,6 @@ import (
 	"unicode/utf8" // schedules' zones resolve on any runtime image
 
 	"cloud.google.com/go/firestore"
-	"github.com/firelock/firelock/booking"
-	"github.com/firelock/firelock/counter"
 	"github.com/firelock/firelock/lock"
 	"go.opentelemetry.io/otel/metric"
 )
@@ -53,6 +51,13 @@ type Outcome string
 // <5-field cron>, "timeZone"?: <IANA zone>}. Retrying cannot fix it, so the
 // function acknowledges it (and writes nothing).
 var ErrBadPayload = errors.New("jobs: bad payload")
+
+// Acknowledge reports whether a delivery that ended with err (from Deliver
+// or Events.Do) should be acknowledged: err is nil (the event ran, or was
+// done already) or wraps ErrBadPayload (no delivery can succeed). Return
+// nil from the function then, and err otherwise so that Pub/Sub delivers
+// again.
+func Acknowledge(err error) bool { return err == nil || errors.Is(err, ErrBadPayload) }
 
 // ErrInProgress: another delivery runs the event under a live lease and did
 // not finish within this delivery's wait. Not acknowledged: Pub/Sub
@@ -170,14 +175,20 @@ type Runner struct {
 
 // config is what the options set, for a Runner or an Events.
 type config struct {
-	lease    time.Duration
-	wait     time.Duration
-	lockOpts []lock.Option
-	mp       metric.MeterProvider // nil: the global provider
+	collection string // a Runner's; "" is Collection
+	lease      time.Duration
+	wait       time.Duration
+	lockOpts   []lock.Option
+	mp         metric.MeterProvider // nil: the global provider
 }
 
 // Option configures a Runner or an Events.
 type Option func(*config)
+
+// WithCollection keeps a Runner's run documents in the collection at path
+// (default Collection, "jobRuns"). NewEvents takes its collection as an
+// argument instead, and ignores this option.
+func WithCollection(path string) Option { return func(c *config) { c.collection = path } }
 
 // WithLease sets how long a run holds its event without renewing (default
 // DefaultLease); a crashed run blocks its event at most this long.
@@ -209,53 +220,54 @@ func newConfig(opts []Option) config {
 // New returns a Runner for the given jobs.
 func New(client *firestore.Client, jobs map[string]Func, opts ...Option) *Runner {
 	c := newConfig(opts)
-	return &Runner{events: newEvents(client, Collection, "job", c), jobs: jobs, metrics: newJobMetrics(c.mp)}
+	coll := c.collection
+	if coll == "" {
+		coll = Collection
+	}
+	return &Runner{events: newEvents(client, coll, "job", c), jobs: jobs, metrics: newJobMetrics(c.mp)}
 }
 
-// Sweep ages: lease documents of locks are swept a day after their lease
-// ended; job runs are kept a week, beyond Pub/Sub's longest redelivery, so a
-// late duplicate still finds its event done.
-var Sweep = []struct {
+// RunsKept is how long a run document (done or failed) and its delivery
+// records outlive the run's lease before Sweep may delete them: a week,
+// beyond Pub/Sub's longest redelivery, so a late duplicate still finds its
+// event done.
+const RunsKept = 7 * 24 * time.Hour
+
+// Deliveries is the subcollection of a run document that holds one record
+// per delivery.
+const Deliveries = "deliveries"
+
+// Swept names lease documents for Sweep: those of Collection whose lease
+// ended at least After ago, with their Subcollections.
+type Swept struct {
 	Collection     string
 	After          time.Duration
 	Subcollections []string
-}{
-	{"locks", 24 * time.Hour, nil},
-	{"seatLocks", 24 * time.Hour, nil},
-	{"mutex_critical_data", 24 * time.Hour, nil},
-	{Collection, 7 * 24 * time.Hour, []string{"deliveries"}},
 }
 
-// Standard is the job table of CONTRACT §4. sweepExpired expires ended
-// holds through bookings (nil: a booking.Service of client's without gate
-// or till; give the application's, so that a paying hold's payment record
-// changes with it).
-func Standard(client *firestore.Client, bookings *booking.Service) map[string]Func {
-	if bookings == nil {
-		bookings = booking.New(client)
-	}
-	return map[string]Func{
-		// Both write conditionally already: a rollup on the counter's update
-		// time, a sweep on each lease's; a stale run can only lose a race.
-		// Both are idempotent, so a rerun after a lost done mark is harmless.
-		"rollupCounters": func(ctx context.Context, _ *Run) error {
-			_, err := counter.RollupAll(ctx, client)
-			return err
-		},
-		"sweepExpired": func(ctx context.Context, _ *Run) error {
-			var errs []error
-			// Ended holds turn expired and leave the seat map (their seats
-			// were free from the moment they ended).
-			if _, err := bookings.ExpireHolds(ctx); err != nil {
+// Runs is the Swept of the run documents in collection (a Runner's, by
+// default Collection, or an Events'): RunsKept after their lease ended,
+// their delivery records first.
+func Runs(collection string) Swept {
+	return Swept{Collection: collection, After: RunsKept, Subcollections: []string{Deliveries}}
+}
+
+// Sweep returns a job body that deletes the lease documents each Swept
+// names once their lease ended at least its After ago, by Firestore's
+// clock, never a live one (lock.SweepEnded for each: one query per 300
+// documents, then a delete each, conditioned on the update time read). It
+// is idempotent, so a rerun after a lost done mark is harmless. Which
+// collections to sweep is the application's to say: its lock collections,
+// say a day after, and Runs(Collection) for the runs.
+func Sweep(client *firestore.Client, swept ...Swept) Func {
+	return func(ctx context.Context, _ *Run) error {
+		var errs []error
+		for _, s := range swept {
+			if _, err := lock.SweepEnded(ctx, client, s.Collection, s.After, s.Subcollections...); err != nil {
 				errs = append(errs, err)
 			}
-			for _, s := range Sweep {
-				if _, err := lock.SweepEnded(ctx, client, s.Collection, s.After, s.Subcollections...); err != nil {
-					errs = append(errs, err)
-				}
-			}
-			return errors.Join(errs...)
-		},
+		}
+		return errors.Join(errs...)
 	}
 }
 
@@ -425,12 +437,15 @@ func (r *Run) failedIn(tx *firestore.Transaction, doc *firestore.DocumentSnapsho
 	return tx.Create(r.record, r.delivery(Failed, cause))
 }
 
-// Deliver handles one delivery as execution executionID. A nil error means
-// acknowledge: the event ran here, is done, or (with ErrBadPayload, nothing
-// written) can never succeed. Any other error means Pub/Sub should deliver
-// again: the run failed or could not be marked done (its lease is freed
-// where that is safe, else it ends by itself), or it is in progress
-// elsewhere (ErrInProgress).
+// Deliver handles one delivery of ev as execution executionID and says
+// what it did. Acknowledge the message (Acknowledge(err) reports it) when
+// the error is nil, the event having run here (Ran) or been done already
+// (AlreadyDone), or when it wraps ErrBadPayload: the message can never
+// succeed, and nothing was written. Any other error means Pub/Sub should
+// deliver again: the run failed or could not be marked done (its lease is
+// freed where that is safe, else it ends by itself), or it is in progress
+// elsewhere (ErrInProgress). Costs are those of Events.Do; a bad payload
+// costs no RPC.
 func (r *Runner) Deliver(ctx context.Context, executionID string, ev Event) (o Outcome, err error) {
 	defer func() { r.delivered(ctx, ev, o, err) }()
 	run, err := r.runOf(ev, executionID)
