@@ -1,18 +1,36 @@
-// Package counter provides sharded distributed counters on Firestore
-// (CONTRACT §5).
+// Package counter provides sharded distributed counters on Firestore.
+//
+//	likes, err := counter.Create(ctx, client, "likes-post-1", 10)
+//	err = likes.Increment(ctx, 1)     // from as many writers as you like
+//	n, err := likes.Count(ctx)        // exact: one aggregation query
+//
+// # The documents
 //
 // One Firestore document sustains about one write per second; a counter that
-// many writers bump spreads its count over N shard documents:
+// many writers bump spreads its count over N shard documents, in a
+// collection of your choice (WithCollection; default counters):
 //
-//	counters/{id}            {numShards, total?, rolledUpAt?}
-//	counters/{id}/shards/{i} {count}
+//	{collection}/{id}            numShards integer, total integer?, rolledUpAt timestamp?
+//	{collection}/{id}/shards/{i} count integer           (i = 0 .. numShards-1)
+//
+// Field names are lowercase in every language, so mobile and web clients
+// read total directly.
+//
+// # Costs
 //
 // Increment adds to a random shard (the less used of two) with an atomic
 // increment: one write, no read, in a transaction so that a commit sent
-// again cannot count twice.
-// Count sums the shards with one aggregation query, whatever N is (billed
-// as one read per 1000 shards, not one per shard). Rollup stores that sum
-// in total for clients that read one document.
+// again cannot count twice (a begin and a commit: two RPCs). Count sums
+// the shards with one aggregation query, whatever N is (billed as one read
+// per 1000 shards, not one per shard). Rollup stores that sum in total for
+// clients that read one document: a read-only transaction (a read and the
+// aggregation) and one conditional write. Create is one commit of N+1
+// writes.
+//
+// # Testing
+//
+// The package firelocktest runs your tests against the real Firestore
+// emulator, a project per test.
 package counter
 
 import (
@@ -37,6 +55,7 @@ import (
 const Collection = "counters"
 
 // Option configures where Create, Open and RollupAll find counters.
+// Options send no RPC.
 type Option func(*options)
 
 type options struct{ collection string }
@@ -63,7 +82,8 @@ func collection(client *firestore.Client, opts []Option) (*firestore.CollectionR
 // second; more only slow down creation and growth.
 const MaxShards = 256
 
-// Field names (lowercase in every language).
+// Field names of the counter and shard documents (lowercase in every
+// language).
 const (
 	FieldNumShards  = "numShards"
 	FieldTotal      = "total"
@@ -71,11 +91,14 @@ const (
 	FieldCount      = "count"
 )
 
-// Errors to branch on.
+// Errors to branch on with errors.Is.
 var (
+	// ErrNotFound: no counter document (or no shards) for the id.
 	ErrNotFound = errors.New("counter: not found")
 	// ErrExists: Create found the counter with another number of shards.
-	ErrExists       = errors.New("counter: exists with another shard count")
+	ErrExists = errors.New("counter: exists with another shard count")
+	// ErrInvalidInput: an id, shard count or collection that cannot be;
+	// nothing was written.
 	ErrInvalidInput = errors.New("counter: invalid input")
 )
 
@@ -89,10 +112,10 @@ type Counter struct {
 	used []int64 // increments this handle sent to each shard
 }
 
-// ID is the counter's document ID.
+// ID is the counter's document ID. No RPC.
 func (c *Counter) ID() string { return c.ref.ID }
 
-// NumShards is the shard count as this handle last saw it.
+// NumShards is the shard count as this handle last saw it. No RPC.
 func (c *Counter) NumShards() int { return int(c.numShards.Load()) }
 
 func (c *Counter) shard(i int) *firestore.DocumentRef {
@@ -112,7 +135,8 @@ func validate(id string, numShards int) error {
 // Create makes counter id with numShards shards at zero, in one atomic
 // commit. Creating a counter that exists with the same number of shards is
 // idempotent (it returns the existing counter, counts untouched); with
-// another number it fails with ErrExists: use Grow.
+// another number it fails with ErrExists: use Grow. One commit of
+// numShards+1 writes; an existing counter costs a read more.
 func Create(ctx context.Context, client *firestore.Client, id string, numShards int, opts ...Option) (*Counter, error) {
 	if err := validate(id, numShards); err != nil {
 		return nil, err
@@ -183,7 +207,8 @@ func (c *Counter) refresh(ctx context.Context) error {
 }
 
 // IncrementWrite is the write Increment makes, for callers that bump a
-// counter inside their own transaction (booking does).
+// counter inside their own transaction (tx.Update(ref, updates)): it
+// picks the shard, and sends no RPC.
 func (c *Counter) IncrementWrite(n int64) (*firestore.DocumentRef, []firestore.Update) {
 	return c.shard(c.pick()), []firestore.Update{{Path: FieldCount, Value: firestore.Increment(n)}}
 }
@@ -209,7 +234,8 @@ func (c *Counter) pick() int {
 }
 
 // Increment adds n (negative to subtract) to a random shard: one atomic
-// update, committed in a transaction with no reads (it locks nothing).
+// update, committed in a transaction with no reads (it locks nothing): a
+// begin and a commit.
 // ErrNotFound if the counter does not exist.
 //
 // It adds n at most once. A plain write would count twice when its answer
@@ -285,7 +311,9 @@ func intValue(v any) int64 {
 // that loses to a concurrent rollup whose snapshot is as new as its own or
 // newer has nothing left to do: it returns that rollup's total. Only a
 // loss to an older snapshot (or to Grow) starts over; concurrent rollups
-// therefore coalesce instead of fighting over the document.
+// therefore coalesce instead of fighting over the document. Costs a
+// read-only transaction (a read and the aggregation query) and one
+// conditional write; a lost race adds a read.
 func (c *Counter) Rollup(ctx context.Context) (int64, error) {
 	var lastErr error
 	for attempt := range maxRollupTries {
@@ -359,7 +387,7 @@ func sleep(ctx context.Context, d time.Duration) {
 // Grow raises the number of shards to numShards, keeping every count: new
 // shards start at zero, and shards are never removed. Growing to the
 // current number or fewer is an error (ErrInvalidInput), since shrinking
-// would need to move counts.
+// would need to move counts. One transaction: a read and a commit.
 func (c *Counter) Grow(ctx context.Context, numShards int) error {
 	if err := validate(c.ref.ID, numShards); err != nil {
 		return err
@@ -390,9 +418,10 @@ func (c *Counter) Grow(ctx context.Context, numShards int) error {
 	return nil
 }
 
-// RollupAll rolls up every counter in the collection (the scheduled job
-// rollupCounters) and returns how many it rolled up. Shards left under a
-// deleted counter document are skipped with a warning, not an error.
+// RollupAll rolls up every counter in the collection (for a scheduled job)
+// and returns how many it rolled up: one listing, then a Rollup each.
+// Shards left under a deleted counter document are skipped with a warning,
+// not an error.
 func RollupAll(ctx context.Context, client *firestore.Client, opts ...Option) (int, error) {
 	coll, err := collection(client, opts)
 	if err != nil {

@@ -14,14 +14,15 @@ import (
 	"google.golang.org/grpc/status"
 )
 
-// Events runs events exactly once each, on per-event leases: one lease
-// document per event key in a collection of its own, with the lease fields
-// of CONTRACT §1 plus state "running" | "done" | "failed" and the run's
-// name, and one record per delivery in its subcollection deliveries. The
-// scheduled jobs' Runner is built on it (jobRuns), and so is every other
-// at-least-once delivery that must take effect once, such as Stripe's
-// webhook events (stripeEvents). What "exactly once" covers, and how a body
-// fences its writes, is in the package doc. Safe for concurrent use.
+// Events runs events exactly once each, on per-event leases: one run
+// document per event key in a collection of its own (a lease document of
+// package lock plus state "running" | "done" | "failed" and the run's name
+// in the label field), and one record per delivery in its subcollection
+// deliveries: the package doc shows both. The scheduled jobs' Runner is
+// built on it, and so is any other at-least-once delivery that must take
+// effect once, such as a payment provider's webhook events. What "exactly
+// once" covers, and how a body fences its writes, is in the package doc.
+// Safe for concurrent use.
 type Events struct {
 	client     *firestore.Client
 	collection string
@@ -35,7 +36,7 @@ type Events struct {
 }
 
 // NewEvents returns the Events of collection. label names the field that
-// carries each run's name in its documents (jobRuns: "job").
+// carries each run's name in its documents (a Runner's: "job"). No RPC.
 func NewEvents(client *firestore.Client, collection, label string, opts ...Option) *Events {
 	return newEvents(client, collection, label, newConfig(opts))
 }
@@ -46,7 +47,7 @@ func newEvents(client *firestore.Client, collection, label string, c config) *Ev
 	return e
 }
 
-// DoOption configures one Do.
+// DoOption configures one Events.Do. Options send no RPC.
 type DoOption func(*doOptions)
 
 type doOptions struct {

@@ -28,15 +28,18 @@ import (
 // lock, for its liveness: renewedAt + leaseSeconds, which only renewals
 // move, and only later. A renewal never waits for a guarded transaction.
 //
-// Collections that clients also grant under security rules (CONTRACT §2:
-// the mutex_* collections) cannot have fences: a client's takeover does not
+// Collections that clients also grant under security rules (a web app's
+// mutex_* collections) cannot have fences: a client's takeover does not
 // write one. A Locker for such a collection takes SharedWithClients, and
 // its Guard reads the lease document in the transaction, as a client's
 // takeover writes it (renewals then wait for guarded transactions, as
 // they must).
+
+// FenceCollection and FenceID name a lease document's fence,
+// {lease}/fence/grant {owner, acquiredAt}: the grant that holds the lease,
+// written with every grant and deleted with every release that ends it.
+// Guard reads it in the caller's transaction.
 const (
-	// FenceCollection and FenceID name a lease document's fence:
-	// {lease}/fence/grant.
 	FenceCollection = "fence"
 	FenceID         = "grant"
 )
@@ -46,11 +49,11 @@ func fenceRef(lease *firestore.DocumentRef) *firestore.DocumentRef {
 }
 
 // SharedWithClients marks a collection that mobile and web clients also
-// grant under security rules (CONTRACT §2): no fences are written, and
-// Guard reads the lease document in the caller's transaction, so that a
-// client's takeover, which only writes the lease, still fails the guarded
-// commit. Renewals of such a lease wait for the holder's guarded
-// transactions to commit.
+// grant under security rules, writing the lease documents themselves: no
+// fences are written, and Guard reads the lease document in the caller's
+// transaction, so that a client's takeover, which only writes the lease,
+// still fails the guarded commit. Renewals of such a lease wait for the
+// holder's guarded transactions to commit. No RPC of its own.
 func SharedWithClients() Option {
 	return func(l *Locker) error {
 		l.shared = true

@@ -53,16 +53,17 @@ func newLease(l *Locker, ref *firestore.DocumentRef, id string, acquiredAt, rene
 	}
 }
 
-// Key is the locked key: the lease document's ID.
+// Key is the locked key: the lease document's ID. No RPC.
 func (l *Lease) Key() string { return l.ref.ID }
 
-// Ref is the lease document.
+// Ref is the lease document. No RPC.
 func (l *Lease) Ref() *firestore.DocumentRef { return l.ref }
 
-// Owner is the holder's owner ID.
+// Owner is the holder's owner ID. No RPC.
 func (l *Lease) Owner() string { return l.locker.owner }
 
-// AcquiredAt is the server time of the grant (acquiredAt).
+// AcquiredAt is the server time of the grant (acquiredAt): it names the
+// grant. No RPC.
 func (l *Lease) AcquiredAt() time.Time { return l.acquiredAt }
 
 // Token is the fencing token for stores outside Firestore: the commit time
@@ -79,13 +80,14 @@ func (l *Lease) AcquiredAt() time.Time { return l.acquiredAt }
 //
 // A Reentrant acquisition that joined a live lease has the token of its own
 // write, later than the grant's: fence outside writes with the newest token
-// of the execution.
+// of the execution. No RPC.
 func (l *Lease) Token() int64 { return l.token }
 
-// Duration is the lease length: the document's leaseSeconds.
+// Duration is the lease length: the document's leaseSeconds. No RPC.
 func (l *Lease) Duration() time.Duration { return l.duration }
 
-// RenewedAt is the server time of the grant or of the last renewal.
+// RenewedAt is the server time of the grant or of the last renewal this
+// lease heard commit. No RPC.
 func (l *Lease) RenewedAt() time.Time {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -93,11 +95,12 @@ func (l *Lease) RenewedAt() time.Time {
 }
 
 // Done is closed once the lease is known to be over: released, found lost
-// by any operation, or not renewed in time by KeepAlive. Err says why.
+// by any operation (taken over, force-released, swept), or not renewed in
+// time by KeepAlive. Err says why. Like etcd's Session.Done; no RPC.
 func (l *Lease) Done() <-chan struct{} { return l.done }
 
 // Err is nil while Done is open, then the reason: ErrNotHeld wrapped with
-// the cause, or nil after a clean Release.
+// the cause, or nil after a clean Release. No RPC.
 func (l *Lease) Err() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -151,7 +154,8 @@ func (l *Lease) closed() bool {
 }
 
 // Renew moves renewedAt to the server's current time: one write
-// conditioned on the document being exactly as this lease last saw it. A
+// conditioned on the document being exactly as this lease last saw it
+// (one RPC; a conflict or a lost answer adds a read and a rewrite). A
 // conflict or an ambiguous failure (timeout, unavailable) is settled by
 // reading the document back, never by assuming the lease lost: a lease
 // that was taken over, released or deleted gives ErrNotHeld and closes
@@ -222,14 +226,24 @@ func (l *Lease) stillOurs(snap *firestore.DocumentSnapshot) error {
 }
 
 // Release gives up this acquisition's hold: it deletes the lease document
-// if, and only if, it is still this lease and no other (Reentrant)
-// acquisition holds it too; with other holders it only removes this one.
-// Each write is conditioned on the document's update time and re-read on a
-// conflict or an ambiguous failure. A lease that is gone already gives
-// ErrNotHeld; a stale holder can never delete a newer lease. Done is closed
-// either way. A lease that KeepAlive gave up on may still stand (a renewal
-// can land unheard), and Release still gives it up: call it when
-// TryAcquire finds that lease standing, as the lock is not reentrant.
+// (and its fence) if, and only if, it is still this lease and no other
+// (Reentrant) acquisition holds it too; with other holders it only removes
+// this one. One commit, conditioned on the document's update time; a
+// conflict or an ambiguous failure is settled by reading the document back.
+// A lease that is gone already gives ErrNotHeld; a stale holder can never
+// delete a newer lease. Done is closed either way.
+//
+// Release finishes past ctx: if ctx has ended before it begins (defer
+// lease.Release(ctx) with a request's context, after the request was
+// cancelled or timed out), or is cancelled while it runs, it goes on for
+// up to the lease length, at most 10 s, so the lock is not left held until
+// its lease ends. A deadline that passes while it runs is the caller's
+// bound, and ends it; a lease not released ends by itself within its
+// length.
+//
+// A lease that KeepAlive gave up on may still stand (a renewal can land
+// unheard), and Release still gives it up: call it when TryAcquire finds
+// that lease standing, as the lock is not reentrant.
 func (l *Lease) Release(ctx context.Context) error {
 	gctx, cancel := l.locker.graceful(ctx)
 	defer cancel()
@@ -329,11 +343,15 @@ func (lk *Locker) releaseOp(b *firestore.WriteBatch, ref *firestore.DocumentRef,
 	b.Update(ref, []firestore.Update{{Path: FieldHolds, Value: rest}}, firestore.LastUpdateTime(pre))
 }
 
-// KeepAlive renews the lease every third of its length until ctx ends or the
-// returned stop is called (stop waits for the renewing goroutine to exit).
-// The returned context is cancelled, with a cause wrapping ErrNotHeld, the
-// moment the lease is lost or cannot be renewed before its conservative
-// local end; Done closes at the same time.
+// KeepAlive renews the lease every third of its length (one conditional
+// write each, Renew) until ctx ends or the returned stop is called (stop
+// waits for the renewing goroutine to exit). The returned context is
+// cancelled the moment the lease is found lost (taken over, force-released:
+// at the next renewal) or cannot be renewed before its conservative local
+// end; Done closes at the same time. Its context.Cause then wraps
+// ErrNotHeld and says why, while its Err is context.Canceled, as for every
+// context: an RPC it cut off fails with gRPC's bare Canceled status, and
+// Explain(ctx, err) turns that into ErrNotHeld.
 func (l *Lease) KeepAlive(ctx context.Context) (context.Context, func()) {
 	kctx, cancel := context.WithCancelCause(ctx)
 	exited := make(chan struct{})
@@ -405,16 +423,19 @@ func (l *Lease) keepAlive(ctx context.Context, cancel context.CancelCauseFunc) {
 
 // Guard makes the caller's read-write transaction commit only while this
 // acquisition holds the lease: call it before the transaction's writes. It
-// fails (ErrNotHeld) unless the lease still names this owner with this
-// grant and has more than a safety margin (a tenth of the lease, at most
-// 1 s) left.
+// fails with ErrNotHeld, its message saying why, unless the lease still
+// names this owner with this grant and has more than a safety margin (a
+// tenth of the lease, at most 1 s) left; a lease already known to be lost
+// or released fails at once, without a read, and a read that the lost
+// lease's context cut off reports the loss too.
 //
-// It reads the lease's fence in the transaction (see fence.go): a grant,
-// takeover or release that commits before the transaction does fails it,
-// and none can commit in between. The lease document itself is read without
-// a lock, for its end (one more read, at the same time), so the holder's
+// It reads the lease's fence in the transaction: a grant, takeover or
+// release that commits before the transaction does fails it, and none can
+// commit in between. The lease document itself is read without a lock,
+// for its end (one more read, sent at the same time), so the holder's
 // renewals never wait for its guarded transactions. For a Locker
-// SharedWithClients, it reads the lease document in the transaction.
+// SharedWithClients, it reads the lease document in the transaction (one
+// read).
 func (l *Lease) Guard(tx *firestore.Transaction) error {
 	if err := l.over(); err != nil {
 		return err
@@ -496,7 +517,7 @@ func (l *Lease) margin() time.Duration { return min(time.Second, l.duration/10) 
 // Leases is a set of leases granted together by TryAcquireAll.
 type Leases []*Lease
 
-// Keys lists the keys in order.
+// Keys lists the keys in order. No RPC.
 func (ls Leases) Keys() []string {
 	keys := make([]string, len(ls))
 	for i, l := range ls {
@@ -505,7 +526,9 @@ func (ls Leases) Keys() []string {
 	return keys
 }
 
-// Guard is Lease.Guard for every lease, with one batched read.
+// Guard is Lease.Guard for every lease: one batched read in the
+// transaction for their fences, and one outside it for the leases, sent at
+// the same time.
 func (ls Leases) Guard(tx *firestore.Transaction) error {
 	_, err := ls.GuardWith(tx)
 	return err
@@ -544,9 +567,10 @@ func (ls Leases) GuardWith(tx *firestore.Transaction, refs ...*firestore.Documen
 
 // ReleaseIn releases the leases as part of tx, which must have guarded them
 // (Guard or GuardWith): the protected writes and the release then commit
-// together, in one RPC. Like Release, it deletes a lease document only when
-// this acquisition is its last holder. If tx does not commit, the leases
-// are still held: call Release. Done is not closed by ReleaseIn.
+// together, in tx's one commit (no RPC of its own). Like Release, it
+// deletes a lease document only when this acquisition is its last holder.
+// If tx does not commit, the leases are still held: call Release. Done is
+// not closed by ReleaseIn.
 func (ls Leases) ReleaseIn(tx *firestore.Transaction) error {
 	for _, l := range ls {
 		l.mu.Lock()
@@ -574,9 +598,10 @@ func (ls Leases) ReleaseIn(tx *firestore.Transaction) error {
 // or any other change fails the commit), so the writes b carries are
 // fenced, and the leases go with them in one RPC. It is the one-commit
 // form of GuardWith + ReleaseIn, for writes whose own preconditions
-// replace a transaction's reads. It fails with ErrNotHeld, adding nothing,
-// if a lease has no more than the Guard margin left by its conservative
-// local clock. If b does not commit, the leases are still held.
+// replace a transaction's reads; it sends no RPC of its own. It fails with
+// ErrNotHeld, adding nothing, if a lease has no more than the Guard margin
+// left by its conservative local clock. If b does not commit, the leases
+// are still held.
 //
 // A failed commit is not always a lost lease: the client library retries a
 // commit whose answer was lost (Unavailable), and the retry fails the
@@ -601,8 +626,9 @@ func (ls Leases) ReleaseInBatch(b *firestore.WriteBatch) error {
 }
 
 // Release releases every lease: one atomic commit of conditional deletes
-// when all are intact, else each on its own. It returns the errors of those
-// that were lost already (ErrNotHeld) joined.
+// when all are intact, else each on its own (a read and a commit each). It
+// returns the errors of those that were lost already (ErrNotHeld) joined.
+// Like Lease.Release, it finishes past a cancelled ctx.
 func (ls Leases) Release(ctx context.Context) error {
 	if len(ls) == 0 {
 		return nil

@@ -18,7 +18,8 @@ import (
 	"google.golang.org/grpc/status"
 )
 
-// Field names of a lease document (CONTRACT §1). Clients and rules use the same.
+// Field names of a lease document (the package doc lists their types and
+// meaning). Mobile and web clients and their security rules use the same.
 const (
 	FieldOwner        = "owner"
 	FieldAcquiredAt   = "acquiredAt"
@@ -26,15 +27,17 @@ const (
 	FieldLeaseSeconds = "leaseSeconds"
 	FieldExpireAt     = "expireAt"
 	// FieldHolds lists the acquisitions that hold the lease: one ID per
-	// acquisition, more than one only for Reentrant acquisitions. A library
-	// field beside CONTRACT §1's; rules-side (client) leases have none.
+	// acquisition, more than one only for Reentrant acquisitions. The
+	// library's own field beside the shared ones; a client's lease has none.
 	FieldHolds = "holds"
 )
 
 // Limits and defaults.
 const (
+	// DefaultLeaseDuration is the lease length without WithLeaseDuration.
 	DefaultLeaseDuration = 30 * time.Second
-	MaxLeaseDuration     = time.Hour
+	// MaxLeaseDuration is the longest lease WithLeaseDuration takes.
+	MaxLeaseDuration = time.Hour
 	// DefaultTTLMargin is how long after the lease end expireAt lies, so a
 	// Firestore TTL policy only ever collects documents long dead.
 	DefaultTTLMargin = 24 * time.Hour
@@ -46,7 +49,8 @@ const (
 )
 
 // Locker grants leases on documents of one collection to one owner.
-// It is safe for concurrent use.
+// It is safe for concurrent use; goroutines sharing one still exclude each
+// other (every acquisition is its own holder).
 type Locker struct {
 	client    *firestore.Client
 	coll      *firestore.CollectionRef
@@ -60,7 +64,7 @@ type Locker struct {
 	metrics   *lockMetrics
 }
 
-// Option configures a Locker.
+// Option configures a Locker (New). Options send no RPC.
 type Option func(*Locker) error
 
 // WithOwner sets the owner ID written into leases. The default is a fresh
@@ -77,7 +81,9 @@ func WithOwner(id string) Option {
 	}
 }
 
-// WithLeaseDuration sets the lease length: whole seconds from 1s to 1h.
+// WithLeaseDuration sets the lease length: whole seconds from 1s to 1h
+// (default DefaultLeaseDuration, 30 s). A crashed holder blocks its keys at
+// most this long; KeepAlive renews a third into it.
 func WithLeaseDuration(d time.Duration) Option {
 	return func(l *Locker) error {
 		if d < time.Second || d > MaxLeaseDuration || d%time.Second != 0 {
@@ -102,12 +108,13 @@ func WithTTLMargin(d time.Duration) Option {
 // WithClientOptions gives the options the Locker's *firestore.Client was
 // made with (endpoint, credentials, gRPC connection). Grants, renewals and
 // releases use a low-level client of their own (see the package doc), built
-// from these; without them it is built like firestore.NewClient builds one,
-// from FIRESTORE_EMULATOR_HOST or Application Default Credentials. The database
-// (named ones too) always comes from the *firestore.Client. Either way the
-// first commit checks that both reach the same database (ErrClientMismatch).
-// Each New with these options builds a client of its own (never closed):
-// make one Locker and derive one per execution with ForOwner.
+// from these; without them the Locker shares the process's one, built like
+// firestore.NewClient builds one, from FIRESTORE_EMULATOR_HOST or
+// Application Default Credentials. The database (named ones too) always
+// comes from the *firestore.Client. Either way the first commit checks that
+// both reach the same database (ErrClientMismatch). Each New with these
+// options builds a client of its own, which Locker.Close closes: make one
+// Locker, derive one per execution with ForOwner, and Close it when done.
 func WithClientOptions(opts ...option.ClientOption) Option {
 	return func(l *Locker) error {
 		l.rawOpts = opts
@@ -116,7 +123,8 @@ func WithClientOptions(opts ...option.ClientOption) Option {
 }
 
 // WithBackoff sets Acquire's waits between tries: full jitter over an
-// exponential series from base, capped at limit.
+// exponential series from base, capped at limit (default 10 ms to 1 s),
+// and never longer than the holder's remaining lease.
 func WithBackoff(base, limit time.Duration) Option {
 	return func(l *Locker) error {
 		if base <= 0 || limit < base {
@@ -128,7 +136,11 @@ func WithBackoff(base, limit time.Duration) Option {
 }
 
 // New returns a Locker for the lease documents of the collection at path
-// (e.g. "locks", or "tenants/t1/locks" for a subcollection).
+// (e.g. "locks", or "tenants/t1/locks" for a subcollection), owned by a
+// fresh execution ID unless WithOwner says otherwise. It sends no RPC: the
+// first commit proves the connection (two RPCs, once per client and
+// process). With WithClientOptions it builds a commit client of its own
+// (see Close).
 func New(client *firestore.Client, path string, opts ...Option) (*Locker, error) {
 	if client == nil {
 		return nil, errors.New("lock: nil client")
@@ -168,9 +180,10 @@ func New(client *firestore.Client, path string, opts ...Option) (*Locker, error)
 }
 
 // ForOwner returns a Locker like l (collection, options, commit client)
-// that writes owner id into its leases. A server that takes leases as a
-// new execution per request makes one Locker and derives one per execution:
-// New would build a commit client each time when given WithClientOptions.
+// that writes owner id into its leases. No RPC. A server that takes leases
+// as a new execution per request makes one Locker and derives one per
+// execution: New would build a commit client each time when given
+// WithClientOptions.
 func (l *Locker) ForOwner(id string) (*Locker, error) {
 	if id == "" {
 		return nil, errors.New("lock: empty owner")
@@ -180,7 +193,8 @@ func (l *Locker) ForOwner(id string) (*Locker, error) {
 	return &derived, nil
 }
 
-// NewExecutionID returns a fresh nanoid to identify one execution.
+// NewExecutionID returns a fresh nanoid to identify one execution (an
+// owner, a job delivery). No RPC.
 func NewExecutionID() (string, error) {
 	id, err := gonanoid.New()
 	if err != nil {
@@ -189,16 +203,17 @@ func NewExecutionID() (string, error) {
 	return id, nil
 }
 
-// Owner is the owner ID this Locker writes into its leases.
+// Owner is the owner ID this Locker writes into its leases. No RPC.
 func (l *Locker) Owner() string { return l.owner }
 
-// LeaseDuration is the length of the leases this Locker grants.
+// LeaseDuration is the length of the leases this Locker grants. No RPC.
 func (l *Locker) LeaseDuration() time.Duration { return l.lease }
 
-// Collection is the collection of the lease documents.
+// Collection is the collection of the lease documents. No RPC.
 func (l *Locker) Collection() *firestore.CollectionRef { return l.coll }
 
-// AcquireOption configures one acquisition.
+// AcquireOption configures one acquisition (TryAcquire, Acquire, WithLock
+// and their All forms).
 type AcquireOption func(*acquireOptions)
 
 type acquireOptions struct {
@@ -214,13 +229,15 @@ type acquireOptions struct {
 // reentrant acquisition renews the lease and never shortens it (the longer
 // of the two lease lengths stays); its Token is that of its own write, later
 // than the grant's. Without Reentrant, every acquisition excludes every
-// other, whatever Locker and owner it came through.
+// other, whatever Locker and owner it came through. A join costs a read
+// and one conditional write.
 func Reentrant() AcquireOption {
 	return func(o *acquireOptions) { o.reentrant = true }
 }
 
-// WithFields adds fields to the lease document on grant (besides the §1
-// fields, which they cannot replace). Takeover overwrites them too.
+// WithFields adds fields to the lease document on grant (besides the lease
+// fields, which they cannot replace), in the same write. A takeover
+// replaces them too.
 func WithFields(fields map[string]any) AcquireOption {
 	return func(o *acquireOptions) { o.fields = fields }
 }
@@ -228,12 +245,17 @@ func WithFields(fields map[string]any) AcquireOption {
 // WithCheck calls check with every existing lease document found before
 // deciding on it (live or ended, ours or not). A non-nil error aborts the
 // acquisition with that error and nothing written. Scheduled jobs use it to
-// refuse the takeover of an event that is already done.
+// refuse the takeover of an event that is already done. check sees the
+// snapshot the acquisition read anyway: no RPC of its own.
 func WithCheck(check func(*firestore.DocumentSnapshot) error) AcquireOption {
 	return func(o *acquireOptions) { o.check = check }
 }
 
 // TryAcquire grants the lease on key or fails at once.
+//
+// A grant whose answer came back with no more of its lease left (by this
+// holder's clock) than Guard's margin is not handed over: it is released
+// again and TryAcquire fails with ErrUnanswered.
 //
 // A free key costs one RPC: a create that fails if the document exists. A
 // key whose lease has ended (by Firestore's clock: the read time of the
@@ -565,7 +587,7 @@ func (l *Locker) leasesFrom(id string, snaps []*firestore.DocumentSnapshot, sent
 
 func (l *Locker) leaseSeconds() int64 { return int64(l.lease / time.Second) }
 
-// grantWrite is the one write that grants a lease (CONTRACT §1): the whole
+// grantWrite is the one write that grants a lease (see the package doc): the whole
 // document, replacing whatever an ended lease left, with acquiredAt and
 // renewedAt set to the server's request time and acquisition id its holder.
 func (l *Locker) grantWrite(ref *firestore.DocumentRef, id string, extra map[string]any, pre *pb.Precondition) (*pb.Write, error) {
@@ -639,9 +661,13 @@ func (l *Locker) expireAt(lease time.Duration) time.Time {
 	return time.Now().Add(lease + l.ttlMargin)
 }
 
-// Acquire is TryAcquire that waits while another owner holds the key:
-// capped exponential backoff with full jitter, never longer than the
-// holder's remaining lease, until ctx ends.
+// Acquire is TryAcquire that waits while another acquisition holds the
+// key: capped exponential backoff with full jitter (WithBackoff), never
+// longer than the holder's remaining lease, until ctx ends. Each try costs
+// what TryAcquire does. When ctx ends while it waits, the error wraps both
+// ctx's error and the last try's answer, a *HeldError as a rule: errors.Is
+// matches context.DeadlineExceeded and ErrHeld, and errors.As finds who
+// holds the key and until when.
 func (l *Locker) Acquire(ctx context.Context, key string, opts ...AcquireOption) (*Lease, error) {
 	ls, err := l.AcquireAll(ctx, []string{key}, opts...)
 	if err != nil {
@@ -650,8 +676,9 @@ func (l *Locker) Acquire(ctx context.Context, key string, opts ...AcquireOption)
 	return ls[0], nil
 }
 
-// AcquireAll is TryAcquireAll that waits like Acquire. A try that got no
-// answer in time (ErrUnanswered: settled, nothing granted) is tried again.
+// AcquireAll is TryAcquireAll that waits like Acquire, with the same error
+// when ctx ends. A try that got no answer in time (ErrUnanswered: settled,
+// nothing granted) is tried again.
 // When ctx ends, between tries or inside one, the wait is given up and
 // counted under what the last answered try found (held, as a rule).
 func (l *Locker) AcquireAll(ctx context.Context, keys []string, opts ...AcquireOption) (Leases, error) {
@@ -702,11 +729,15 @@ func waitedInVain(ctx context.Context, keys []string, last error) error {
 	return fmt.Errorf("lock: waiting for %q: %w (last: %w)", keys, context.Cause(ctx), last)
 }
 
-// WithLock acquires key (waiting), keeps the lease alive while fn runs,
-// then releases it. fn gets a context that is cancelled the moment the
-// lease is lost. WithLock returns fn's error; if fn succeeded but the lease
-// was lost on the way it returns an error wrapping ErrNotHeld, since fn's
-// work may not have been exclusive; else any error of the release.
+// WithLock acquires key (waiting, as Acquire), keeps the lease alive while
+// fn runs, then releases it (past a cancelled ctx, as Release). fn gets a
+// context that is cancelled the moment the lease is lost. If the lease was
+// lost while fn ran (taken over, force-released, not renewed in time),
+// WithLock returns an error wrapping ErrNotHeld with the reason, since
+// fn's work may not have been exclusive, and fn's own error too if it
+// failed (often gRPC's Canceled, from its cut-off RPCs); else fn's error;
+// else any error of the release. Costs: the grant, a renewal a third into
+// the lease while fn runs, and the release (one RPC each).
 func (l *Locker) WithLock(ctx context.Context, key string, fn func(ctx context.Context, lease *Lease) error, opts ...AcquireOption) error {
 	lease, err := l.Acquire(ctx, key, opts...)
 	if err != nil {
@@ -754,6 +785,7 @@ func explain(lost, err error) error {
 // collection, each conditioned on the update time it was read with (a lease
 // taken over in between is left alone), in bulk. It returns how many it
 // deleted. Use it when an execution ends with leases it lost track of.
+// Costs one query, and a delete and a fence read and delete per lease.
 func (l *Locker) ReleaseAll(ctx context.Context) (int, error) {
 	bctx, cancel := l.bounded(ctx)
 	defer cancel()
