@@ -730,14 +730,14 @@ func waitedInVain(ctx context.Context, keys []string, last error) error {
 }
 
 // WithLock acquires key (waiting, as Acquire), keeps the lease alive while
-// fn runs, then releases it (past a cancelled ctx, as Release). fn gets a
-// context that is cancelled the moment the lease is lost. If the lease was
-// lost while fn ran (taken over, force-released, not renewed in time),
-// WithLock returns an error wrapping ErrNotHeld with the reason, since
-// fn's work may not have been exclusive, and fn's own error too if it
-// failed (often gRPC's Canceled, from its cut-off RPCs); else fn's error;
-// else any error of the release. Costs: the grant, a renewal a third into
-// the lease while fn runs, and the release (one RPC each).
+// fn runs, then releases it (whatever ctx does by then, for up to 10 s).
+// fn gets a context that is cancelled the moment the lease is lost. If the
+// lease was lost while fn ran (taken over, force-released, not renewed in
+// time), WithLock returns an error wrapping ErrNotHeld with the reason,
+// since fn's work may not have been exclusive, and fn's own error too if
+// it failed (often gRPC's Canceled, from its cut-off RPCs); else fn's
+// error; else any error of the release. Costs: the grant, a renewal a
+// third into the lease while fn runs, and the release (one RPC each).
 func (l *Locker) WithLock(ctx context.Context, key string, fn func(ctx context.Context, lease *Lease) error, opts ...AcquireOption) error {
 	lease, err := l.Acquire(ctx, key, opts...)
 	if err != nil {
@@ -747,7 +747,10 @@ func (l *Locker) WithLock(ctx context.Context, key string, fn func(ctx context.C
 	ferr := fn(kctx, lease)
 	stop()
 	lost := context.Cause(kctx)
-	rerr := lease.Release(ctx)
+	// fn has ended: the release is not the caller's to cut short.
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	rerr := lease.Release(rctx)
 	if !errors.Is(lost, ErrNotHeld) && errors.Is(rerr, ErrNotHeld) {
 		lost = rerr // gone by the release: lost while fn ran, unnoticed
 	}
