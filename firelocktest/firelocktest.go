@@ -114,8 +114,9 @@ func SideBySide(n int) {
 	}
 }
 
-// ProjectID returns a fresh project ID: the emulator keeps each project's
-// data apart, so a test that uses its own project sees only its own documents.
+// ProjectID returns a fresh project ID, demo-<12 random characters>: the
+// emulator keeps each project's data apart, so a test that uses its own
+// project sees only its own documents. No RPC.
 func ProjectID(tb testing.TB) string {
 	tb.Helper()
 	id, err := gonanoid.Generate("abcdefghijklmnopqrstuvwxyz0123456789", 12)
@@ -127,12 +128,16 @@ func ProjectID(tb testing.TB) string {
 
 // NewClient returns an admin client (rules do not apply to it) for a
 // fresh project of the running Firestore emulator, closed when tb ends.
+// No RPC: the connection opens on first use. It fails tb unless Main (or
+// FIRESTORE_EMULATOR_HOST) named an emulator.
 func NewClient(tb testing.TB) *firestore.Client {
 	tb.Helper()
 	return NewClientFor(tb, ProjectID(tb))
 }
 
-// NewClientFor is NewClient for a given project ID.
+// NewClientFor is NewClient for a given project ID, which must start with
+// demo- (so nothing can reach a real project): a second client of a test's
+// project, to read what Firestore holds past a fault proxy, say.
 func NewClientFor(tb testing.TB, projectID string) *firestore.Client {
 	tb.Helper()
 	if os.Getenv("FIRESTORE_EMULATOR_HOST") == "" {
@@ -149,10 +154,10 @@ func NewClientFor(tb testing.TB, projectID string) *firestore.Client {
 	return c
 }
 
-// NewClientVia is NewClientFor reaching the emulator through host
-// (a fault proxy in front of it) on a connection of its own. It returns the
-// client options it was made with: give them to lock.WithClientOptions so
-// the lock's commits take the same path.
+// NewClientVia is NewClientFor reaching the emulator through host (a
+// Proxy's Addr) on a connection of its own, closed when tb ends. It returns
+// the client options it was made with: give them to lock.WithClientOptions
+// so the lock's commits take the same path. No RPC.
 func NewClientVia(tb testing.TB, host, projectID string) (*firestore.Client, []option.ClientOption) {
 	tb.Helper()
 	conn, err := grpc.NewClient(host,

@@ -55,7 +55,7 @@ func NewProxy(tb testing.TB, upstream string) *Proxy {
 
 // DropAnswers swallows every byte the server sends from now on (its
 // requests still reach it and are processed) and closes each connection
-// after closeAfter.
+// after closeAfter: a write lands, and its caller cannot know.
 func (p *Proxy) DropAnswers(closeAfter time.Duration) error {
 	return p.add("drop", "timeout", "downstream", fmt.Sprintf(`{"timeout": %d}`, closeAfter.Milliseconds()))
 }
@@ -90,7 +90,7 @@ func (p *Proxy) Reset() error {
 	return p.add("reset", "reset_peer", "upstream", `{"timeout": 0}`)
 }
 
-// Heal removes every fault.
+// Heal removes every fault. Bytes already swallowed stay lost.
 func (p *Proxy) Heal() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
