@@ -42,6 +42,3 @@ func LocalTimeLeft(l *Lease) time.Duration {
 	return time.Until(l.validUntil)
 }
 
-// GuardMargin is the time a lease must have left for Guard to pass, and
-// for KeepAlive not to give it up.
-func GuardMargin(l *Lease) time.Duration { return l.margin() }

@@ -683,13 +683,17 @@ func (l *Locker) Acquire(ctx context.Context, key string, opts ...AcquireOption)
 // counted under what the last answered try found (held, as a rule).
 func (l *Locker) AcquireAll(ctx context.Context, keys []string, opts ...AcquireOption) (Leases, error) {
 	start := time.Now()
-	var last error // the last answered try's ErrHeld
+	var last error // the last try's ErrHeld, or ErrUnanswered (settled, retried)
 	for attempt := 0; ; attempt++ {
 		ls, err := l.tryAcquireAll(ctx, keys, opts...)
 		if last != nil && err != nil && ctx.Err() != nil {
 			// The context ended inside this try: the caller gave up waiting,
 			// as below, and the try's own error (the context's) says nothing
-			// of the key.
+			// of the key, unless the try was settled (a grant that may have
+			// come and gone).
+			if errors.Is(err, ErrUnanswered) {
+				last = err
+			}
 			l.metrics.acquired(ctx, start, last)
 			return nil, waitedInVain(ctx, keys, last)
 		}
@@ -697,9 +701,9 @@ func (l *Locker) AcquireAll(ctx context.Context, keys []string, opts ...AcquireO
 			l.metrics.acquired(ctx, start, err)
 			return ls, err
 		}
-		if errors.Is(err, ErrHeld) {
-			last = err
-		}
+		// An unanswered try (settled: nothing of it left, though a grant
+		// may have come and gone) makes what an earlier try found stale.
+		last = err
 		wait := l.backoff.next(attempt)
 		var held *HeldError
 		if errors.As(err, &held) {
@@ -805,6 +809,9 @@ func (l *Locker) ReleaseAll(ctx context.Context) (int, error) {
 func withContext(ctx context.Context, err error) error {
 	if err == nil || ctx.Err() == nil || errors.Is(err, ctx.Err()) {
 		return err
+	}
+	if errors.Is(err, ErrUnanswered) { // settled: say so too
+		return fmt.Errorf("%w: %w", context.Cause(ctx), err)
 	}
 	return fmt.Errorf("%w: %v", context.Cause(ctx), err)
 }
