@@ -41,4 +41,3 @@ func LocalTimeLeft(l *Lease) time.Duration {
 	defer l.mu.Unlock()
 	return time.Until(l.validUntil)
 }
-
