@@ -7,7 +7,8 @@ run: deps
 	go run ./cmd/firelock-local
 
 # Every test, Go and web, against the real emulators (started by the Go
-# tests themselves). Then the overload test (issue #41) alone: the load it
+# tests themselves). examples/ is a module of its own (the README's guide,
+# as a user's module has it), so ./... leaves it out: it gets its own line. Then the overload test (issue #41) alone: the load it
 # measures is its own, so it cannot share the machine. The web client's Vitest suites and the browser tests
 # (Playwright in Chromium) run inside one local bundle: emulators, functions
 # and the built app, started by cmd/firelock-local around them. Then a
@@ -19,6 +20,7 @@ test: deps
 	go vet ./...
 	cd web && npm run --silent check
 	go test -race -count=1 -timeout 20m ./...
+	cd examples && go vet ./... && go test -race -count=1 ./...
 	FIRELOCK_OVERLOAD=1 go test -count=1 -run '^TestAdmitterKeepsItsLeaseWhileTheServerIsPastItsCap$$' ./functions/
 	go run ./cmd/firelock-local -port 0 -web preview -web-port 0 -schedule '' -env-file '' -log web/test-results/functions.log -- \
 		sh -c 'cd web && npm run --silent test && npm run --silent e2e' || \

@@ -13,7 +13,6 @@ import (
 	"testing"
 
 	"github.com/GoogleCloudPlatform/functions-framework-go/funcframework"
-	"github.com/firelock/firelock/firelocktest"
 	"github.com/firelock/firelock/internal/emulators"
 )
 
@@ -69,7 +68,7 @@ func TestRootRegistersEveryFunction(t *testing.T) {
 				t.Fatal(err)
 			}
 			go funcframework.StartHostPort("127.0.0.1", fmt.Sprint(port)) // lives until the test binary exits
-			firelocktest.WaitListening(t, port)
+			emulators.WaitListening(t, port)
 			os.Setenv("FUNCTION_TARGET", "")
 			resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/", port))
 			if err != nil {

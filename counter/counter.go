@@ -1,18 +1,36 @@
-// Package counter provides sharded distributed counters on Firestore
-// (CONTRACT §5).
+// Package counter provides sharded distributed counters on Firestore.
+//
+//	likes, err := counter.Create(ctx, client, "likes-post-1", 10)
+//	err = likes.Increment(ctx, 1)     // from as many writers as you like
+//	n, err := likes.Count(ctx)        // exact: one aggregation query
+//
+// # The documents
 //
 // One Firestore document sustains about one write per second; a counter that
-// many writers bump spreads its count over N shard documents:
+// many writers bump spreads its count over N shard documents, in a
+// collection of your choice (WithCollection; default counters):
 //
-//	counters/{id}            {numShards, total?, rolledUpAt?}
-//	counters/{id}/shards/{i} {count}
+//	{collection}/{id}            numShards integer, total integer?, rolledUpAt timestamp?
+//	{collection}/{id}/shards/{i} count integer           (i = 0 .. numShards-1)
+//
+// Field names are lowercase in every language, so mobile and web clients
+// read total directly.
+//
+// # Costs
 //
 // Increment adds to a random shard (the less used of two) with an atomic
 // increment: one write, no read, in a transaction so that a commit sent
-// again cannot count twice.
-// Count sums the shards with one aggregation query, whatever N is (billed
-// as one read per 1000 shards, not one per shard). Rollup stores that sum
-// in total for clients that read one document.
+// again cannot count twice (a begin and a commit: two RPCs). Count sums
+// the shards with one aggregation query, whatever N is (billed as one read
+// per 1000 shards, not one per shard). Rollup stores that sum in total for
+// clients that read one document: a read-only transaction (a read and the
+// aggregation) and one conditional write. Create is one commit of N+1
+// writes.
+//
+// # Testing
+//
+// The package firelocktest runs your tests against the real Firestore
+// emulator, a project per test.
 package counter
 
 import (
@@ -33,14 +51,39 @@ import (
 	"google.golang.org/grpc/status"
 )
 
-// Collection is where counters live.
+// Collection is where counters live unless WithCollection says otherwise.
 const Collection = "counters"
+
+// Option configures where Create, Open and RollupAll find counters.
+// Options send no RPC.
+type Option func(*options)
+
+type options struct{ collection string }
+
+// WithCollection keeps counters in the collection at path (default
+// Collection, "counters"; a subcollection such as "tenants/t1/counters"
+// works too). Every call that reaches a counter must name the same one.
+func WithCollection(path string) Option { return func(o *options) { o.collection = path } }
+
+// collection is the collection opts name.
+func collection(client *firestore.Client, opts []Option) (*firestore.CollectionRef, error) {
+	o := options{collection: Collection}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	coll := client.Collection(o.collection)
+	if coll == nil {
+		return nil, fmt.Errorf("%w: %q is not a collection path", ErrInvalidInput, o.collection)
+	}
+	return coll, nil
+}
 
 // MaxShards bounds a counter's shards. 256 shards take hundreds of writes a
 // second; more only slow down creation and growth.
 const MaxShards = 256
 
-// Field names (lowercase in every language).
+// Field names of the counter and shard documents (lowercase in every
+// language).
 const (
 	FieldNumShards  = "numShards"
 	FieldTotal      = "total"
@@ -48,11 +91,14 @@ const (
 	FieldCount      = "count"
 )
 
-// Errors to branch on.
+// Errors to branch on with errors.Is.
 var (
+	// ErrNotFound: no counter document (or no shards) for the id.
 	ErrNotFound = errors.New("counter: not found")
 	// ErrExists: Create found the counter with another number of shards.
-	ErrExists       = errors.New("counter: exists with another shard count")
+	ErrExists = errors.New("counter: exists with another shard count")
+	// ErrInvalidInput: an id, shard count or collection that cannot be;
+	// nothing was written.
 	ErrInvalidInput = errors.New("counter: invalid input")
 )
 
@@ -66,10 +112,10 @@ type Counter struct {
 	used []int64 // increments this handle sent to each shard
 }
 
-// ID is the counter's document ID.
+// ID is the counter's document ID. No RPC.
 func (c *Counter) ID() string { return c.ref.ID }
 
-// NumShards is the shard count as this handle last saw it.
+// NumShards is the shard count as this handle last saw it. No RPC.
 func (c *Counter) NumShards() int { return int(c.numShards.Load()) }
 
 func (c *Counter) shard(i int) *firestore.DocumentRef {
@@ -89,13 +135,18 @@ func validate(id string, numShards int) error {
 // Create makes counter id with numShards shards at zero, in one atomic
 // commit. Creating a counter that exists with the same number of shards is
 // idempotent (it returns the existing counter, counts untouched); with
-// another number it fails with ErrExists: use Grow.
-func Create(ctx context.Context, client *firestore.Client, id string, numShards int) (*Counter, error) {
+// another number it fails with ErrExists: use Grow. One commit of
+// numShards+1 writes; an existing counter costs a read more.
+func Create(ctx context.Context, client *firestore.Client, id string, numShards int, opts ...Option) (*Counter, error) {
 	if err := validate(id, numShards); err != nil {
 		return nil, err
 	}
-	c := &Counter{client: client, ref: client.Collection(Collection).Doc(id)}
-	err := client.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
+	coll, err := collection(client, opts)
+	if err != nil {
+		return nil, err
+	}
+	c := &Counter{client: client, ref: coll.Doc(id)}
+	err = client.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
 		if err := tx.Create(c.ref, map[string]any{FieldNumShards: numShards}); err != nil {
 			return err
 		}
@@ -107,7 +158,7 @@ func Create(ctx context.Context, client *firestore.Client, id string, numShards 
 		return nil
 	}, firestore.MaxAttempts(1))
 	if status.Code(err) == codes.AlreadyExists {
-		existing, oerr := Open(ctx, client, id)
+		existing, oerr := Open(ctx, client, id, opts...)
 		if oerr != nil {
 			return nil, oerr
 		}
@@ -124,11 +175,15 @@ func Create(ctx context.Context, client *firestore.Client, id string, numShards 
 }
 
 // Open reads counter id's shard count (one read). ErrNotFound if absent.
-func Open(ctx context.Context, client *firestore.Client, id string) (*Counter, error) {
+func Open(ctx context.Context, client *firestore.Client, id string, opts ...Option) (*Counter, error) {
 	if err := lock.ValidateKey(id); err != nil {
 		return nil, fmt.Errorf("%w: counter id: %v", ErrInvalidInput, err)
 	}
-	c := &Counter{client: client, ref: client.Collection(Collection).Doc(id)}
+	coll, err := collection(client, opts)
+	if err != nil {
+		return nil, err
+	}
+	c := &Counter{client: client, ref: coll.Doc(id)}
 	if err := c.refresh(ctx); err != nil {
 		return nil, err
 	}
@@ -152,7 +207,8 @@ func (c *Counter) refresh(ctx context.Context) error {
 }
 
 // IncrementWrite is the write Increment makes, for callers that bump a
-// counter inside their own transaction (booking does).
+// counter inside their own transaction (tx.Update(ref, updates)): it
+// picks the shard, and sends no RPC.
 func (c *Counter) IncrementWrite(n int64) (*firestore.DocumentRef, []firestore.Update) {
 	return c.shard(c.pick()), []firestore.Update{{Path: FieldCount, Value: firestore.Increment(n)}}
 }
@@ -178,7 +234,8 @@ func (c *Counter) pick() int {
 }
 
 // Increment adds n (negative to subtract) to a random shard: one atomic
-// update, committed in a transaction with no reads (it locks nothing).
+// update, committed in a transaction with no reads (it locks nothing): a
+// begin and a commit.
 // ErrNotFound if the counter does not exist.
 //
 // It adds n at most once. A plain write would count twice when its answer
@@ -254,7 +311,9 @@ func intValue(v any) int64 {
 // that loses to a concurrent rollup whose snapshot is as new as its own or
 // newer has nothing left to do: it returns that rollup's total. Only a
 // loss to an older snapshot (or to Grow) starts over; concurrent rollups
-// therefore coalesce instead of fighting over the document.
+// therefore coalesce instead of fighting over the document. Costs a
+// read-only transaction (a read and the aggregation query) and one
+// conditional write; a lost race adds a read.
 func (c *Counter) Rollup(ctx context.Context) (int64, error) {
 	var lastErr error
 	for attempt := range maxRollupTries {
@@ -328,7 +387,7 @@ func sleep(ctx context.Context, d time.Duration) {
 // Grow raises the number of shards to numShards, keeping every count: new
 // shards start at zero, and shards are never removed. Growing to the
 // current number or fewer is an error (ErrInvalidInput), since shrinking
-// would need to move counts.
+// would need to move counts. One transaction: a read and a commit.
 func (c *Counter) Grow(ctx context.Context, numShards int) error {
 	if err := validate(c.ref.ID, numShards); err != nil {
 		return err
@@ -359,11 +418,16 @@ func (c *Counter) Grow(ctx context.Context, numShards int) error {
 	return nil
 }
 
-// RollupAll rolls up every counter in the collection (the scheduled job
-// rollupCounters) and returns how many it rolled up. Shards left under a
-// deleted counter document are skipped with a warning, not an error.
-func RollupAll(ctx context.Context, client *firestore.Client) (int, error) {
-	refs, err := client.Collection(Collection).DocumentRefs(ctx).GetAll()
+// RollupAll rolls up every counter in the collection (for a scheduled job)
+// and returns how many it rolled up: one listing, then a Rollup each.
+// Shards left under a deleted counter document are skipped with a warning,
+// not an error.
+func RollupAll(ctx context.Context, client *firestore.Client, opts ...Option) (int, error) {
+	coll, err := collection(client, opts)
+	if err != nil {
+		return 0, err
+	}
+	refs, err := coll.DocumentRefs(ctx).GetAll()
 	if err != nil {
 		return 0, fmt.Errorf("counter: list counters: %w", err)
 	}

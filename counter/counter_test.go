@@ -349,3 +349,48 @@ func TestRollupTotalIsExactAsOfRolledUpAt(t *testing.T) {
 		}
 	}
 }
+
+// A counter lives in the collection its user names: Create, Open,
+// Increment, Count, Rollup and RollupAll all work there, and leave the
+// default collection alone.
+func TestCountersLiveWhereTheUserSays(t *testing.T) {
+	c := firelocktest.NewClient(t)
+	ctx := context.Background()
+	in := counter.WithCollection("tenants/t1/counters")
+	ctr, err := counter.Create(ctx, c, "likes", 3, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ctr.Increment(ctx, 2); err != nil {
+		t.Fatal(err)
+	}
+	opened, err := counter.Open(ctx, c, "likes", in)
+	if err != nil || opened.NumShards() != 3 {
+		t.Fatalf("Open: %v shards, %v", opened, err)
+	}
+	if _, err := counter.Open(ctx, c, "likes"); !errors.Is(err, counter.ErrNotFound) {
+		t.Fatalf("Open in the default collection: %v, want ErrNotFound", err)
+	}
+	if n, err := counter.RollupAll(ctx, c, in); n != 1 || err != nil {
+		t.Fatalf("RollupAll: %d %v, want 1", n, err)
+	}
+	s, err := c.Doc("tenants/t1/counters/likes").Get(ctx)
+	if err != nil || s.Data()[counter.FieldTotal] != int64(2) {
+		t.Fatalf("the counter document: %v %v, want total 2", s.Data(), err)
+	}
+	if n := countDocs(t, c, counter.Collection); n != 0 {
+		t.Fatalf("%d documents in %s", n, counter.Collection)
+	}
+	if _, err := counter.Create(ctx, c, "x", 1, counter.WithCollection("a/b")); !errors.Is(err, counter.ErrInvalidInput) {
+		t.Fatalf("a document path for a collection: %v, want ErrInvalidInput", err)
+	}
+}
+
+func countDocs(t *testing.T, c *firestore.Client, path string) int {
+	t.Helper()
+	refs, err := c.Collection(path).DocumentRefs(context.Background()).GetAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(refs)
+}

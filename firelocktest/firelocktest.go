@@ -1,29 +1,46 @@
-// Package firelocktest is firelock's test kit: what firelock's own tests
-// use, for tests of your code on top of firelock. It starts the real
-// Firestore emulator (or uses the one FIRESTORE_EMULATOR_HOST names), gives
-// each test a project of its own, so tests in parallel see only their own
-// documents, and puts a fault proxy between a client and the emulator to
-// lose, delay or reset its answers: the ambiguous outcomes a Cloud
-// Function meets when the network fails mid-call.
+// Package firelocktest is the test kit for code built on firelock: what
+// firelock's own tests use, for your tests of your functions. It runs them
+// against the real Firestore emulator, not a fake: a lease, a job run and
+// a counter behave in a test as they do deployed.
 //
-// The Firestore emulator is the gcloud component cloud-firestore-emulator
-// (Debian/Ubuntu: apt-get install google-cloud-cli-firestore-emulator) and
-// needs Java 11+. A missing prerequisite fails Main with a message naming
-// it.
+//   - Main, in TestMain, starts the emulator once per test binary (or uses
+//     the one FIRESTORE_EMULATOR_HOST names) and stops it afterwards.
+//   - NewClient gives each test a project of its own (demo-<random>), so
+//     tests run in parallel without seeing each other's documents, and
+//     nothing is left to clean up.
+//   - NewProxy puts a fault-injecting proxy between a client and the
+//     emulator (NewClientVia): it loses answers after the server processed
+//     the request, delays or resets them, the ambiguous outcomes a Cloud
+//     Function meets when the network fails mid-call.
+//
+// A test file of your own:
 //
 //	func TestMain(m *testing.M) { os.Exit(firelocktest.Main(m)) }
 //
-//	func TestMyHandler(t *testing.T) {
+//	func TestReportRunsOnce(t *testing.T) {
+//		t.Parallel()
 //		client := firelocktest.NewClient(t) // a fresh project, closed when t ends
+//		locker, err := lock.New(client, "locks")
 //		...
 //	}
+//
+// Costs: Main starts one emulator per test binary (a JVM: a few seconds);
+// a client is a connection; a project costs nothing to make or drop.
+//
+// Prerequisites: the emulator is the gcloud component
+// cloud-firestore-emulator (Debian/Ubuntu: apt-get install
+// google-cloud-cli-firestore-emulator) and needs Java 17 or later; a
+// missing one fails Main with a message naming what to install. Outside
+// firelock's repository it starts without security rules: the kit's
+// clients are admin clients, which rules do not apply to. To test your
+// rules with a client SDK, run the emulator yourself (firebase
+// emulators:start) and set FIRESTORE_EMULATOR_HOST: Main uses it.
 package firelocktest
 
 import (
 	"context"
 	"flag"
 	"fmt"
-	"net"
 	"os"
 	"strings"
 	"testing"
@@ -35,13 +52,11 @@ import (
 	"google.golang.org/api/option"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/backoff"
-	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
-	"google.golang.org/grpc/status"
 )
 
 // Emulator names an emulator Main can start.
-type Emulator = emulators.Kind
+type Emulator string
 
 // The emulators Main can start. Firestore is the one firelock needs; PubSub
 // (gcloud's pubsub-emulator component) is for code that publishes; Auth is
@@ -49,23 +64,30 @@ type Emulator = emulators.Kind
 // inside firelock's own repository (elsewhere, run it yourself and set
 // FIREBASE_AUTH_EMULATOR_HOST).
 const (
-	Firestore = emulators.Firestore
-	PubSub    = emulators.PubSub
-	Auth      = emulators.Auth
+	Firestore Emulator = Emulator(emulators.Firestore)
+	PubSub    Emulator = Emulator(emulators.PubSub)
+	Auth      Emulator = Emulator(emulators.Auth)
 )
 
 // Main is the body of a package's TestMain: it makes the emulators
 // available (Firestore when none is named), runs the tests and stops what
-// it started, whatever the tests did. An emulator whose *_EMULATOR_HOST
-// variable is set already is used, not started. Started emulators die
-// with the test binary, even when it panics.
+// it started, whatever the tests did, and returns the exit code. An
+// emulator whose *_EMULATOR_HOST variable is set already is used, not
+// started; one it starts gets that variable set, so the client libraries
+// find it. Started emulators die with the test binary, even when it
+// panics. An emulator that cannot start (a prerequisite missing: the
+// message names it) fails the binary with exit code 2 before any test.
 //
 //	func TestMain(m *testing.M) { os.Exit(firelocktest.Main(m)) }
 func Main(m *testing.M, kinds ...Emulator) int {
 	if len(kinds) == 0 {
 		kinds = []Emulator{Firestore}
 	}
-	r, err := emulators.Start(context.Background(), kinds...)
+	start := make([]emulators.Kind, len(kinds))
+	for i, k := range kinds {
+		start[i] = emulators.Kind(k)
+	}
+	r, err := emulators.Start(context.Background(), start...)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
@@ -92,8 +114,9 @@ func SideBySide(n int) {
 	}
 }
 
-// ProjectID returns a fresh project ID: the emulator keeps each project's
-// data apart, so a test that uses its own project sees only its own documents.
+// ProjectID returns a fresh project ID, demo-<12 random characters>: the
+// emulator keeps each project's data apart, so a test that uses its own
+// project sees only its own documents. No RPC.
 func ProjectID(tb testing.TB) string {
 	tb.Helper()
 	id, err := gonanoid.Generate("abcdefghijklmnopqrstuvwxyz0123456789", 12)
@@ -105,12 +128,16 @@ func ProjectID(tb testing.TB) string {
 
 // NewClient returns an admin client (rules do not apply to it) for a
 // fresh project of the running Firestore emulator, closed when tb ends.
+// No RPC: the connection opens on first use. It fails tb unless Main (or
+// FIRESTORE_EMULATOR_HOST) named an emulator.
 func NewClient(tb testing.TB) *firestore.Client {
 	tb.Helper()
 	return NewClientFor(tb, ProjectID(tb))
 }
 
-// NewClientFor is NewClient for a given project ID.
+// NewClientFor is NewClient for a given project ID, which must start with
+// demo- (so nothing can reach a real project): a second client of a test's
+// project, to read what Firestore holds past a fault proxy, say.
 func NewClientFor(tb testing.TB, projectID string) *firestore.Client {
 	tb.Helper()
 	if os.Getenv("FIRESTORE_EMULATOR_HOST") == "" {
@@ -127,24 +154,10 @@ func NewClientFor(tb testing.TB, projectID string) *firestore.Client {
 	return c
 }
 
-// WaitListening waits up to 5s for something to accept connections on a
-// loopback port.
-func WaitListening(tb testing.TB, port int) {
-	tb.Helper()
-	for range 100 {
-		if c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port)); err == nil {
-			c.Close()
-			return
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	tb.Fatalf("nothing listens on 127.0.0.1:%d", port)
-}
-
-// NewClientVia is NewClientFor reaching the emulator through host
-// (a fault proxy in front of it) on a connection of its own. It returns the
-// client options it was made with: give them to lock.WithClientOptions so
-// the lock's commits take the same path.
+// NewClientVia is NewClientFor reaching the emulator through host (a
+// Proxy's Addr) on a connection of its own, closed when tb ends. It returns
+// the client options it was made with: give them to lock.WithClientOptions
+// so the lock's commits take the same path. No RPC.
 func NewClientVia(tb testing.TB, host, projectID string) (*firestore.Client, []option.ClientOption) {
 	tb.Helper()
 	conn, err := grpc.NewClient(host,
@@ -167,23 +180,4 @@ func NewClientVia(tb testing.TB, host, projectID string) (*firestore.Client, []o
 	}
 	tb.Cleanup(func() { conn.Close() })
 	return c, opts
-}
-
-// RetryCancelled runs write until it does not fail with codes.Canceled,
-// at most 20 times. The Firestore emulator delivers a commit's change to
-// the document's listeners inside the commit, and fails the commit with
-// CANCELLED ("call already cancelled") when one of them was closed by its
-// client and not yet forgotten (a `firelock sale watch` that has exited,
-// a shopper's map after its pass); each such commit rids it of one. Tests
-// that write a document something just stopped watching use this, so
-// that they test what they name and not that fault (docs/surge.md).
-func RetryCancelled(write func() error) error {
-	var err error
-	for range 20 {
-		if err = write(); status.Code(err) != codes.Canceled {
-			return err
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	return err
 }

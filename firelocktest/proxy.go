@@ -23,7 +23,9 @@ import (
 	"github.com/rs/zerolog"
 )
 
-// Proxy forwards a loopback port to an upstream host:port.
+// Proxy forwards a loopback port to an upstream host:port (the emulator),
+// with the faults switched on injected into what passes. Its methods are
+// safe for concurrent use.
 type Proxy struct {
 	// Addr is the proxy's host:port: point clients here instead of upstream.
 	Addr string
@@ -34,13 +36,17 @@ type Proxy struct {
 	faults int
 }
 
-// NewProxy runs a proxy to upstream until tb ends.
+// NewProxy runs a proxy to upstream until tb ends: for the Firestore
+// emulator, upstream is os.Getenv("FIRESTORE_EMULATOR_HOST"). Reach it with
+// NewClientVia(tb, p.Addr, project), and give the options that returns to
+// lock.WithClientOptions so the lock's commits pass the proxy too. No
+// fault is on until one of its methods switches it on.
 func NewProxy(tb testing.TB, upstream string) *Proxy {
 	tb.Helper()
 	srv := toxiproxy.NewServer(toxiproxy.NewMetricsContainer(prometheus.NewRegistry()), zerolog.Nop())
 	p := toxiproxy.NewProxy(srv, "fault-"+strings.ReplaceAll(tb.Name(), "/", "-"), "127.0.0.1:0", upstream)
 	if err := p.Start(); err != nil {
-		tb.Fatalf("faultproxy: start proxy to %s: %v", upstream, err)
+		tb.Fatalf("firelocktest: start a proxy to %s: %v", upstream, err)
 	}
 	fp := &Proxy{Addr: p.Listen, p: p, active: map[string]bool{}}
 	tb.Cleanup(p.Stop)
@@ -49,7 +55,7 @@ func NewProxy(tb testing.TB, upstream string) *Proxy {
 
 // DropAnswers swallows every byte the server sends from now on (its
 // requests still reach it and are processed) and closes each connection
-// after closeAfter.
+// after closeAfter: a write lands, and its caller cannot know.
 func (p *Proxy) DropAnswers(closeAfter time.Duration) error {
 	return p.add("drop", "timeout", "downstream", fmt.Sprintf(`{"timeout": %d}`, closeAfter.Milliseconds()))
 }
@@ -84,7 +90,7 @@ func (p *Proxy) Reset() error {
 	return p.add("reset", "reset_peer", "upstream", `{"timeout": 0}`)
 }
 
-// Heal removes every fault.
+// Heal removes every fault. Bytes already swallowed stay lost.
 func (p *Proxy) Heal() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -94,7 +100,7 @@ func (p *Proxy) Heal() {
 	}
 }
 
-// Faults is how many faults were injected so far.
+// Faults is how many faults were switched on so far.
 func (p *Proxy) Faults() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -109,7 +115,7 @@ func (p *Proxy) add(name, kind, stream, attrs string) error {
 	}
 	body := fmt.Sprintf(`{"name": %q, "type": %q, "stream": %q, "toxicity": 1.0, "attributes": %s}`, name, kind, stream, attrs)
 	if _, err := p.p.Toxics.AddToxicJson(strings.NewReader(body)); err != nil {
-		return fmt.Errorf("faultproxy: %s: %w", name, err)
+		return fmt.Errorf("firelocktest: fault %s: %w", name, err)
 	}
 	p.active[name] = true
 	p.faults++

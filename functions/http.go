@@ -179,25 +179,13 @@ func NewAPIWithLogger(ctx context.Context, fs *firestore.Client, authProject str
 	}
 	bookings := booking.New(fs, booking.WithGate(sales), booking.WithTill(ledger))
 	payments := payment.New(fs, bookings, ledger, payment.ConfigFromEnv(), payment.WithLogger(log))
-	table := jobs.Standard(fs, bookings)
-	table[sale.AdmitJob] = admitter.Job() // jobs cannot import sale (sale uses jobs)
-	table["sweepExpired"] = withPaymentSweep(table["sweepExpired"], payments)
+	table := scheduledJobs(fs, bookings, payments, admitter)
 	var users Users = ac
 	if os.Getenv("FIREBASE_AUTH_EMULATOR_HOST") != "" { // as the Admin SDK decides it
 		users = emulatorUsers{Client: ac, projectID: authProject}
 	}
 	return &API{Bookings: bookings, Sales: sales, Payments: payments, Jobs: jobs.New(fs, table), Auth: users, Log: log,
 		CORS: CORSFromEnv(), Project: authProject, AppCheck: appCheck}, nil
-}
-
-// withPaymentSweep adds the payments' sweep to sweepExpired: until the
-// run's end (the next tick), every payment.SweepEvery, it ends paying holds
-// that lapsed and makes at Stripe what their records say is due (expired
-// sessions, refunds a request could not make).
-func withPaymentSweep(sweep jobs.Func, payments *payment.Service) jobs.Func {
-	return func(ctx context.Context, run *jobs.Run) error {
-		return errors.Join(sweep(ctx, run), payments.Sweep(ctx, run.Until()))
-	}
 }
 
 // apiError is the one error shape of CONTRACT §3.

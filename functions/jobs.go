@@ -2,10 +2,7 @@ package functions
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
-	"fmt"
-	"time"
 
 	"github.com/GoogleCloudPlatform/functions-framework-go/functions"
 	"github.com/cloudevents/sdk-go/v2/event"
@@ -23,14 +20,6 @@ func HandleScheduledJob(ctx context.Context, e event.Event) error {
 	return defaultAPI().RunScheduledJob(ctx, e)
 }
 
-// pubsubData is the data of a Pub/Sub CloudEvent (messagePublished).
-type pubsubData struct {
-	Message struct {
-		Data        []byte    `json:"data"` // base64 in JSON
-		PublishTime time.Time `json:"publishTime"`
-	} `json:"message"`
-}
-
 // RunScheduledJob is the CloudEvent function of CONTRACT §4, triggered by
 // the topic scheduled-jobs. It returns nil to acknowledge (the job ran here
 // or is done, or the message can never succeed) and an error to have
@@ -43,21 +32,14 @@ func (a *API) RunScheduledJob(ctx context.Context, e event.Event) error {
 		a.Log.Error("not configured", "executionId", execID, "error", a.initErr.Error())
 		return a.initErr
 	}
-	var d pubsubData
-	err := json.Unmarshal(e.Data(), &d)
+	ev, err := jobs.FromCloudEvent(e)
 	if err == nil {
 		var o jobs.Outcome
-		published := d.Message.PublishTime
-		if published.IsZero() {
-			published = e.Time() // the CloudEvent's time is the publish time too
-		}
-		o, err = a.Jobs.Deliver(ctx, execID, jobs.Event{Source: e.Source(), ID: e.ID(), PublishTime: published, Data: d.Message.Data})
+		o, err = a.Jobs.Deliver(ctx, execID, ev)
 		if err == nil {
 			a.Log.Info("scheduled job delivery", "executionId", execID, "eventSource", e.Source(), "eventId", e.ID(), "outcome", string(o))
 			return nil
 		}
-	} else {
-		err = fmt.Errorf("%w: event data is not a Pub/Sub message: %v", jobs.ErrBadPayload, err)
 	}
 	if errors.Is(err, jobs.ErrBadPayload) {
 		a.Log.Warn("dropping a message no retry can fix", "executionId", execID, "eventSource", e.Source(), "eventId", e.ID(), "error", err.Error())

@@ -161,7 +161,7 @@ func TestACommittedBodySavesTheSettlingTransaction(t *testing.T) {
 	ev := jobs.NewEvents(c, "committedEvents", "type")
 	deliver := func(key string, say bool) rpcstats.Counts {
 		before := stats.Snapshot()
-		o, err := ev.Do(ctx, execID(t), key, "effect", nil, func(ctx context.Context, run *jobs.Run) error {
+		o, err := ev.Do(ctx, key, func(ctx context.Context, run *jobs.Run) error {
 			err := c.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
 				if err := run.Lease().Guard(tx); err != nil {
 					return err
@@ -175,7 +175,7 @@ func TestACommittedBodySavesTheSettlingTransaction(t *testing.T) {
 				run.Committed()
 			}
 			return err
-		})
+		}, jobs.WithExecutionID(execID(t)), jobs.WithName("effect"))
 		if o != jobs.Ran || err != nil {
 			t.Fatalf("%s: %s %v, want ran", key, o, err)
 		}

@@ -14,14 +14,15 @@ import (
 	"google.golang.org/grpc/status"
 )
 
-// Events runs events exactly once each, on per-event leases: one lease
-// document per event key in a collection of its own, with the lease fields
-// of CONTRACT §1 plus state "running" | "done" | "failed" and the run's
-// name, and one record per delivery in its subcollection deliveries. The
-// scheduled jobs' Runner is built on it (jobRuns), and so is every other
-// at-least-once delivery that must take effect once, such as Stripe's
-// webhook events (stripeEvents). What "exactly once" covers, and how a body
-// fences its writes, is in the package doc. Safe for concurrent use.
+// Events runs events exactly once each, on per-event leases: one run
+// document per event key in a collection of its own (a lease document of
+// package lock plus state "running" | "done" | "failed" and the run's name
+// in the label field), and one record per delivery in its subcollection
+// deliveries: the package doc shows both. The scheduled jobs' Runner is
+// built on it, and so is any other at-least-once delivery that must take
+// effect once, such as a payment provider's webhook events. What "exactly
+// once" covers, and how a body fences its writes, is in the package doc.
+// Safe for concurrent use.
 type Events struct {
 	client     *firestore.Client
 	collection string
@@ -35,7 +36,7 @@ type Events struct {
 }
 
 // NewEvents returns the Events of collection. label names the field that
-// carries each run's name in its documents (jobRuns: "job").
+// carries each run's name in its documents (a Runner's: "job"). No RPC.
 func NewEvents(client *firestore.Client, collection, label string, opts ...Option) *Events {
 	return newEvents(client, collection, label, newConfig(opts))
 }
@@ -46,25 +47,69 @@ func newEvents(client *firestore.Client, collection, label string, c config) *Ev
 	return e
 }
 
-// Do runs body for the event key (a document ID) once, as delivery
-// executionID, under the event's lease; name is what the run's documents
-// and records call it (a job, an event type), fields are more fields of
-// the run document. A nil error means acknowledge: the event ran here, or
-// was done before (AlreadyDone). ErrInProgress means another delivery runs
-// it under a live lease that did not end within the wait; any other error
-// means the run failed (its lease freed where that is safe): deliver again.
-func (e *Events) Do(ctx context.Context, executionID, key, name string, fields map[string]any, body Func) (Outcome, error) {
-	run := &Run{name: name, label: e.label, key: key, executionID: executionID,
-		fields: map[string]any{"state": StateRunning, e.label: name}}
-	maps.Copy(run.fields, fields)
-	e.place(run, executionID)
+// DoOption configures one Events.Do. Options send no RPC.
+type DoOption func(*doOptions)
+
+type doOptions struct {
+	executionID string
+	name        string
+	fields      map[string]any
+}
+
+// WithExecutionID names the delivery (default: a fresh lock.NewExecutionID):
+// it owns the event's lease while it runs, and its record is
+// deliveries/{executionID}. Give the one your function logs with.
+func WithExecutionID(id string) DoOption { return func(o *doOptions) { o.executionID = id } }
+
+// WithName is what the run's document and this delivery's record call the
+// run, in the Events' label field (a job, an event type). Default: none.
+func WithName(name string) DoOption { return func(o *doOptions) { o.name = name } }
+
+// WithRunFields adds fields to the run's document when its lease is
+// granted (besides the lease's and state, which they cannot replace).
+func WithRunFields(fields map[string]any) DoOption { return func(o *doOptions) { o.fields = fields } }
+
+// Do runs body once for the event key (a document ID: a webhook event's
+// id, say), under the event's lease, kept alive while body runs. A nil
+// error means acknowledge: the event ran here (Ran), or was done before
+// (AlreadyDone: body did not run). ErrInProgress means another delivery
+// runs it under a live lease that did not end within the wait; any other
+// error means the run failed (its lease freed where that is safe):
+// deliver again. Costs, on a first delivery: the grant (one commit, or a
+// read and a commit for a run that failed before) and the settling
+// transaction (two reads, one commit), besides the keep-alive's renewals
+// (one commit a third into the lease) and body's own RPCs; a duplicate of
+// a done event costs a read and a write (its record).
+func (e *Events) Do(ctx context.Context, key string, body Func, opts ...DoOption) (Outcome, error) {
+	var o doOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if o.executionID == "" {
+		id, err := lock.NewExecutionID()
+		if err != nil {
+			return "", err
+		}
+		o.executionID = id
+	}
+	if err := lock.ValidateKey(key); err != nil {
+		return "", fmt.Errorf("jobs: event key: %w", err)
+	}
+	run := &Run{name: o.name, label: e.label, key: key, executionID: o.executionID,
+		fields: map[string]any{"state": StateRunning}}
+	if o.name != "" {
+		run.fields[e.label] = o.name
+	}
+	maps.Copy(run.fields, o.fields)
+	run.fields["state"] = StateRunning
+	e.place(run, o.executionID)
 	return e.run(ctx, run, body)
 }
 
 // place gives the run its documents: the event's, and this delivery's record.
 func (e *Events) place(run *Run, executionID string) {
 	run.ref = e.client.Collection(e.collection).Doc(run.key)
-	run.record = run.ref.Collection("deliveries").Doc(executionID)
+	run.record = run.ref.Collection(Deliveries).Doc(executionID)
 }
 
 // run takes the run's event and runs body under its lease, kept alive,
@@ -288,7 +333,10 @@ func (e *Events) finishOnce(ctx context.Context, run *Run, runErr error) (o Outc
 
 // delivery is the record of one delivery of the run's event.
 func (r *Run) delivery(o Outcome, err error) map[string]any {
-	d := map[string]any{"outcome": string(o), r.label: r.name, "at": firestore.ServerTimestamp}
+	d := map[string]any{"outcome": string(o), "at": firestore.ServerTimestamp}
+	if r.name != "" {
+		d[r.label] = r.name
+	}
 	if err != nil {
 		d["error"] = err.Error()
 	}

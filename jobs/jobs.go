@@ -17,42 +17,57 @@ import (
 	"unicode/utf8" // schedules' zones resolve on any runtime image
 
 	"cloud.google.com/go/firestore"
-	"github.com/firelock/firelock/booking"
-	"github.com/firelock/firelock/counter"
 	"github.com/firelock/firelock/lock"
 	"go.opentelemetry.io/otel/metric"
 )
 
-// Collection holds one document per event.
+// Collection is where a Runner keeps one run document per event, unless
+// WithCollection says otherwise.
 const Collection = "jobRuns"
 
-// States and outcomes (CONTRACT §4).
+// The states of a run document and the outcomes of a delivery (the
+// package doc shows the documents).
 const (
+	// StateRunning: a delivery holds the event's lease and runs its body.
 	StateRunning = "running"
-	StateDone    = "done"
+	// StateDone: the event ran to completion; duplicates acknowledge
+	// already_done without running.
+	StateDone = "done"
 	// StateFailed: the last run failed and freed its lease (leaseSeconds
 	// 0, no holders), so the next delivery takes the event over at once;
 	// the document stays for its delivery records, and is swept with them
 	// a week after, like a done run.
 	StateFailed = "failed"
 
-	Ran         Outcome = "ran"
+	// Ran: this delivery ran the body to completion and marked it done.
+	Ran Outcome = "ran"
+	// AlreadyDone: the event was done before; the body did not run.
 	AlreadyDone Outcome = "already_done"
-	InProgress  Outcome = "in_progress"
-	Failed      Outcome = "failed"
+	// InProgress: another delivery runs the event (ErrInProgress).
+	InProgress Outcome = "in_progress"
+	// Failed: the run failed, or could not take or mark the event.
+	Failed Outcome = "failed"
 )
 
 // DefaultLease is how long a run holds its event without renewing; the
 // keep-alive renews it every third of that while the job runs.
 const DefaultLease = 60 * time.Second
 
-// Outcome is what one delivery did.
+// Outcome is what one delivery did, as its record says.
 type Outcome string
 
 // ErrBadPayload: the message is not {"job": <known job>, "schedule"?:
-// <5-field cron>, "timeZone"?: <IANA zone>}. Retrying cannot fix it, so the
-// function acknowledges it (and writes nothing).
+// <5-field cron>, "timeZone"?: <IANA zone>, "seconds"?: <1 to MaxSeconds>},
+// or the event is not a Pub/Sub message. Retrying cannot fix it, so the
+// function acknowledges it (Acknowledge); nothing is written.
 var ErrBadPayload = errors.New("jobs: bad payload")
+
+// Acknowledge reports whether a delivery that ended with err (from Deliver
+// or Events.Do) should be acknowledged: err is nil (the event ran, or was
+// done already) or wraps ErrBadPayload (no delivery can succeed). Return
+// nil from the function then, and err otherwise so that Pub/Sub delivers
+// again.
+func Acknowledge(err error) bool { return err == nil || errors.Is(err, ErrBadPayload) }
 
 // ErrInProgress: another delivery runs the event under a live lease and did
 // not finish within this delivery's wait. Not acknowledged: Pub/Sub
@@ -70,11 +85,12 @@ var (
 
 // Func is a job body. It gets a context that is cancelled if the run's
 // lease is lost (and at the delivery's deadline), and the run: its lease, to
-// fence its writes with, and what the event is.
+// fence its writes with, and what the event is. Its error fails the run,
+// and Pub/Sub delivers again.
 type Func func(ctx context.Context, run *Run) error
 
 // Run is one run of an event, built by the Runner (or by Events.Do) for
-// its body.
+// its body. Its accessors send no RPC.
 type Run struct {
 	lease       *lock.Lease
 	msg         Message // a scheduled job's message; zero for Events.Do
@@ -91,19 +107,20 @@ type Run struct {
 	committed   bool                   // the body said its done mark committed (Committed)
 }
 
-// Lease is the run's lease on its event (the jobRuns document): fence every
-// write with it (Guard in a Firestore transaction, Token outside).
+// Lease is the run's lease on its event (the run document): fence every
+// write with it (Guard in a Firestore transaction, Token outside). No RPC.
 func (r *Run) Lease() *lock.Lease { return r.lease }
 
-// Message is the run's parsed message.
+// Message is the run's parsed message; zero for Events.Do. No RPC.
 func (r *Run) Message() Message { return r.msg }
 
-// Key is the event key, the jobRuns document ID: the same for every
+// Key is the event key, the run document's ID: the same for every
 // delivery of the event, so a job that writes outside Firestore uses it to
-// make its writes idempotent.
+// make its writes idempotent. No RPC.
 func (r *Run) Key() string { return r.key }
 
 // Slot is the event's schedule slot; zero for a message without schedule.
+// No RPC.
 func (r *Run) Slot() time.Time { return r.slot }
 
 // Until is when a long-running job should stop: for a scheduled message
@@ -113,7 +130,7 @@ func (r *Run) Slot() time.Time { return r.slot }
 // the run's start plus MaxSeconds less RunReserve, so a run is never
 // planned past the function's timeout. It may lie in the past for a late
 // delivery (make one pass then), and never extends the context's
-// deadline: stop at whichever comes first.
+// deadline: stop at whichever comes first. No RPC.
 func (r *Run) Until() time.Time { return r.until }
 
 // MarkDone adds to tx the event's done mark and this delivery's record
@@ -123,14 +140,16 @@ func (r *Run) Until() time.Time { return r.until }
 // Lease().Guard(tx) first, which fences the mark like the effect. Once tx
 // commits the event is done: the Runner does not mark it again, and an
 // error the body returns afterwards is not retried. A transaction retried
-// after an earlier attempt committed unheard fails (the record exists).
+// after an earlier attempt committed unheard fails (the record exists). It
+// adds two writes to tx, and no RPC of its own.
 func (r *Run) MarkDone(tx *firestore.Transaction) error { return r.MarkDoneWith(tx, "") }
 
 // MarkDoneWith is MarkDone that also records result, the body's own word
 // for what it did ("paid", "refunded"), on this delivery's record. When
 // the body's commit lands but its answer is lost, the body returns an
 // error while the event is done; the delivery then acknowledges, and
-// Landed gives the result back so the caller can say what was done.
+// Landed gives the result back so the caller can say what was done. No RPC
+// of its own.
 func (r *Run) MarkDoneWith(tx *firestore.Transaction, result string) error {
 	if err := tx.Update(r.ref, []firestore.Update{
 		{Path: "state", Value: StateDone},
@@ -148,20 +167,22 @@ func (r *Run) MarkDoneWith(tx *firestore.Transaction, result string) error {
 // Committed tells the run that the transaction carrying its done mark
 // (MarkDone, in a transaction guarded by Lease) has committed: its
 // RunTransaction returned nil. The event is then done and this delivery
-// recorded, so settling the run needs no transaction of its own (a
-// delivery saves its begin and its read). Call it only then; without it the run is
-// settled as before, by a transaction that reads what the body left.
+// recorded, so settling the run needs no transaction of its own (a delivery
+// saves its begin, its read and its commit). Call it only then; without it
+// the run is settled as before, by a transaction that reads what the body
+// left. No RPC.
 func (r *Run) Committed() { r.committed = true }
 
 // Landed is the result this delivery's done mark recorded (MarkDoneWith)
 // if the body's commit landed while the body saw an error, and "" if it
 // did not (the body then knows its result itself). Read it after the
-// delivery returned.
+// delivery returned. No RPC.
 func (r *Run) Landed() string { return r.landed }
 
 // Runner delivers scheduled-job events to jobs: each event runs once, on
-// the per-event leases of Events in the collection jobRuns. Safe for
-// concurrent use.
+// the per-event leases of Events in its collection (jobRuns unless
+// WithCollection says otherwise), its run documents naming the job in the
+// field job. Safe for concurrent use.
 type Runner struct {
 	events  *Events
 	jobs    map[string]Func
@@ -170,17 +191,25 @@ type Runner struct {
 
 // config is what the options set, for a Runner or an Events.
 type config struct {
-	lease    time.Duration
-	wait     time.Duration
-	lockOpts []lock.Option
-	mp       metric.MeterProvider // nil: the global provider
+	collection string // a Runner's; "" is Collection
+	lease      time.Duration
+	wait       time.Duration
+	lockOpts   []lock.Option
+	mp         metric.MeterProvider // nil: the global provider
 }
 
-// Option configures a Runner or an Events.
+// Option configures a Runner (New) or an Events (NewEvents). Options send
+// no RPC.
 type Option func(*config)
 
+// WithCollection keeps a Runner's run documents in the collection at path
+// (default Collection, "jobRuns"). NewEvents takes its collection as an
+// argument instead, and ignores this option.
+func WithCollection(path string) Option { return func(c *config) { c.collection = path } }
+
 // WithLease sets how long a run holds its event without renewing (default
-// DefaultLease); a crashed run blocks its event at most this long.
+// DefaultLease); a crashed run blocks its event at most this long. The
+// keep-alive renews it a third in: one write each.
 func WithLease(d time.Duration) Option { return func(c *config) { c.lease = d } }
 
 // WithWait sets how long a delivery that meets a live run waits for it to
@@ -206,73 +235,76 @@ func newConfig(opts []Option) config {
 	return c
 }
 
-// New returns a Runner for the given jobs.
+// New returns a Runner for jobs, a table from job name to body: a message
+// naming another job is a bad payload. No RPC.
 func New(client *firestore.Client, jobs map[string]Func, opts ...Option) *Runner {
 	c := newConfig(opts)
-	return &Runner{events: newEvents(client, Collection, "job", c), jobs: jobs, metrics: newJobMetrics(c.mp)}
+	coll := c.collection
+	if coll == "" {
+		coll = Collection
+	}
+	return &Runner{events: newEvents(client, coll, "job", c), jobs: jobs, metrics: newJobMetrics(c.mp)}
 }
 
-// Sweep ages: lease documents of locks are swept a day after their lease
-// ended; job runs are kept a week, beyond Pub/Sub's longest redelivery, so a
-// late duplicate still finds its event done.
-var Sweep = []struct {
+// RunsKept is how long a run document (done or failed) and its delivery
+// records outlive the run's lease before Sweep may delete them: a week,
+// beyond Pub/Sub's longest redelivery, so a late duplicate still finds its
+// event done.
+const RunsKept = 7 * 24 * time.Hour
+
+// Deliveries is the subcollection of a run document that holds one record
+// per delivery.
+const Deliveries = "deliveries"
+
+// Swept names lease documents for Sweep: those of Collection whose lease
+// ended at least After ago, with their Subcollections.
+type Swept struct {
 	Collection     string
 	After          time.Duration
 	Subcollections []string
-}{
-	{"locks", 24 * time.Hour, nil},
-	{"seatLocks", 24 * time.Hour, nil},
-	{"mutex_critical_data", 24 * time.Hour, nil},
-	{Collection, 7 * 24 * time.Hour, []string{"deliveries"}},
 }
 
-// Standard is the job table of CONTRACT §4. sweepExpired expires ended
-// holds through bookings (nil: a booking.Service of client's without gate
-// or till; give the application's, so that a paying hold's payment record
-// changes with it).
-func Standard(client *firestore.Client, bookings *booking.Service) map[string]Func {
-	if bookings == nil {
-		bookings = booking.New(client)
-	}
-	return map[string]Func{
-		// Both write conditionally already: a rollup on the counter's update
-		// time, a sweep on each lease's; a stale run can only lose a race.
-		// Both are idempotent, so a rerun after a lost done mark is harmless.
-		"rollupCounters": func(ctx context.Context, _ *Run) error {
-			_, err := counter.RollupAll(ctx, client)
-			return err
-		},
-		"sweepExpired": func(ctx context.Context, _ *Run) error {
-			var errs []error
-			// Ended holds turn expired and leave the seat map (their seats
-			// were free from the moment they ended).
-			if _, err := bookings.ExpireHolds(ctx); err != nil {
+// Runs is the Swept of the run documents in collection (a Runner's, by
+// default Collection, or an Events'): RunsKept after their lease ended,
+// their delivery records first.
+func Runs(collection string) Swept {
+	return Swept{Collection: collection, After: RunsKept, Subcollections: []string{Deliveries}}
+}
+
+// Sweep returns a job body that deletes the lease documents each Swept
+// names once their lease ended at least its After ago, by Firestore's
+// clock, never a live one (lock.SweepEnded for each: one query per 300
+// documents, then a delete each, conditioned on the update time read). It
+// is idempotent, so a rerun after a lost done mark is harmless. Which
+// collections to sweep is the application's to say: its lock collections,
+// say a day after, and Runs(Collection) for the runs.
+func Sweep(client *firestore.Client, swept ...Swept) Func {
+	return func(ctx context.Context, _ *Run) error {
+		var errs []error
+		for _, s := range swept {
+			if _, err := lock.SweepEnded(ctx, client, s.Collection, s.After, s.Subcollections...); err != nil {
 				errs = append(errs, err)
 			}
-			for _, s := range Sweep {
-				if _, err := lock.SweepEnded(ctx, client, s.Collection, s.After, s.Subcollections...); err != nil {
-					errs = append(errs, err)
-				}
-			}
-			return errors.Join(errs...)
-		},
+		}
+		return errors.Join(errs...)
 	}
 }
 
 // EventKey is the document ID of an event: a hash of its CloudEvent source
-// and id, since Pub/Sub message ids are unique per topic only.
+// and id, since Pub/Sub message ids are unique per topic only. No RPC.
 func EventKey(source, id string) string {
 	h := sha256.Sum256([]byte(source + "\n" + id))
 	return hex.EncodeToString(h[:16])
 }
 
 // SlotKey is the document ID of a scheduled event: {job}@{slot}, the slot
-// in RFC 3339 UTC, e.g. rollupCounters@2026-11-22T10:00:00Z.
+// in RFC 3339 UTC, e.g. rollupCounters@2026-11-22T10:00:00Z. No RPC.
 func SlotKey(job string, slot time.Time) string {
 	return job + "@" + slot.UTC().Format(time.RFC3339)
 }
 
-// Event is one delivery of a scheduled-job message.
+// Event is one delivery of a scheduled-job message (FromCloudEvent makes
+// one from a Pub/Sub CloudEvent).
 type Event struct {
 	Source string // CloudEvent source, e.g. //pubsub.googleapis.com/projects/p/topics/scheduled-jobs
 	ID     string // CloudEvent id: the Pub/Sub message id
@@ -282,7 +314,8 @@ type Event struct {
 	Data        []byte // the message data: Message as JSON
 }
 
-// Message is the data of a scheduled-job message (CONTRACT §4, §7).
+// Message is the data of a scheduled-job message, as JSON: {"job",
+// "schedule"?, "timeZone"?, "seconds"?}, these keys exactly.
 type Message struct {
 	Job      string `json:"job"`
 	Schedule string `json:"schedule,omitempty"`
@@ -292,17 +325,19 @@ type Message struct {
 	Seconds int `json:"seconds,omitempty"`
 }
 
-// MaxSeconds bounds Message.Seconds: a delivery's deadline is
-// RunScheduledJob's timeout, 540 s, and a run cannot outlast it.
+// MaxSeconds bounds Message.Seconds: a delivery's deadline is its
+// function's timeout, at most 540 s for an event-triggered Cloud Function,
+// and a run cannot outlast it.
 const MaxSeconds = 540
 
 // RunReserve is the part of the function's timeout that a run keeps after
-// its Until: for the job's own wind-down (admitQueue hands its sales over
-// for 15 s more) and for marking the run done. Until is never later than
-// the run's start plus MaxSeconds less RunReserve.
+// its Until: for the job's own wind-down (handing work over to the next
+// run, say) and for marking the run done. Until is never later than the
+// run's start plus MaxSeconds less RunReserve.
 const RunReserve = 45 * time.Second
 
-// Parse parses and checks the message data (ErrBadPayload).
+// Parse parses and checks the message data against the Runner's jobs
+// (ErrBadPayload, saying what is wrong). No RPC.
 func (r *Runner) Parse(data []byte) (Message, error) {
 	var m Message
 	if err := exactKeys(data); err != nil {
@@ -425,12 +460,15 @@ func (r *Run) failedIn(tx *firestore.Transaction, doc *firestore.DocumentSnapsho
 	return tx.Create(r.record, r.delivery(Failed, cause))
 }
 
-// Deliver handles one delivery as execution executionID. A nil error means
-// acknowledge: the event ran here, is done, or (with ErrBadPayload, nothing
-// written) can never succeed. Any other error means Pub/Sub should deliver
-// again: the run failed or could not be marked done (its lease is freed
-// where that is safe, else it ends by itself), or it is in progress
-// elsewhere (ErrInProgress).
+// Deliver handles one delivery of ev as execution executionID and says
+// what it did. Acknowledge the message (Acknowledge(err) reports it) when
+// the error is nil, the event having run here (Ran) or been done already
+// (AlreadyDone), or when it wraps ErrBadPayload: the message can never
+// succeed, and nothing was written. Any other error means Pub/Sub should
+// deliver again: the run failed or could not be marked done (its lease is
+// freed where that is safe, else it ends by itself), or it is in progress
+// elsewhere (ErrInProgress). Costs are those of Events.Do; a bad payload
+// costs no RPC.
 func (r *Runner) Deliver(ctx context.Context, executionID string, ev Event) (o Outcome, err error) {
 	defer func() { r.delivered(ctx, ev, o, err) }()
 	run, err := r.runOf(ev, executionID)

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"cloud.google.com/go/firestore"
-	"github.com/firelock/firelock/counter"
 	"github.com/firelock/firelock/firelocktest"
 	"github.com/firelock/firelock/internal/emulators"
 	"github.com/firelock/firelock/jobs"
@@ -204,7 +203,7 @@ func TestFailedRunIsKeptAndSweptAfterAWeek(t *testing.T) {
 		t.Fatalf("deliveries %v", d)
 	}
 	run := c.Collection(jobs.Collection).Doc(jobs.EventKey(ev.Source, ev.ID))
-	sweep := jobs.New(c, jobs.Standard(c, nil))
+	sweep := jobs.New(c, map[string]jobs.Func{"sweepExpired": jobs.Sweep(c, jobs.Runs(jobs.Collection))})
 	// What the days do to the run: its lease ended that long ago.
 	for i, age := range []time.Duration{6 * 24 * time.Hour, 8 * 24 * time.Hour} {
 		if _, err := run.Update(ctx, []firestore.Update{{Path: lock.FieldRenewedAt, Value: time.Now().Add(-age)}}); err != nil {
@@ -223,9 +222,14 @@ func TestFailedRunIsKeptAndSweptAfterAWeek(t *testing.T) {
 	}
 }
 
+// table is a job table with the job names the payloads below use.
+func table() map[string]jobs.Func {
+	return map[string]jobs.Func{"rollupCounters": func(context.Context, *jobs.Run) error { return nil }}
+}
+
 func TestBadPayloadIsAcknowledgedAndWritesNothing(t *testing.T) {
 	c := firelocktest.NewClient(t)
-	r := jobs.New(c, jobs.Standard(c, nil))
+	r := jobs.New(c, table())
 	for name, data := range map[string]string{
 		"unknown job":         `{"job": "dropTables"}`,
 		"not JSON":            `job=rollupCounters`,
@@ -261,27 +265,10 @@ func TestEventKeysDifferAcrossTopics(t *testing.T) {
 	}
 }
 
-func TestRollupCountersJob(t *testing.T) {
-	c := firelocktest.NewClient(t)
-	ctx := context.Background()
-	ctr, err := counter.Create(ctx, c, "tickets-s1", 4)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := ctr.Increment(ctx, 5); err != nil {
-		t.Fatal(err)
-	}
-	r := jobs.New(c, jobs.Standard(c, nil))
-	if o, err := r.Deliver(ctx, execID(t), event("100", "rollupCounters")); err != nil || o != jobs.Ran {
-		t.Fatalf("%s %v", o, err)
-	}
-	s, _ := c.Doc("counters/tickets-s1").Get(ctx)
-	if s.Data()["total"] != int64(5) {
-		t.Fatalf("total %v, want 5", s.Data()["total"])
-	}
-}
-
-func TestSweepExpiredDeletesOnlyLongEndedLeases(t *testing.T) {
+// Sweep deletes, in the collections the application names, the lease
+// documents whose lease ended at least that long ago, by Firestore's
+// clock, never a live one; a run's delivery records go with it.
+func TestSweepDeletesOnlyLongEndedLeases(t *testing.T) {
 	c := firelocktest.NewClient(t)
 	ctx := context.Background()
 	now := time.Now()
@@ -294,28 +281,27 @@ func TestSweepExpiredDeletesOnlyLongEndedLeases(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	lease("locks/ancient", now.Add(-72*time.Hour), 30, nil)
-	lease("locks/recent", now.Add(-2*time.Hour), 30, nil)   // ended, but not a day ago
-	lease("locks/live", now.Add(-3*time.Hour), 3600*4, nil) // renewed long ago, lease still running
+	lease("myLocks/ancient", now.Add(-72*time.Hour), 30, nil)
+	lease("myLocks/recent", now.Add(-2*time.Hour), 30, nil)   // ended, but not a day ago
+	lease("myLocks/live", now.Add(-3*time.Hour), 3600*4, nil) // renewed long ago, lease still running
 	// Renewed before the query's cutoff but with a lease that still runs:
 	// only the read-time check keeps it.
-	lease("locks/stretched", now.Add(-26*time.Hour), 48*3600, nil)
-	lease("seatLocks/s1_A1", now.Add(-48*time.Hour), 10, nil)         // ended two days ago
-	lease("mutex_critical_data/m1", now.Add(-30*time.Hour), 300, nil) // client mutex, ended yesterday
-	lease("jobRuns/old", now.Add(-8*24*time.Hour), 60, map[string]any{"state": "done"})
-	lease("jobRuns/young", now.Add(-3*24*time.Hour), 60, map[string]any{"state": "done"})
-	if _, err := c.Doc("jobRuns/old/deliveries/e1").Set(ctx, map[string]any{"outcome": "ran"}); err != nil {
+	lease("myLocks/stretched", now.Add(-26*time.Hour), 48*3600, nil)
+	lease("notSwept/ancient", now.Add(-72*time.Hour), 30, nil)
+	lease("myRuns/old", now.Add(-8*24*time.Hour), 60, map[string]any{"state": "done"})
+	lease("myRuns/young", now.Add(-3*24*time.Hour), 60, map[string]any{"state": "done"})
+	if _, err := c.Doc("myRuns/old/deliveries/e1").Set(ctx, map[string]any{"outcome": "ran"}); err != nil {
 		t.Fatal(err)
 	}
-	r := jobs.New(c, jobs.Standard(c, nil))
-	if o, err := r.Deliver(ctx, execID(t), event("200", "sweepExpired")); err != nil || o != jobs.Ran {
+	r := jobs.New(c, map[string]jobs.Func{"sweep": jobs.Sweep(c, jobs.Swept{Collection: "myLocks", After: 24 * time.Hour}, jobs.Runs("myRuns"))})
+	if o, err := r.Deliver(ctx, execID(t), event("200", "sweep")); err != nil || o != jobs.Ran {
 		t.Fatalf("%s %v", o, err)
 	}
 	exists := func(path string) bool { _, err := c.Doc(path).Get(ctx); return err == nil }
 	for path, want := range map[string]bool{
-		"locks/ancient": false, "locks/recent": true, "locks/live": true, "locks/stretched": true,
-		"seatLocks/s1_A1": false, "mutex_critical_data/m1": false,
-		"jobRuns/old": false, "jobRuns/old/deliveries/e1": false, "jobRuns/young": true,
+		"myLocks/ancient": false, "myLocks/recent": true, "myLocks/live": true, "myLocks/stretched": true,
+		"notSwept/ancient": true,
+		"myRuns/old":       false, "myRuns/old/deliveries/e1": false, "myRuns/young": true,
 	} {
 		if exists(path) != want {
 			t.Errorf("%s exists = %v, want %v", path, !want, want)

@@ -9,16 +9,16 @@ import (
 	"go.opentelemetry.io/otel/metric"
 )
 
-// WithMeterProvider records the metrics (CONTRACT §9) into mp: a Runner's
-// firelock.jobs.runs, once per delivery, by job and outcome; and the
-// metrics of the event leases' lock (lock.WithMeterProvider). Without it
-// (or with nil) they go to the global provider, a no-op until the
-// application sets one.
+// WithMeterProvider records the OpenTelemetry metrics into mp: a Runner's
+// firelock.jobs.runs (a counter), once per delivery, by firelock.job and
+// firelock.outcome; and the metrics of the event leases' lock
+// (lock.WithMeterProvider). Without it (or with nil) they go to the global
+// provider, a no-op until the application sets one.
 func WithMeterProvider(mp metric.MeterProvider) Option {
 	return func(c *config) { c.mp = mp }
 }
 
-// Outcomes beside CONTRACT §4's, for deliveries that never reach a run.
+// Outcomes beside a delivery record's, for deliveries that never reach a run.
 const (
 	// outcomeBadPayload: a message no retry can fix, acknowledged unrun.
 	outcomeBadPayload = "bad_payload"
@@ -34,7 +34,7 @@ type jobMetrics struct {
 
 func newJobMetrics(mp metric.MeterProvider) *jobMetrics {
 	return &jobMetrics{mp: mp, runs: telemetry.Counter(telemetry.Meter(mp, "jobs"), telemetry.JobsRuns, "{delivery}",
-		"Deliveries of scheduled-job events by job and outcome: ran, already_done, in_progress, failed (CONTRACT §4), or bad_payload.")}
+		"Deliveries of scheduled-job events by job and outcome: ran, already_done, in_progress, failed, or bad_payload.")}
 }
 
 // delivered counts one delivery of ev that ended with o and err.

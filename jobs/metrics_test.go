@@ -89,20 +89,20 @@ func TestADeliveryWaitingForALiveRunTriesAgainOnlyWhenItEnds(t *testing.T) {
 	started, release := make(chan struct{}), make(chan struct{})
 	holder := make(chan error, 1)
 	go func() {
-		_, err := ev.Do(ctx, execID(t), "e1", "slow", nil, func(context.Context, *jobs.Run) error {
+		_, err := ev.Do(ctx, "e1", func(context.Context, *jobs.Run) error {
 			close(started)
 			<-release // the lease is renewed meanwhile
 			return nil
-		})
+		}, jobs.WithExecutionID(execID(t)), jobs.WithName("slow"))
 		holder <- err
 	}()
 	<-started
 	dup := make(chan jobs.Outcome, 1)
 	go func() {
-		o, err := ev.Do(ctx, execID(t), "e1", "slow", nil, func(context.Context, *jobs.Run) error {
+		o, err := ev.Do(ctx, "e1", func(context.Context, *jobs.Run) error {
 			t.Error("the duplicate ran the body")
 			return nil
-		})
+		}, jobs.WithExecutionID(execID(t)), jobs.WithName("slow"))
 		if err != nil {
 			t.Error(err)
 		}

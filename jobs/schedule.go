@@ -30,7 +30,7 @@ const dstShift = 3 * time.Hour
 
 // Slot is the schedule slot of a message published at: the latest tick of
 // the standard 5-field cron schedule at or before at, in zone (IANA name;
-// "" is UTC).
+// "" is UTC). A bad schedule or zone is ErrBadPayload. No RPC.
 func Slot(schedule, zone string, at time.Time) (time.Time, error) {
 	loc, err := parseSchedule(schedule, zone)
 	if err != nil {
@@ -69,6 +69,7 @@ func Slot(schedule, zone string, at time.Time) (time.Time, error) {
 
 // NextSlot is the slot after slot: the first tick of schedule after it. A
 // scheduled run's Until (capped by the function's timeout: see Run.Until).
+// No RPC.
 func NextSlot(schedule, zone string, slot time.Time) (time.Time, error) {
 	loc, err := parseSchedule(schedule, zone)
 	if err != nil {

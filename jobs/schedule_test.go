@@ -204,7 +204,7 @@ func TestDuplicatePublishesOfOneTickRunOnce(t *testing.T) {
 
 func TestBadSchedulePayloadWritesNothing(t *testing.T) {
 	c := firelocktest.NewClient(t)
-	r := jobs.New(c, jobs.Standard(c, nil))
+	r := jobs.New(c, table())
 	for name, ev := range map[string]jobs.Event{
 		"unparsable schedule": scheduled("1", "rollupCounters", "every hour", "UTC", "2026-11-22T10:00:00Z"),
 		"unknown zone":        scheduled("2", "rollupCounters", "0 * * * *", "Atlantis/Capital", "2026-11-22T10:00:00Z"),

@@ -12,7 +12,7 @@ import (
 	"google.golang.org/grpc/status"
 )
 
-// Operating locks (CONTRACT §8): list, inspect and force-release leases,
+// Operating locks: list, inspect and force-release leases,
 // as etcdctl lease list / timetolive / revoke and consul lock do. Forced
 // releases are logged in lockLog.
 
@@ -86,7 +86,7 @@ func leaseRef(client *firestore.Client, path string) (*firestore.DocumentRef, er
 }
 
 // Inspect reads the lease at path (e.g. "locks/admit-onsale") and its
-// fence: one batched read. ErrNoLease when there is none.
+// fence: one batched read (one RPC). ErrNoLease when there is none.
 func Inspect(ctx context.Context, client *firestore.Client, path string) (Info, error) {
 	ref, err := leaseRef(client, path)
 	if err != nil {
@@ -103,7 +103,8 @@ func Inspect(ctx context.Context, client *firestore.Client, path string) (Info, 
 }
 
 // List lists the leases of collection (e.g. "locks") whose keys start with
-// prefix ("" for all), in key order, at most limit (0: 1000).
+// prefix ("" for all), in key order, at most limit (0: 1000): one query
+// and one batched read of their fences.
 func List(ctx context.Context, client *firestore.Client, collection, prefix string, limit int) ([]Info, error) {
 	if limit <= 0 {
 		limit = 1000
@@ -145,7 +146,7 @@ func List(ctx context.Context, client *firestore.Client, collection, prefix stri
 // was renewed, released or granted anew since is left alone (ErrChanged),
 // and nothing is logged. From the commit on, the former holder's Guard,
 // Renew and Release fail with ErrNotHeld, and the next grant has a higher
-// token. by names the operator; reason is required.
+// token. by names the operator; reason is required. One commit.
 func ForceRelease(ctx context.Context, client *firestore.Client, seen Info, by, reason string) error {
 	switch {
 	case strings.TrimSpace(reason) == "":

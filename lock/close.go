@@ -8,6 +8,7 @@ package lock
 // which stays open (like firestore.NewClient's); Close does nothing then.
 // Lockers derived with ForOwner share their parent's client: close only the
 // one New returned, once nothing uses it or its derived Lockers anymore.
+// No RPC.
 func (l *Locker) Close() error {
 	rawMu.Lock()
 	for _, shared := range rawShared {

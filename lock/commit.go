@@ -178,13 +178,8 @@ func (l *Locker) commit(ctx context.Context, writes []*pb.Write, opts ...gax.Cal
 	if !ok {
 		return nil, fmt.Errorf("lock: unexpected document name %q", writes[0].GetUpdate().GetName())
 	}
-	// The first commit of a client proves it first (two RPCs and, maybe, a
-	// dial): bounded apart from the commit itself.
-	vctx, vcancel := context.WithTimeout(ctx, max(l.rpcTimeout(), 10*time.Second))
-	err = l.verifyCommitClient(vctx)
-	vcancel()
-	if err != nil {
-		return nil, l.unanswered(ctx, vctx, err)
+	if err := l.verified(ctx); err != nil {
+		return nil, err
 	}
 	bctx, cancel := l.bounded(ctx)
 	defer cancel()
@@ -200,6 +195,18 @@ func (l *Locker) commit(ctx context.Context, writes []*pb.Write, opts ...gax.Cal
 		}
 	}
 	return out, nil
+}
+
+// verified proves the commit client on its first commit (two RPCs and,
+// maybe, a dial; nothing once proven): bounded apart from the commit
+// itself.
+func (l *Locker) verified(ctx context.Context) error {
+	vctx, cancel := context.WithTimeout(ctx, max(l.rpcTimeout(), 10*time.Second))
+	defer cancel()
+	if err := l.verifyCommitClient(vctx); err != nil {
+		return l.unanswered(ctx, vctx, err)
+	}
+	return nil
 }
 
 // bounded is ctx with a deadline for one RPC of the lock: about a lease

@@ -16,7 +16,9 @@ var (
 	// and our write) it wraps ErrHeld without naming anyone.
 	ErrHeld = errors.New("lock: held")
 	// ErrNotHeld: the caller's lease is gone (released, taken over after it
-	// ended, or deleted) or has too little time left for a guarded write.
+	// ended, force-released or swept, or not renewed in time) or has too
+	// little time left for a guarded write. Whatever ran under the lease
+	// gets it (WithLock, Guard; Explain for the context of KeepAlive).
 	ErrNotHeld = errors.New("lock: lease not held")
 	// ErrInvalidKey: a key cannot name a lock document; nothing was written.
 	ErrInvalidKey = errors.New("lock: invalid key")
@@ -25,15 +27,16 @@ var (
 	// Make it with WithClientOptions and the options the client was made with.
 	ErrClientMismatch = errors.New("lock: commit client and *firestore.Client reach different databases")
 	// ErrUnanswered: an RPC of the lock got no answer within its bound
-	// (about a lease: see Locker), though the caller's context was live: a
-	// half-open connection, a lost stream, an overloaded server. A grant is
-	// settled by reading back before this is returned (nothing of it is
-	// left); Acquire tries again. A renewal or release may have landed: its
-	// lease is as the error says, or ends by itself within its length.
+	// (about a lease: 1 s to 1 min), though the caller's context was live:
+	// a half-open connection, a lost stream, an overloaded server. A grant
+	// is settled by reading back before this is returned (nothing of it is
+	// left), as is a grant answered too late to work under; Acquire tries
+	// again. A renewal or release may have landed: its lease is as the
+	// error says, or ends by itself within its length.
 	ErrUnanswered = errors.New("lock: no answer in time")
 )
 
-// Holder is a live lease of another owner, as Firestore saw it.
+// Holder is a live lease of another acquisition, as Firestore saw it.
 type Holder struct {
 	Key   string
 	Owner string
@@ -45,15 +48,23 @@ type Holder struct {
 	Remaining time.Duration
 }
 
-// HeldError reports the keys held by other owners. errors.Is(err, ErrHeld) holds.
+// HeldError reports the keys that live leases of other acquisitions hold
+// (of another owner, or of the asking Locker's own owner without
+// Reentrant). errors.Is(err, ErrHeld) holds.
 type HeldError struct {
 	Holders []Holder // at least one, in key order
+	owner   string   // the asking Locker's owner
 }
 
+// Error names each holder and when its lease ends; a key held by the
+// asking Locker's own owner says so and names Reentrant, which joins it.
 func (e *HeldError) Error() string {
 	parts := make([]string, len(e.Holders))
 	for i, h := range e.Holders {
 		parts[i] = fmt.Sprintf("%q by %s until %s", h.Key, h.Owner, h.Until.UTC().Format(time.RFC3339Nano))
+		if e.owner != "" && h.Owner == e.owner {
+			parts[i] += " (this Locker's own owner: another acquisition of it holds the key; lock.Reentrant() joins it)"
+		}
 	}
 	return "lock: held: " + strings.Join(parts, ", ")
 }
@@ -61,7 +72,7 @@ func (e *HeldError) Error() string {
 // Is makes errors.Is(err, ErrHeld) true.
 func (e *HeldError) Is(target error) bool { return target == ErrHeld }
 
-// Keys lists the held keys.
+// Keys lists the held keys, in key order.
 func (e *HeldError) Keys() []string {
 	keys := make([]string, len(e.Holders))
 	for i, h := range e.Holders {

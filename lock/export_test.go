@@ -3,6 +3,7 @@ package lock
 import (
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // Bug is a bug planted in the lock for a negative control (hooks.go).
@@ -31,3 +32,12 @@ func (b Bug) Plant(tb testing.TB) {
 }
 
 func (b Bug) String() string { return b.name }
+
+// LocalTimeLeft is how long l has left by its holder's own conservative
+// clock (the send time of the write that granted or last renewed it, plus
+// its length).
+func LocalTimeLeft(l *Lease) time.Duration {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return time.Until(l.validUntil)
+}

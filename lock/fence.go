@@ -28,15 +28,18 @@ import (
 // lock, for its liveness: renewedAt + leaseSeconds, which only renewals
 // move, and only later. A renewal never waits for a guarded transaction.
 //
-// Collections that clients also grant under security rules (CONTRACT §2:
-// the mutex_* collections) cannot have fences: a client's takeover does not
+// Collections that clients also grant under security rules (a web app's
+// mutex_* collections) cannot have fences: a client's takeover does not
 // write one. A Locker for such a collection takes SharedWithClients, and
 // its Guard reads the lease document in the transaction, as a client's
 // takeover writes it (renewals then wait for guarded transactions, as
 // they must).
+
+// FenceCollection and FenceID name a lease document's fence,
+// {lease}/fence/grant {owner, acquiredAt}: the grant that holds the lease,
+// written with every grant and deleted with every release that ends it.
+// Guard reads it in the caller's transaction.
 const (
-	// FenceCollection and FenceID name a lease document's fence:
-	// {lease}/fence/grant.
 	FenceCollection = "fence"
 	FenceID         = "grant"
 )
@@ -46,11 +49,11 @@ func fenceRef(lease *firestore.DocumentRef) *firestore.DocumentRef {
 }
 
 // SharedWithClients marks a collection that mobile and web clients also
-// grant under security rules (CONTRACT §2): no fences are written, and
-// Guard reads the lease document in the caller's transaction, so that a
-// client's takeover, which only writes the lease, still fails the guarded
-// commit. Renewals of such a lease wait for the holder's guarded
-// transactions to commit.
+// grant under security rules, writing the lease documents themselves: no
+// fences are written, and Guard reads the lease document in the caller's
+// transaction, so that a client's takeover, which only writes the lease,
+// still fails the guarded commit. Renewals of such a lease wait for the
+// holder's guarded transactions to commit. No RPC of its own.
 func SharedWithClients() Option {
 	return func(l *Locker) error {
 		l.shared = true
@@ -87,7 +90,7 @@ func (l *Lease) fenced(fence *firestore.DocumentSnapshot) error {
 		return nil
 	}
 	if fence == nil || !fence.Exists() {
-		return l.lost("its fence is gone: the lease was released")
+		return l.lost("its fence is gone: the lease was released (by someone else: a forced release, a sweep)")
 	}
 	owner, _ := fence.Data()[FieldOwner].(string)
 	at, _ := fence.Data()[FieldAcquiredAt].(time.Time)
@@ -135,10 +138,10 @@ func guardFenced(tx *firestore.Transaction, ls Leases, refs []*firestore.Documen
 	snaps, err := tx.GetAll(append(all, refs...))
 	<-read
 	if err != nil {
-		return nil, fmt.Errorf("lock: guard %d leases: %w", len(ls), err)
+		return nil, ls.readFailed(fmt.Errorf("lock: guard %d leases: %w", len(ls), err))
 	}
 	if lerr != nil {
-		return nil, lerr
+		return nil, ls.readFailed(lerr)
 	}
 	if skip {
 		for i, l := range ls {

@@ -12,7 +12,7 @@ const MaxKeyBytes = 1500
 // ValidateKey reports whether key can name a lock document: Firestore
 // document IDs are non-empty UTF-8 of at most 1500 bytes, contain no "/",
 // are not "." or "..", and do not match the reserved __.*__ form.
-// The error wraps ErrInvalidKey.
+// The error wraps ErrInvalidKey. No RPC.
 func ValidateKey(key string) error {
 	switch {
 	case key == "":

@@ -34,6 +34,7 @@ type Lease struct {
 	validUntil time.Time
 	done       chan struct{}
 	doneErr    error
+	gone       bool // Done closed on what Firestore showed: the lease is not this acquisition's
 }
 
 func newLease(l *Locker, ref *firestore.DocumentRef, id string, acquiredAt, renewedAt, updateTime, sent time.Time, duration time.Duration, holds []string) *Lease {
@@ -52,16 +53,17 @@ func newLease(l *Locker, ref *firestore.DocumentRef, id string, acquiredAt, rene
 	}
 }
 
-// Key is the locked key: the lease document's ID.
+// Key is the locked key: the lease document's ID. No RPC.
 func (l *Lease) Key() string { return l.ref.ID }
 
-// Ref is the lease document.
+// Ref is the lease document. No RPC.
 func (l *Lease) Ref() *firestore.DocumentRef { return l.ref }
 
-// Owner is the holder's owner ID.
+// Owner is the holder's owner ID. No RPC.
 func (l *Lease) Owner() string { return l.locker.owner }
 
-// AcquiredAt is the server time of the grant (acquiredAt).
+// AcquiredAt is the server time of the grant (acquiredAt): it names the
+// grant. No RPC.
 func (l *Lease) AcquiredAt() time.Time { return l.acquiredAt }
 
 // Token is the fencing token for stores outside Firestore: the commit time
@@ -78,13 +80,14 @@ func (l *Lease) AcquiredAt() time.Time { return l.acquiredAt }
 //
 // A Reentrant acquisition that joined a live lease has the token of its own
 // write, later than the grant's: fence outside writes with the newest token
-// of the execution.
+// of the execution. No RPC.
 func (l *Lease) Token() int64 { return l.token }
 
-// Duration is the lease length: the document's leaseSeconds.
+// Duration is the lease length: the document's leaseSeconds. No RPC.
 func (l *Lease) Duration() time.Duration { return l.duration }
 
-// RenewedAt is the server time of the grant or of the last renewal.
+// RenewedAt is the server time of the grant or of the last renewal this
+// lease heard commit. No RPC.
 func (l *Lease) RenewedAt() time.Time {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -92,11 +95,12 @@ func (l *Lease) RenewedAt() time.Time {
 }
 
 // Done is closed once the lease is known to be over: released, found lost
-// by any operation, or not renewed in time by KeepAlive. Err says why.
+// by any operation (taken over, force-released, swept), or not renewed in
+// time by KeepAlive. Err says why. Like etcd's Session.Done; no RPC.
 func (l *Lease) Done() <-chan struct{} { return l.done }
 
 // Err is nil while Done is open, then the reason: ErrNotHeld wrapped with
-// the cause, or nil after a clean Release.
+// the cause, or nil after a clean Release. No RPC.
 func (l *Lease) Err() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -116,7 +120,22 @@ func (l *Lease) end(err error) {
 	}
 }
 
+// lost ends the lease as lost for a reason Firestore showed (another
+// grant, a deletion, a release).
 func (l *Lease) lost(format string, args ...any) error {
+	err := fmt.Errorf("lock %q: %w: %s", l.ref.ID, ErrNotHeld, fmt.Sprintf(format, args...))
+	l.mu.Lock()
+	if !l.closed() {
+		l.gone = true
+	}
+	l.end(err)
+	l.mu.Unlock()
+	return err
+}
+
+// gaveUp ends the lease as lost because its holder could not confirm it in
+// time: it may still stand in Firestore (a renewal landed unheard).
+func (l *Lease) gaveUp(format string, args ...any) error {
 	err := fmt.Errorf("lock %q: %w: %s", l.ref.ID, ErrNotHeld, fmt.Sprintf(format, args...))
 	l.mu.Lock()
 	l.end(err)
@@ -124,8 +143,19 @@ func (l *Lease) lost(format string, args ...any) error {
 	return err
 }
 
+// closed says Done is closed. Call with l.mu held.
+func (l *Lease) closed() bool {
+	select {
+	case <-l.done:
+		return true
+	default:
+		return false
+	}
+}
+
 // Renew moves renewedAt to the server's current time: one write
-// conditioned on the document being exactly as this lease last saw it. A
+// conditioned on the document being exactly as this lease last saw it
+// (one RPC; a conflict or a lost answer adds a read and a rewrite). A
 // conflict or an ambiguous failure (timeout, unavailable) is settled by
 // reading the document back, never by assuming the lease lost: a lease
 // that was taken over, released or deleted gives ErrNotHeld and closes
@@ -183,7 +213,7 @@ func (l *Lease) Renew(ctx context.Context) error {
 // acquisition in this grant; if not, the lease is lost.
 func (l *Lease) stillOurs(snap *firestore.DocumentSnapshot) error {
 	if snap == nil || !snap.Exists() {
-		return l.lost("lease document is gone")
+		return l.lost("the lease document is gone (deleted by someone else: a forced release, a sweep)")
 	}
 	d := decodeLease(snap)
 	switch {
@@ -196,15 +226,29 @@ func (l *Lease) stillOurs(snap *firestore.DocumentSnapshot) error {
 }
 
 // Release gives up this acquisition's hold: it deletes the lease document
-// if, and only if, it is still this lease and no other (Reentrant)
-// acquisition holds it too; with other holders it only removes this one.
-// Each write is conditioned on the document's update time and re-read on a
-// conflict or an ambiguous failure. A lease that is gone already gives
-// ErrNotHeld; a stale holder can never delete a newer lease. Done is closed
-// either way. A lease that KeepAlive gave up on may still stand (a renewal
-// can land unheard), and Release still gives it up: call it when
-// TryAcquire finds that lease standing, as the lock is not reentrant.
-func (l *Lease) Release(ctx context.Context) error { return l.release(ctx, false) }
+// (and its fence) if, and only if, it is still this lease and no other
+// (Reentrant) acquisition holds it too; with other holders it only removes
+// this one. One commit, conditioned on the document's update time; a
+// conflict or an ambiguous failure is settled by reading the document back.
+// A lease that is gone already gives ErrNotHeld; a stale holder can never
+// delete a newer lease. Done is closed either way.
+//
+// Release finishes past ctx: if ctx has ended before it begins (defer
+// lease.Release(ctx) with a request's context, after the request was
+// cancelled or timed out), or is cancelled while it runs, it goes on for
+// up to the lease length, at most 10 s, so the lock is not left held until
+// its lease ends. A deadline that passes while it runs is the caller's
+// bound, and ends it; a lease not released ends by itself within its
+// length.
+//
+// A lease that KeepAlive gave up on may still stand (a renewal can land
+// unheard), and Release still gives it up: call it when TryAcquire finds
+// that lease standing, as the lock is not reentrant.
+func (l *Lease) Release(ctx context.Context) error {
+	gctx, cancel := l.locker.graceful(ctx)
+	defer cancel()
+	return l.release(gctx, false)
+}
 
 // release is Release; maybeLanded says an earlier attempt (a batch of
 // Leases.Release) failed ambiguously.
@@ -299,11 +343,15 @@ func (lk *Locker) releaseOp(b *firestore.WriteBatch, ref *firestore.DocumentRef,
 	b.Update(ref, []firestore.Update{{Path: FieldHolds, Value: rest}}, firestore.LastUpdateTime(pre))
 }
 
-// KeepAlive renews the lease every third of its length until ctx ends or the
-// returned stop is called (stop waits for the renewing goroutine to exit).
-// The returned context is cancelled, with a cause wrapping ErrNotHeld, the
-// moment the lease is lost or cannot be renewed before its conservative
-// local end; Done closes at the same time.
+// KeepAlive renews the lease every third of its length (one conditional
+// write each, Renew) until ctx ends or the returned stop is called (stop
+// waits for the renewing goroutine to exit). The returned context is
+// cancelled the moment the lease is found lost (taken over, force-released:
+// at the next renewal) or cannot be renewed before its conservative local
+// end; Done closes at the same time. Its context.Cause then wraps
+// ErrNotHeld and says why, while its Err is context.Canceled, as for every
+// context: an RPC it cut off fails with gRPC's bare Canceled status, and
+// Explain(ctx, err) turns that into ErrNotHeld.
 func (l *Lease) KeepAlive(ctx context.Context) (context.Context, func()) {
 	kctx, cancel := context.WithCancelCause(ctx)
 	exited := make(chan struct{})
@@ -321,7 +369,7 @@ func (l *Lease) keepAlive(ctx context.Context, cancel context.CancelCauseFunc) {
 	period := l.duration / 3
 	// Give up a little before the local end so work stops before the
 	// server could grant the key to somebody else.
-	safety := min(time.Second, l.duration/10)
+	safety := l.margin()
 	// A renewal is due a third into the lease as this holder knows it: a
 	// third after the send time of the write that granted or last renewed
 	// it. A write answered late (a slow network, a loaded server) leaves
@@ -353,7 +401,7 @@ func (l *Lease) keepAlive(ctx context.Context, cancel context.CancelCauseFunc) {
 		case <-t.C:
 		}
 		if time.Now().After(deadline) {
-			cancel(l.lost("not renewed within its lease of %v", l.duration))
+			cancel(l.gaveUp("not renewed within its lease of %v", l.duration))
 			return
 		}
 		rctx, rcancel := context.WithDeadline(ctx, deadline)
@@ -375,25 +423,65 @@ func (l *Lease) keepAlive(ctx context.Context, cancel context.CancelCauseFunc) {
 
 // Guard makes the caller's read-write transaction commit only while this
 // acquisition holds the lease: call it before the transaction's writes. It
-// fails (ErrNotHeld) unless the lease still names this owner with this
-// grant and has more than a safety margin (a tenth of the lease, at most
-// 1 s) left.
+// fails with ErrNotHeld, its message saying why, unless the lease still
+// names this owner with this grant and has more than a safety margin (a
+// tenth of the lease, at most 1 s) left; a lease already known to be lost
+// or released fails at once, without a read, and a read that the lost
+// lease's context cut off reports the loss too.
 //
-// It reads the lease's fence in the transaction (see fence.go): a grant,
-// takeover or release that commits before the transaction does fails it,
-// and none can commit in between. The lease document itself is read without
-// a lock, for its end (one more read, at the same time), so the holder's
+// It reads the lease's fence in the transaction: a grant, takeover or
+// release that commits before the transaction does fails it, and none can
+// commit in between. The lease document itself is read without a lock,
+// for its end (one more read, sent at the same time), so the holder's
 // renewals never wait for its guarded transactions. For a Locker
-// SharedWithClients, it reads the lease document in the transaction.
+// SharedWithClients, it reads the lease document in the transaction (one
+// read).
 func (l *Lease) Guard(tx *firestore.Transaction) error {
+	if err := l.over(); err != nil {
+		return err
+	}
 	if l.locker.shared {
 		snap, err := tx.Get(l.ref)
 		if err != nil && status.Code(err) != codes.NotFound {
-			return fmt.Errorf("lock %q: guard: %w", l.ref.ID, err)
+			return Leases{l}.readFailed(fmt.Errorf("lock %q: guard: %w", l.ref.ID, err))
 		}
 		return l.checkGuard(snap, time.Time{})
 	}
 	_, err := guardFenced(tx, Leases{l}, nil)
+	return err
+}
+
+// over is the reason the lease is known to be over: released, or found
+// lost in Firestore. nil while it may be held, also after KeepAlive gave
+// it up unconfirmed (a renewal may have landed unheard: Guard reads).
+func (l *Lease) over() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	switch {
+	case !l.closed():
+		return nil
+	case l.doneErr == nil:
+		return fmt.Errorf("lock %q: %w: released", l.ref.ID, ErrNotHeld)
+	case l.gone:
+		return l.doneErr
+	}
+	return nil
+}
+
+// readFailed is the error of a guard whose read failed: the loss of a
+// lease that has ended by now (a lost lease's keep-alive cancels the
+// transaction's context, and the read fails with a bare Canceled), else
+// err.
+func (ls Leases) readFailed(err error) error {
+	for _, l := range ls {
+		select {
+		case <-l.Done():
+			if lost := l.Err(); lost != nil {
+				return fmt.Errorf("%w (the guard's read: %v)", lost, err)
+			}
+		default:
+		}
+	}
 	return err
 }
 
@@ -411,7 +499,7 @@ func (l *Lease) checkGuard(snap *firestore.DocumentSnapshot, also time.Time) err
 	l.mu.Lock()
 	l.holds = d.Holds // what ReleaseIn must leave in place
 	l.mu.Unlock()
-	margin := min(time.Second, l.duration/10)
+	margin := l.margin()
 	at := snap.ReadTime
 	if also.After(at) {
 		at = also
@@ -422,10 +510,14 @@ func (l *Lease) checkGuard(snap *firestore.DocumentSnapshot, also time.Time) err
 	return nil
 }
 
+// margin is the least time a lease must have left to be used: Guard
+// refuses a commit, and KeepAlive gives the lease up, with no more left.
+func (l *Lease) margin() time.Duration { return min(time.Second, l.duration/10) }
+
 // Leases is a set of leases granted together by TryAcquireAll.
 type Leases []*Lease
 
-// Keys lists the keys in order.
+// Keys lists the keys in order. No RPC.
 func (ls Leases) Keys() []string {
 	keys := make([]string, len(ls))
 	for i, l := range ls {
@@ -434,7 +526,9 @@ func (ls Leases) Keys() []string {
 	return keys
 }
 
-// Guard is Lease.Guard for every lease, with one batched read.
+// Guard is Lease.Guard for every lease: one batched read in the
+// transaction for their fences, and one outside it for the leases, sent at
+// the same time.
 func (ls Leases) Guard(tx *firestore.Transaction) error {
 	_, err := ls.GuardWith(tx)
 	return err
@@ -447,6 +541,11 @@ func (ls Leases) GuardWith(tx *firestore.Transaction, refs ...*firestore.Documen
 	if len(ls) == 0 {
 		return tx.GetAll(refs)
 	}
+	for _, l := range ls {
+		if err := l.over(); err != nil {
+			return nil, err
+		}
+	}
 	if !ls[0].locker.shared {
 		return guardFenced(tx, ls, refs)
 	}
@@ -456,7 +555,7 @@ func (ls Leases) GuardWith(tx *firestore.Transaction, refs ...*firestore.Documen
 	}
 	snaps, err := tx.GetAll(append(all, refs...))
 	if err != nil {
-		return nil, fmt.Errorf("lock: guard %d leases: %w", len(ls), err)
+		return nil, ls.readFailed(fmt.Errorf("lock: guard %d leases: %w", len(ls), err))
 	}
 	for i, l := range ls {
 		if err := l.checkGuard(snaps[i], time.Time{}); err != nil {
@@ -468,9 +567,10 @@ func (ls Leases) GuardWith(tx *firestore.Transaction, refs ...*firestore.Documen
 
 // ReleaseIn releases the leases as part of tx, which must have guarded them
 // (Guard or GuardWith): the protected writes and the release then commit
-// together, in one RPC. Like Release, it deletes a lease document only when
-// this acquisition is its last holder. If tx does not commit, the leases
-// are still held: call Release. Done is not closed by ReleaseIn.
+// together, in tx's one commit (no RPC of its own). Like Release, it
+// deletes a lease document only when this acquisition is its last holder.
+// If tx does not commit, the leases are still held: call Release. Done is
+// not closed by ReleaseIn.
 func (ls Leases) ReleaseIn(tx *firestore.Transaction) error {
 	for _, l := range ls {
 		l.mu.Lock()
@@ -498,9 +598,10 @@ func (ls Leases) ReleaseIn(tx *firestore.Transaction) error {
 // or any other change fails the commit), so the writes b carries are
 // fenced, and the leases go with them in one RPC. It is the one-commit
 // form of GuardWith + ReleaseIn, for writes whose own preconditions
-// replace a transaction's reads. It fails with ErrNotHeld, adding nothing,
-// if a lease has no more than the Guard margin left by its conservative
-// local clock. If b does not commit, the leases are still held.
+// replace a transaction's reads; it sends no RPC of its own. It fails with
+// ErrNotHeld, adding nothing, if a lease has no more than the Guard margin
+// left by its conservative local clock. If b does not commit, the leases
+// are still held.
 //
 // A failed commit is not always a lost lease: the client library retries a
 // commit whose answer was lost (Unavailable), and the retry fails the
@@ -512,7 +613,7 @@ func (ls Leases) ReleaseInBatch(b *firestore.WriteBatch) error {
 		l.mu.Lock()
 		left := l.validUntil.Sub(now)
 		l.mu.Unlock()
-		if margin := min(time.Second, l.duration/10); left <= margin {
+		if margin := l.margin(); left <= margin {
 			return fmt.Errorf("lock %q: %w: %v of the lease left by the local clock, no more than the %v margin", l.ref.ID, ErrNotHeld, left, margin)
 		}
 	}
@@ -525,8 +626,9 @@ func (ls Leases) ReleaseInBatch(b *firestore.WriteBatch) error {
 }
 
 // Release releases every lease: one atomic commit of conditional deletes
-// when all are intact, else each on its own. It returns the errors of those
-// that were lost already (ErrNotHeld) joined.
+// when all are intact, else each on its own (a read and a commit each). It
+// returns the errors of those that were lost already (ErrNotHeld) joined.
+// Like Lease.Release, it finishes past a cancelled ctx.
 func (ls Leases) Release(ctx context.Context) error {
 	if len(ls) == 0 {
 		return nil
@@ -541,6 +643,8 @@ func (ls Leases) Release(ctx context.Context) error {
 		}
 		writes = append(writes, w...)
 	}
+	ctx, cancel := ls[0].locker.graceful(ctx)
+	defer cancel()
 	_, err := ls[0].locker.commit(ctx, writes, unretried)
 	if err == nil {
 		for _, l := range ls {

@@ -146,6 +146,10 @@ func (w *historyWorker) grant(ctx context.Context, op lockOp, key string) {
 		w.lease, w.num = lease, int(w.grants.Add(1))
 		call.Return(lockOut{Lease: w.num, Token: lease.Token(), AcquiredAt: ns(lease.AcquiredAt()),
 			RenewedAt: ns(lease.RenewedAt()), End: ns(lease.RenewedAt().Add(lease.Duration()))})
+	case errors.Is(err, lock.ErrUnanswered):
+		// A try settled after a lost answer, or a grant answered too late
+		// to hand over, may have granted and removed a lease.
+		call.Unknown(lockOut{}, err)
 	case errors.As(err, &held):
 		by := held.Holders[0]
 		call.Return(lockOut{Answer: answerHeld, Holder: by.Owner, End: ns(by.Until), At: ns(by.Until.Add(-by.Remaining))})

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"sync"
 	"time"
 
 	"cloud.google.com/go/firestore"
@@ -17,7 +18,8 @@ import (
 	"google.golang.org/grpc/status"
 )
 
-// Field names of a lease document (CONTRACT §1). Clients and rules use the same.
+// Field names of a lease document (the package doc lists their types and
+// meaning). Mobile and web clients and their security rules use the same.
 const (
 	FieldOwner        = "owner"
 	FieldAcquiredAt   = "acquiredAt"
@@ -25,15 +27,17 @@ const (
 	FieldLeaseSeconds = "leaseSeconds"
 	FieldExpireAt     = "expireAt"
 	// FieldHolds lists the acquisitions that hold the lease: one ID per
-	// acquisition, more than one only for Reentrant acquisitions. A library
-	// field beside CONTRACT §1's; rules-side (client) leases have none.
+	// acquisition, more than one only for Reentrant acquisitions. The
+	// library's own field beside the shared ones; a client's lease has none.
 	FieldHolds = "holds"
 )
 
 // Limits and defaults.
 const (
+	// DefaultLeaseDuration is the lease length without WithLeaseDuration.
 	DefaultLeaseDuration = 30 * time.Second
-	MaxLeaseDuration     = time.Hour
+	// MaxLeaseDuration is the longest lease WithLeaseDuration takes.
+	MaxLeaseDuration = time.Hour
 	// DefaultTTLMargin is how long after the lease end expireAt lies, so a
 	// Firestore TTL policy only ever collects documents long dead.
 	DefaultTTLMargin = 24 * time.Hour
@@ -45,7 +49,8 @@ const (
 )
 
 // Locker grants leases on documents of one collection to one owner.
-// It is safe for concurrent use.
+// It is safe for concurrent use; goroutines sharing one still exclude each
+// other (every acquisition is its own holder).
 type Locker struct {
 	client    *firestore.Client
 	coll      *firestore.CollectionRef
@@ -59,7 +64,7 @@ type Locker struct {
 	metrics   *lockMetrics
 }
 
-// Option configures a Locker.
+// Option configures a Locker (New). Options send no RPC.
 type Option func(*Locker) error
 
 // WithOwner sets the owner ID written into leases. The default is a fresh
@@ -76,7 +81,9 @@ func WithOwner(id string) Option {
 	}
 }
 
-// WithLeaseDuration sets the lease length: whole seconds from 1s to 1h.
+// WithLeaseDuration sets the lease length: whole seconds from 1s to 1h
+// (default DefaultLeaseDuration, 30 s). A crashed holder blocks its keys at
+// most this long; KeepAlive renews a third into it.
 func WithLeaseDuration(d time.Duration) Option {
 	return func(l *Locker) error {
 		if d < time.Second || d > MaxLeaseDuration || d%time.Second != 0 {
@@ -101,12 +108,13 @@ func WithTTLMargin(d time.Duration) Option {
 // WithClientOptions gives the options the Locker's *firestore.Client was
 // made with (endpoint, credentials, gRPC connection). Grants, renewals and
 // releases use a low-level client of their own (see the package doc), built
-// from these; without them it is built like firestore.NewClient builds one,
-// from FIRESTORE_EMULATOR_HOST or Application Default Credentials. The database
-// (named ones too) always comes from the *firestore.Client. Either way the
-// first commit checks that both reach the same database (ErrClientMismatch).
-// Each New with these options builds a client of its own (never closed):
-// make one Locker and derive one per execution with ForOwner.
+// from these; without them the Locker shares the process's one, built like
+// firestore.NewClient builds one, from FIRESTORE_EMULATOR_HOST or
+// Application Default Credentials. The database (named ones too) always
+// comes from the *firestore.Client. Either way the first commit checks that
+// both reach the same database (ErrClientMismatch). Each New with these
+// options builds a client of its own, which Locker.Close closes: make one
+// Locker, derive one per execution with ForOwner, and Close it when done.
 func WithClientOptions(opts ...option.ClientOption) Option {
 	return func(l *Locker) error {
 		l.rawOpts = opts
@@ -115,7 +123,8 @@ func WithClientOptions(opts ...option.ClientOption) Option {
 }
 
 // WithBackoff sets Acquire's waits between tries: full jitter over an
-// exponential series from base, capped at limit.
+// exponential series from base, capped at limit (default 10 ms to 1 s),
+// and never longer than the holder's remaining lease.
 func WithBackoff(base, limit time.Duration) Option {
 	return func(l *Locker) error {
 		if base <= 0 || limit < base {
@@ -127,7 +136,11 @@ func WithBackoff(base, limit time.Duration) Option {
 }
 
 // New returns a Locker for the lease documents of the collection at path
-// (e.g. "locks", or "tenants/t1/locks" for a subcollection).
+// (e.g. "locks", or "tenants/t1/locks" for a subcollection), owned by a
+// fresh execution ID unless WithOwner says otherwise. It sends no RPC: the
+// first commit proves the connection (two RPCs, once per client and
+// process). With WithClientOptions it builds a commit client of its own
+// (see Close).
 func New(client *firestore.Client, path string, opts ...Option) (*Locker, error) {
 	if client == nil {
 		return nil, errors.New("lock: nil client")
@@ -167,9 +180,10 @@ func New(client *firestore.Client, path string, opts ...Option) (*Locker, error)
 }
 
 // ForOwner returns a Locker like l (collection, options, commit client)
-// that writes owner id into its leases. A server that takes leases as a
-// new execution per request makes one Locker and derives one per execution:
-// New would build a commit client each time when given WithClientOptions.
+// that writes owner id into its leases. No RPC. A server that takes leases
+// as a new execution per request makes one Locker and derives one per
+// execution: New would build a commit client each time when given
+// WithClientOptions.
 func (l *Locker) ForOwner(id string) (*Locker, error) {
 	if id == "" {
 		return nil, errors.New("lock: empty owner")
@@ -179,7 +193,8 @@ func (l *Locker) ForOwner(id string) (*Locker, error) {
 	return &derived, nil
 }
 
-// NewExecutionID returns a fresh nanoid to identify one execution.
+// NewExecutionID returns a fresh nanoid to identify one execution (an
+// owner, a job delivery). No RPC.
 func NewExecutionID() (string, error) {
 	id, err := gonanoid.New()
 	if err != nil {
@@ -188,16 +203,17 @@ func NewExecutionID() (string, error) {
 	return id, nil
 }
 
-// Owner is the owner ID this Locker writes into its leases.
+// Owner is the owner ID this Locker writes into its leases. No RPC.
 func (l *Locker) Owner() string { return l.owner }
 
-// LeaseDuration is the length of the leases this Locker grants.
+// LeaseDuration is the length of the leases this Locker grants. No RPC.
 func (l *Locker) LeaseDuration() time.Duration { return l.lease }
 
-// Collection is the collection of the lease documents.
+// Collection is the collection of the lease documents. No RPC.
 func (l *Locker) Collection() *firestore.CollectionRef { return l.coll }
 
-// AcquireOption configures one acquisition.
+// AcquireOption configures one acquisition (TryAcquire, Acquire, WithLock
+// and their All forms).
 type AcquireOption func(*acquireOptions)
 
 type acquireOptions struct {
@@ -213,13 +229,15 @@ type acquireOptions struct {
 // reentrant acquisition renews the lease and never shortens it (the longer
 // of the two lease lengths stays); its Token is that of its own write, later
 // than the grant's. Without Reentrant, every acquisition excludes every
-// other, whatever Locker and owner it came through.
+// other, whatever Locker and owner it came through. A join costs a read
+// and one conditional write.
 func Reentrant() AcquireOption {
 	return func(o *acquireOptions) { o.reentrant = true }
 }
 
-// WithFields adds fields to the lease document on grant (besides the §1
-// fields, which they cannot replace). Takeover overwrites them too.
+// WithFields adds fields to the lease document on grant (besides the lease
+// fields, which they cannot replace), in the same write. A takeover
+// replaces them too.
 func WithFields(fields map[string]any) AcquireOption {
 	return func(o *acquireOptions) { o.fields = fields }
 }
@@ -227,12 +245,17 @@ func WithFields(fields map[string]any) AcquireOption {
 // WithCheck calls check with every existing lease document found before
 // deciding on it (live or ended, ours or not). A non-nil error aborts the
 // acquisition with that error and nothing written. Scheduled jobs use it to
-// refuse the takeover of an event that is already done.
+// refuse the takeover of an event that is already done. check sees the
+// snapshot the acquisition read anyway: no RPC of its own.
 func WithCheck(check func(*firestore.DocumentSnapshot) error) AcquireOption {
 	return func(o *acquireOptions) { o.check = check }
 }
 
 // TryAcquire grants the lease on key or fails at once.
+//
+// A grant whose answer came back with no more of its lease left (by this
+// holder's clock) than Guard's margin is not handed over: it is released
+// again and TryAcquire fails with ErrUnanswered.
 //
 // A free key costs one RPC: a create that fails if the document exists. A
 // key whose lease has ended (by Firestore's clock: the read time of the
@@ -271,8 +294,13 @@ func (l *Locker) TryAcquireAll(ctx context.Context, keys []string, opts ...Acqui
 }
 
 // tryAcquireAll is TryAcquireAll unmeasured: AcquireAll measures its whole wait.
-func (l *Locker) tryAcquireAll(ctx context.Context, keys []string, opts ...AcquireOption) (_ Leases, err error) {
+func (l *Locker) tryAcquireAll(ctx context.Context, keys []string, opts ...AcquireOption) (granted Leases, err error) {
 	defer func() { err = withContext(ctx, err) }()
+	defer func() {
+		if err == nil {
+			granted, err = l.fresh(ctx, granted)
+		}
+	}()
 	if err := validateKeys(keys); err != nil {
 		return nil, err
 	}
@@ -323,7 +351,7 @@ func (l *Locker) tryAcquireAll(ctx context.Context, keys []string, opts ...Acqui
 			}
 		}
 		if len(held) > 0 {
-			return nil, &HeldError{Holders: held}
+			return nil, &HeldError{Holders: held, owner: l.owner}
 		}
 		leases, err := l.commitGrants(ctx, id, refs, snaps, o)
 		if err == nil || !isConflict(err) {
@@ -371,6 +399,11 @@ func (l *Locker) commitGrants(ctx context.Context, id string, refs []*firestore.
 			writes = append(writes, f)
 		}
 	}
+	// The first commit of a client proves it first (commit.go): the lease
+	// is measured from the grant's own send, after that.
+	if err := l.verified(ctx); err != nil {
+		return nil, err
+	}
 	sent := time.Now()
 	results, err := l.commit(ctx, writes)
 	if err != nil {
@@ -389,6 +422,71 @@ func (l *Locker) commitGrants(ctx context.Context, id string, refs []*firestore.
 		}
 	}
 	return leases, nil
+}
+
+// fresh hands leases over only while they have more than their margin
+// left by the holder's clock (see Lease.validUntil). A grant answered that
+// late (a slow network, a settled ambiguous answer) may have ended by
+// Firestore's clock already, and its holder could do nothing under it: it
+// is released again, past ctx for up to settleBudget, and the try fails
+// with ErrUnanswered (Acquire tries again). What the release cannot remove
+// ends with its lease.
+func (l *Locker) fresh(ctx context.Context, ls Leases) (Leases, error) {
+	for _, lease := range ls {
+		lease.mu.Lock()
+		left := time.Until(lease.validUntil)
+		lease.mu.Unlock()
+		if left > lease.margin() {
+			continue
+		}
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), l.settleBudget())
+		rerr := ls.Release(rctx)
+		cancel()
+		removed := "released again"
+		if rerr != nil {
+			removed = fmt.Sprintf("could not be released again (%v): it ends with its lease", rerr)
+		}
+		return nil, fmt.Errorf("%w: the grant of %q was answered with %v of its lease of %v left by this holder's clock, too late to work under: %s",
+			ErrUnanswered, ls.Keys(), left.Round(time.Millisecond), lease.duration, removed)
+	}
+	return ls, nil
+}
+
+// graceful is ctx for a release, which must not leave a lock held because
+// its caller's request went away: if ctx has ended before the release
+// begins, or is cancelled while it runs, the release goes on for up to
+// settleBudget more, as an ambiguous grant is settled past its caller's
+// context. A deadline that passes while it runs is the caller's bound on
+// the release, and ends it.
+func (l *Locker) graceful(ctx context.Context) (context.Context, context.CancelFunc) {
+	grace := l.settleBudget()
+	if ctx.Err() != nil {
+		return context.WithTimeoutCause(context.WithoutCancel(ctx), grace,
+			fmt.Errorf("%w before the release began, and its grace of %v ran out", context.Cause(ctx), grace))
+	}
+	gctx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
+	var mu sync.Mutex
+	var timer *time.Timer
+	stop := context.AfterFunc(ctx, func() {
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			cancel(context.Cause(ctx))
+			return
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		timer = time.AfterFunc(grace, func() {
+			cancel(fmt.Errorf("%w while the release ran, and its grace of %v ran out", context.Cause(ctx), grace))
+		})
+	})
+	return gctx, func() {
+		stop()
+		mu.Lock()
+		if timer != nil {
+			timer.Stop()
+		}
+		mu.Unlock()
+		cancel(context.Canceled)
+	}
 }
 
 // settleBudget bounds how long an ambiguous grant is settled past the
@@ -489,7 +587,7 @@ func (l *Locker) leasesFrom(id string, snaps []*firestore.DocumentSnapshot, sent
 
 func (l *Locker) leaseSeconds() int64 { return int64(l.lease / time.Second) }
 
-// grantWrite is the one write that grants a lease (CONTRACT §1): the whole
+// grantWrite is the one write that grants a lease (see the package doc): the whole
 // document, replacing whatever an ended lease left, with acquiredAt and
 // renewedAt set to the server's request time and acquisition id its holder.
 func (l *Locker) grantWrite(ref *firestore.DocumentRef, id string, extra map[string]any, pre *pb.Precondition) (*pb.Write, error) {
@@ -563,9 +661,13 @@ func (l *Locker) expireAt(lease time.Duration) time.Time {
 	return time.Now().Add(lease + l.ttlMargin)
 }
 
-// Acquire is TryAcquire that waits while another owner holds the key:
-// capped exponential backoff with full jitter, never longer than the
-// holder's remaining lease, until ctx ends.
+// Acquire is TryAcquire that waits while another acquisition holds the
+// key: capped exponential backoff with full jitter (WithBackoff), never
+// longer than the holder's remaining lease, until ctx ends. Each try costs
+// what TryAcquire does. When ctx ends while it waits, the error wraps both
+// ctx's error and the last try's answer, a *HeldError as a rule: errors.Is
+// matches context.DeadlineExceeded and ErrHeld, and errors.As finds who
+// holds the key and until when.
 func (l *Locker) Acquire(ctx context.Context, key string, opts ...AcquireOption) (*Lease, error) {
 	ls, err := l.AcquireAll(ctx, []string{key}, opts...)
 	if err != nil {
@@ -574,29 +676,34 @@ func (l *Locker) Acquire(ctx context.Context, key string, opts ...AcquireOption)
 	return ls[0], nil
 }
 
-// AcquireAll is TryAcquireAll that waits like Acquire. A try that got no
-// answer in time (ErrUnanswered: settled, nothing granted) is tried again.
+// AcquireAll is TryAcquireAll that waits like Acquire, with the same error
+// when ctx ends. A try that got no answer in time (ErrUnanswered: settled,
+// nothing granted) is tried again.
 // When ctx ends, between tries or inside one, the wait is given up and
 // counted under what the last answered try found (held, as a rule).
 func (l *Locker) AcquireAll(ctx context.Context, keys []string, opts ...AcquireOption) (Leases, error) {
 	start := time.Now()
-	var last error // the last answered try's ErrHeld
+	var last error // the last try's ErrHeld, or ErrUnanswered (settled, retried)
 	for attempt := 0; ; attempt++ {
 		ls, err := l.tryAcquireAll(ctx, keys, opts...)
 		if last != nil && err != nil && ctx.Err() != nil {
 			// The context ended inside this try: the caller gave up waiting,
 			// as below, and the try's own error (the context's) says nothing
-			// of the key.
+			// of the key, unless the try was settled (a grant that may have
+			// come and gone).
+			if errors.Is(err, ErrUnanswered) {
+				last = err
+			}
 			l.metrics.acquired(ctx, start, last)
-			return nil, fmt.Errorf("lock: waiting for %v: %w (last: %v)", keys, context.Cause(ctx), last)
+			return nil, waitedInVain(ctx, keys, last)
 		}
 		if !errors.Is(err, ErrHeld) && !(errors.Is(err, ErrUnanswered) && ctx.Err() == nil) {
 			l.metrics.acquired(ctx, start, err)
 			return ls, err
 		}
-		if errors.Is(err, ErrHeld) {
-			last = err
-		}
+		// An unanswered try (settled: nothing of it left, though a grant
+		// may have come and gone) makes what an earlier try found stale.
+		last = err
 		wait := l.backoff.next(attempt)
 		var held *HeldError
 		if errors.As(err, &held) {
@@ -609,17 +716,32 @@ func (l *Locker) AcquireAll(ctx context.Context, keys []string, opts ...AcquireO
 		case <-ctx.Done():
 			t.Stop()
 			l.metrics.acquired(ctx, start, err) // the last try's: held, as a rule
-			return nil, fmt.Errorf("lock: waiting for %v: %w (last: %v)", keys, context.Cause(ctx), err)
+			return nil, waitedInVain(ctx, keys, err)
 		case <-t.C:
 		}
 	}
 }
 
-// WithLock acquires key (waiting), keeps the lease alive while fn runs,
-// then releases it. fn gets a context that is cancelled the moment the
-// lease is lost. WithLock returns fn's error; if fn succeeded but the lease
-// was lost on the way it returns an error wrapping ErrNotHeld, since fn's
-// work may not have been exclusive; else any error of the release.
+// waitedInVain is the error of an Acquire whose context ended while it
+// waited: the context's, and the last try's answer (a *HeldError naming
+// the holder, as a rule), so that errors.Is matches both and errors.As
+// finds the holder.
+func waitedInVain(ctx context.Context, keys []string, last error) error {
+	if last == nil {
+		return fmt.Errorf("lock: waiting for %q: %w", keys, context.Cause(ctx))
+	}
+	return fmt.Errorf("lock: waiting for %q: %w (last: %w)", keys, context.Cause(ctx), last)
+}
+
+// WithLock acquires key (waiting, as Acquire), keeps the lease alive while
+// fn runs, then releases it (whatever ctx does by then, for up to 10 s).
+// fn gets a context that is cancelled the moment the lease is lost. If the
+// lease was lost while fn ran (taken over, force-released, not renewed in
+// time), WithLock returns an error wrapping ErrNotHeld with the reason,
+// since fn's work may not have been exclusive, and fn's own error too if
+// it failed (often gRPC's Canceled, from its cut-off RPCs); else fn's
+// error; else any error of the release. Costs: the grant, a renewal a
+// third into the lease while fn runs, and the release (one RPC each).
 func (l *Locker) WithLock(ctx context.Context, key string, fn func(ctx context.Context, lease *Lease) error, opts ...AcquireOption) error {
 	lease, err := l.Acquire(ctx, key, opts...)
 	if err != nil {
@@ -627,14 +749,18 @@ func (l *Locker) WithLock(ctx context.Context, key string, fn func(ctx context.C
 	}
 	kctx, stop := lease.KeepAlive(ctx)
 	ferr := fn(kctx, lease)
-	lost := context.Cause(kctx)
 	stop()
+	lost := context.Cause(kctx)
+	// fn has ended: the release is not the caller's to cut short.
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
 	rerr := lease.Release(rctx)
+	if !errors.Is(lost, ErrNotHeld) && errors.Is(rerr, ErrNotHeld) {
+		lost = rerr // gone by the release: lost while fn ran, unnoticed
+	}
 	switch {
 	case ferr != nil:
-		return ferr
+		return explain(lost, ferr)
 	case errors.Is(lost, ErrNotHeld):
 		return lost
 	case rerr != nil:
@@ -643,10 +769,30 @@ func (l *Locker) WithLock(ctx context.Context, key string, fn func(ctx context.C
 	return nil
 }
 
+// Explain says why work under a lease failed. If err is not nil and ctx
+// (a context KeepAlive returned, the one WithLock gives fn, or one derived
+// from either) ended because its lease was lost, Explain returns an error
+// that wraps both the loss (ErrNotHeld, with its reason) and err; else
+// err. An RPC that a lost lease cut off fails with gRPC's bare Canceled
+// status, which matches neither ErrNotHeld nor context.Canceled: Explain
+// makes errors.Is(err, lock.ErrNotHeld) tell it from the caller's own
+// cancellation. It sends no RPC.
+func Explain(ctx context.Context, err error) error {
+	return explain(context.Cause(ctx), err)
+}
+
+func explain(lost, err error) error {
+	if err == nil || errors.Is(err, ErrNotHeld) || !errors.Is(lost, ErrNotHeld) {
+		return err
+	}
+	return fmt.Errorf("%w; what ran under it failed: %w", lost, err)
+}
+
 // ReleaseAll deletes every lease document of this Locker's owner in its
 // collection, each conditioned on the update time it was read with (a lease
 // taken over in between is left alone), in bulk. It returns how many it
 // deleted. Use it when an execution ends with leases it lost track of.
+// Costs one query, and a delete and a fence read and delete per lease.
 func (l *Locker) ReleaseAll(ctx context.Context) (int, error) {
 	bctx, cancel := l.bounded(ctx)
 	defer cancel()
@@ -663,6 +809,9 @@ func (l *Locker) ReleaseAll(ctx context.Context) (int, error) {
 func withContext(ctx context.Context, err error) error {
 	if err == nil || ctx.Err() == nil || errors.Is(err, ctx.Err()) {
 		return err
+	}
+	if errors.Is(err, ErrUnanswered) { // settled: say so too
+		return fmt.Errorf("%w: %w", context.Cause(ctx), err)
 	}
 	return fmt.Errorf("%w: %v", context.Cause(ctx), err)
 }

@@ -12,10 +12,11 @@ import (
 	"go.opentelemetry.io/otel/trace"
 )
 
-// WithMeterProvider records the Locker's metrics (CONTRACT §9) into mp:
-// firelock.lock.acquire.duration and firelock.lock.lease.lost. Without it
-// (or with nil) they go to the global provider, a no-op until the
-// application sets one.
+// WithMeterProvider records the Locker's OpenTelemetry metrics into mp:
+// firelock.lock.acquire.duration (a histogram in seconds, by
+// firelock.result: acquired, held or error) and firelock.lock.lease.lost
+// (a counter). Without it (or with nil) they go to the global provider, a
+// no-op until the application sets one.
 func WithMeterProvider(mp metric.MeterProvider) Option {
 	return func(l *Locker) error {
 		l.metrics = newLockMetrics(mp)

@@ -27,12 +27,14 @@ var ErrConflict = errors.New("lock: optimistic update conflict")
 // ErrDocumentMissing: Update found no document and was not asked to create it.
 var ErrDocumentMissing = errors.New("lock: document missing")
 
-// ConflictError says how many attempts Update made.
+// ConflictError is Update's error after every attempt lost to a concurrent
+// write: the document's path and how many attempts were made.
 type ConflictError struct {
 	Path     string
 	Attempts int
 }
 
+// Error says which document and how many attempts.
 func (e *ConflictError) Error() string {
 	return fmt.Sprintf("lock: optimistic update of %s: %d attempts lost to concurrent writes", e.Path, e.Attempts)
 }
@@ -49,7 +51,8 @@ type updateOptions struct {
 	version  string
 }
 
-// MaxAttempts bounds the read-compute-write rounds (default 10).
+// MaxAttempts bounds Update's read-compute-write rounds (default 10; at
+// least 1).
 func MaxAttempts(n int) UpdateOption { return func(o *updateOptions) { o.attempts = max(n, 1) } }
 
 // CreateIfMissing lets Update create the document: fn then sees a snapshot
@@ -69,7 +72,8 @@ func WithVersionField(field string) UpdateOption { return func(o *updateOptions)
 // returns an error, Update returns it and writes nothing. After
 // MaxAttempts lost rounds (jittered, growing waits in between) it returns a
 // *ConflictError. A missing document gives ErrDocumentMissing unless
-// CreateIfMissing is set.
+// CreateIfMissing is set. Costs one read and one conditional write per
+// attempt (a create for a missing document), no transaction.
 func Update(ctx context.Context, ref *firestore.DocumentRef, fn func(*firestore.DocumentSnapshot) ([]firestore.Update, error), opts ...UpdateOption) (*firestore.WriteResult, error) {
 	o := updateOptions{attempts: 10}
 	for _, opt := range opts {

@@ -17,8 +17,11 @@ import (
 // document is judged against the read time of its snapshot, and each delete
 // is conditioned on the update time it was read with (a lease renewed or
 // taken over meanwhile stays). Documents in the named subcollections of a
-// deleted lease (e.g. a job run's "deliveries") are deleted after it. Work
-// goes in pages of 300 documents through a BulkWriter.
+// deleted lease (e.g. a job run's "deliveries") are deleted before it. Work
+// goes in pages of 300 documents: one query per page, then a conditional
+// delete per ended lease (through a BulkWriter, batched), and a read and a
+// delete of each deleted lease's fence; subcollections add a listing and
+// a delete per document.
 func SweepEnded(ctx context.Context, client *firestore.Client, collection string, after time.Duration, subcollections ...string) (int, error) {
 	const page = 300
 	// Leases last at most MaxLeaseDuration, so nothing renewed after this

@@ -126,7 +126,8 @@ func (s *Service) HandleWebhook(ctx context.Context, executionID string, payload
 	if s.hooks.noEventLease {
 		return rc, body(ctx, nil)
 	}
-	o, err := s.events.Do(ctx, executionID, ev.ID, string(ev.Type), map[string]any{"holdId": rc.HoldID, "sessionId": cs.ID, "eventId": ev.ID}, body)
+	o, err := s.events.Do(ctx, ev.ID, body, jobs.WithExecutionID(executionID), jobs.WithName(string(ev.Type)),
+		jobs.WithRunFields(map[string]any{"holdId": rc.HoldID, "sessionId": cs.ID, "eventId": ev.ID}))
 	switch {
 	case o == jobs.AlreadyDone:
 		rc.Outcome = OutcomeDuplicate

@@ -45,7 +45,7 @@ func functionsServer(t *testing.T) (project string, port int) {
 		serverPort = p
 		go Serve("127.0.0.1", fmt.Sprint(p)) // lives until the test binary exits
 	})
-	firelocktest.WaitListening(t, serverPort)
+	emulators.WaitListening(t, serverPort)
 	return serverProject, serverPort
 }
 

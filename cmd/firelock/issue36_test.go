@@ -18,7 +18,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/firelock/firelock/firelocktest"
+	"github.com/firelock/firelock/internal/emulators"
 	"github.com/firelock/firelock/lock"
 )
 
@@ -296,7 +296,7 @@ func TestWatchRightAfterPauseShowsIt(t *testing.T) {
 	}
 	// A published state older than the pause: the pause shows too. The
 	// watch that just exited listened to this document.
-	if err := firelocktest.RetryCancelled(func() error {
+	if err := emulators.RetryCancelled(func() error {
 		_, err := c.db.Collection("sales").Doc("s1").Set(context.Background(), map[string]any{"state": "scheduled", "waiting": int64(3), "admitted": int64(0), "active": int64(0), "seatsLeft": int64(10), "updatedAt": time.Now().Add(-time.Minute)})
 		return err
 	}); err != nil {

@@ -21,7 +21,8 @@ const AuthProject = "demo-firelock"
 func authCommand(port int) (*exec.Cmd, error) {
 	root, err := ProjectRoot()
 	if err != nil {
-		return nil, err
+		return nil, errors.New("emulators: the Auth emulator is started only inside firelock's repository (with the firebase-tools it pins); " +
+			"elsewhere start it yourself (firebase emulators:start --only auth) and set FIREBASE_AUTH_EMULATOR_HOST")
 	}
 	bin := filepath.Join(root, "tools", "node_modules", ".bin", "firebase")
 	if _, err := os.Stat(bin); err != nil {
