@@ -167,6 +167,11 @@ type ScanRecord struct {
 	At        time.Time `firestore:"at"`
 	ScannedAt time.Time `firestore:"scannedAt"`
 	Offline   bool      `firestore:"offline"`
+	// EntryGate and EntryAt (already_in and conflict only) are where and
+	// when the ticket had gone in, as answered: a retry of the scan
+	// answers them again, whatever the ticket did since.
+	EntryGate string     `firestore:"entryGate,omitempty"`
+	EntryAt   *time.Time `firestore:"entryAt,omitempty"`
 }
 
 // Request is one scan, as a scanner sends it.
@@ -454,6 +459,7 @@ func (s *Service) decide(r Request, p ticket.Payload, verr error, snaps []*fires
 		}
 		d = refuse(result, fmt.Sprintf("it went in at gate %s at %s", cur.Gate, cur.At.UTC().Format(time.RFC3339)))
 		d.refuse.Gate, d.refuse.At = cur.Gate, cur.At
+		d.record.EntryGate, d.record.EntryAt = cur.Gate, &cur.At
 		return d
 	case r.Direction == DirectionOut && (cur == nil || cur.State != StateIn):
 		return refuse(ResultNotIn, "it is not in")
@@ -477,20 +483,16 @@ func (s *Service) decide(r Request, p ticket.Payload, verr error, snaps []*fires
 	return d
 }
 
-// recorded answers a scan whose nonce is recorded already: as recorded, if
-// it is the same scan (the same ticket, gate, direction and scanner),
-// else ErrNonceReused.
+// recorded answers a scan whose nonce is recorded already (one read): as
+// recorded, if it is the same scan (the same ticket, gate, direction and
+// scanner), else ErrNonceReused.
 func (s *Service) recorded(ctx context.Context, r Request, p ticket.Payload, verr error) (Scan, error) {
-	refs := []*firestore.DocumentRef{s.scanRef(r.ScreeningID, r.Nonce)}
-	if verr == nil && p.ScreeningID == r.ScreeningID {
-		refs = append(refs, s.client.Collection(ticket.Collection).Doc(p.TicketID), s.client.Collection(CheckIns).Doc(p.TicketID))
-	}
-	snaps, err := s.client.GetAll(ctx, refs)
+	snap, err := s.scanRef(r.ScreeningID, r.Nonce).Get(ctx)
 	if err != nil {
 		return Scan{}, err
 	}
 	var rec ScanRecord
-	if err := snaps[0].DataTo(&rec); err != nil {
+	if err := snap.DataTo(&rec); err != nil {
 		return Scan{}, err
 	}
 	ticketID := ""
@@ -513,9 +515,9 @@ func (s *Service) recorded(ctx context.Context, r Request, p ticket.Payload, ver
 	case ResultWrongScreening:
 		ref.ScreeningID = p.ScreeningID
 	case ResultAlreadyIn, ResultConflict:
-		var c CheckIn
-		if len(snaps) == 3 && snaps[2].Exists() && snaps[2].DataTo(&c) == nil {
-			ref.Gate, ref.At = c.Gate, c.At
+		ref.Gate = rec.EntryGate
+		if rec.EntryAt != nil {
+			ref.At = *rec.EntryAt
 		}
 	}
 	return Scan{}, ref

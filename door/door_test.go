@@ -28,6 +28,7 @@ func TestMain(m *testing.M) {
 // each a row A of 10 seats, with tickets booked through booking.
 type env struct {
 	t        *testing.T
+	project  string
 	fs       *firestore.Client
 	stats    *rpcstats.Stats
 	keys     *ticket.Keys
@@ -40,7 +41,8 @@ type env struct {
 func newEnv(t *testing.T) *env {
 	t.Helper()
 	stats := &rpcstats.Stats{}
-	fs, err := rpcstats.NewClient(context.Background(), firelocktest.ProjectID(t), stats)
+	project := firelocktest.ProjectID(t)
+	fs, err := rpcstats.NewClient(context.Background(), project, stats)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,7 +51,7 @@ func newEnv(t *testing.T) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := &env{t: t, fs: fs, stats: stats, keys: keys, tickets: ticket.New(fs, keys)}
+	e := &env{t: t, project: project, fs: fs, stats: stats, keys: keys, tickets: ticket.New(fs, keys)}
 	e.bookings = booking.New(fs, booking.WithTickets(e.tickets))
 	t.Cleanup(e.bookings.Close)
 	e.door = New(fs, keys)
