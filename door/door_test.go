@@ -13,7 +13,9 @@ import (
 	"cloud.google.com/go/firestore"
 	"github.com/firelock/firelock/booking"
 	"github.com/firelock/firelock/firelocktest"
+	"github.com/firelock/firelock/internal/telemetry"
 	"github.com/firelock/firelock/internal/testkit/rpcstats"
+	"github.com/firelock/firelock/internal/testkit/telemetrytest"
 	"github.com/firelock/firelock/ticket"
 )
 
@@ -391,5 +393,26 @@ func TestReentryAlternatesInAndOut(t *testing.T) {
 	}
 	if st.In != 1 || st.Expected != 1 || len(st.Gates) != 2 || st.Gates[0].Admitted != 1 || st.Gates[1].Exited != 1 || st.Gates[1].Admitted != 1 || st.Gates[0].Scans != 2 {
 		t.Fatalf("status %+v", st)
+	}
+}
+
+// firelock.checkins counts each scan recorded, by its result, once: a
+// retry answered from the record, and a request refused before anything is
+// recorded, are not counted.
+func TestCheckInsAreCountedByResult(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	ctx := context.Background()
+	rd := telemetrytest.New(t)
+	svc := New(e.fs, e.keys, WithMeterProvider(rd.Provider))
+	tk := e.book("s1", "A1", "alice")
+	first := e.scan(tk.Code, "A")
+	for _, r := range []Request{first, first, e.scan(tk.Code, "B"), e.scan(tk.Code, "C"), e.scan("FLT1.x.y", "A")} {
+		svc.CheckIn(ctx, r)
+	}
+	for result, want := range map[string]float64{ResultAdmitted: 1, ResultAlreadyIn: 1, ResultInvalid: 1} {
+		if got := rd.Value(t, telemetry.CheckIns, telemetry.Result.String(result)); got != want {
+			t.Errorf("firelock.checkins{%s} = %v, want %v: %s", result, got, want, rd.Dump(t, telemetry.CheckIns))
+		}
 	}
 }
