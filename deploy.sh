@@ -117,8 +117,9 @@ usage: ./deploy.sh --project PROJECT --region REGION [options]
                         (default STRIPE_SECRET_KEY; the functions read it as STRIPE_SECRET_KEY)
   --stripe-webhook-secret NAME  Secret Manager secret holding the webhook endpoint's signing
                         secret (default STRIPE_WEBHOOK_SECRET)
-  --ticket-key-secret NAME      Secret Manager secret holding the tickets' Ed25519 signing key
-                        (default FIRELOCK_TICKET_KEY; the functions read it as FIRELOCK_TICKET_KEY)
+  --ticket-key-secret NAME      Secret Manager secret holding the tickets' keys: a JWK Set whose
+                        first Ed25519 key signs (docs/door.md makes one and rotates it; default
+                        FIRELOCK_TICKET_KEY; the functions read it as FIRELOCK_TICKET_KEY)
   --no-payments         deploy without Stripe: no CheckoutHold or StripeWebhook, no Stripe secrets
                         (a priced screening then cannot be paid for: docs/payments.md)
   --app-check MODE      App Check on JoinQueue, HoldSeats, BookSeats and CheckoutHold (CONTRACT §12):
@@ -535,8 +536,9 @@ if [ ${#missing_secrets[@]} -gt 0 ] && [ "$SETUP_ONLY" = 0 ]; then
         msg+=$'\n'"       printf %s 'whsec_...' | gcloud secrets create $name --data-file=- --project=$PROJECT"
         msg+=$'\n'"     (Stripe retries its deliveries for days, so events sent before the deploy are not lost)" ;;
       FIRELOCK_TICKET_KEY)
-        msg+=$'\n'"  $step. the tickets' Ed25519 signing key (CONTRACT §13), made once and kept only there:"
-        msg+=$'\n'"       openssl genpkey -algorithm ed25519 | gcloud secrets create $name --data-file=- --project=$PROJECT" ;;
+        msg+=$'\n'"  $step. the tickets' keys (CONTRACT §13): a JWK Set whose first Ed25519 key signs, made"
+        msg+=$'\n'"     as docs/door.md (\"The keys\") shows into ticket-key.json, kept only in Secret Manager:"
+        msg+=$'\n'"       gcloud secrets create $name --data-file=ticket-key.json --project=$PROJECT && rm ticket-key.json" ;;
     esac
     step=$((step + 1))
   done
