@@ -384,7 +384,7 @@ async function main(): Promise<void> {
     const scannedAtMs = Date.now();
     const dir = direction();
     let local = await decide(code, keys.keys, gateState());
-    if (local.result === "invalid" && online() && /unknown|does not know/.test(local.reason ?? "")) {
+    if (local.problem === "unknown_key" && online()) {
       // A key newer than the cached set: fetch the set again, then judge again.
       await keys.refresh().catch(() => undefined);
       local = await decide(code, keys.keys, gateState());

@@ -10,7 +10,7 @@
  * a code at once; offline, this is the verdict, and the server may later
  * refuse it (a `conflict`).
  */
-import { type TicketClaims, TicketCodeError, type TicketKeys, verifyTicketCode } from "../ticketcode";
+import { type CodeProblem, type TicketClaims, TicketCodeError, type TicketKeys, verifyTicketCode } from "../ticketcode";
 
 /** A scan's `result` (CONTRACT §13). */
 export type ScanResult =
@@ -56,6 +56,8 @@ export interface Verdict {
   result: ScanResult;
   /** Why, in words, for the person at the gate. */
   reason?: string;
+  /** With `invalid`: what is wrong with the code. */
+  problem?: CodeProblem;
   claims?: TicketClaims;
   /** With `already_in`: where and when it went in. */
   entry?: Entry;
@@ -99,7 +101,7 @@ export async function decide(code: string, keys: TicketKeys, g: GateState): Prom
   try {
     claims = await verifyTicketCode(code, keys);
   } catch (err) {
-    if (err instanceof TicketCodeError) return { result: "invalid", reason: err.message };
+    if (err instanceof TicketCodeError) return { result: "invalid", reason: err.message, problem: err.problem };
     throw err;
   }
   return judge(claims, g);
