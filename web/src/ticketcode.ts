@@ -158,7 +158,10 @@ function topLevelFields(text: string): [string, string][] | undefined {
   };
   const skipValue = () => {
     const c = text.charAt(i);
-    if (c === '"') return skipString();
+    if (c === '"') {
+      skipString();
+      return;
+    }
     if (c === "{" || c === "[") {
       let depth = 0;
       do {
