@@ -137,6 +137,16 @@ async function main(): Promise<void> {
       h("p", { class: "muted" }, "It moves to their firelock account with a new code. This code stops working at once."),
       form,
     );
+    // The code as text: for a gate that takes typed or pasted codes.
+    const codeText = h("code", { class: "code-text", "data-code-text": "" });
+    const copy = h("button", { type: "button", "data-action": "copy-code" }, "Copy");
+    copy.addEventListener("click", () => {
+      void navigator.clipboard.writeText(codeText.textContent).then(
+        () => status.ok("The ticket's code is copied."),
+        () => status.error("unavailable", "The code could not be copied: select it and copy it by hand."),
+      );
+    });
+    const codeBox = h("details", { class: "code" }, h("summary", {}, "The code as text"), codeText, copy);
     return h(
       "article",
       { class: "ticket", "data-ticket": id },
@@ -145,6 +155,7 @@ async function main(): Promise<void> {
       h("div", { class: "qr", role: "img" }),
       h("p", { class: "state" }),
       h("p", { class: "order muted" }),
+      codeBox,
       transferBox,
     );
   }
@@ -169,6 +180,9 @@ async function main(): Promise<void> {
         if (box.dataset.code === t.code) box.innerHTML = svg;
       });
     }
+    const codeBox = $(".code", card);
+    codeBox.hidden = !live;
+    setText($("[data-code-text]", card), live ? t.code : "");
     const transferBox = $(".transfer", card);
     transferBox.hidden = state !== "valid";
     for (const el of card.querySelectorAll<HTMLButtonElement | HTMLInputElement>("button, input")) el.disabled = busy.has(card.dataset.ticket ?? "");
