@@ -28,7 +28,11 @@ export interface ScanRecord {
   scannedAtMs: number;
   /** Decided here without the server. */
   offline: boolean;
-  /** `pending`: its write has not reached the server; `conflict`: the server refused the entry. */
+  /**
+   * `pending`: its write has not reached the server; `conflict`: the server
+   * refused the entry this gate made offline (`result` says why: `conflict`
+   * when another entry was there first).
+   */
   sync: "pending" | "done" | "conflict";
   /** The entry it made, for a scan that let someone through. */
   entry?: Entry;

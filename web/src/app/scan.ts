@@ -205,7 +205,9 @@ async function main(): Promise<void> {
     list.replaceChildren(
       ...items.map((s) => {
         const when = new Date(s.scannedAtMs).toLocaleTimeString();
-        const other = s.other?.gate ? `it had gone in at gate ${s.other.gate}${s.other.atMs ? ` at ${new Date(s.other.atMs).toLocaleTimeString()}` : ""}` : "it had already gone in";
+        const other = s.other?.gate
+          ? `it had gone in at gate ${s.other.gate}${s.other.atMs ? ` at ${new Date(s.other.atMs).toLocaleTimeString()}` : ""}`
+          : `the server refused it (${s.result.replace("_", " ")})`;
         return h("li", { "data-conflict": s.nonce, "data-ticket": s.ticketId ?? "" }, h("span", { class: "seats" }, `Seat ${s.seatId ?? "?"}`), h("span", {}, `let in here offline at ${when}, but ${other}`));
       }),
     );
@@ -298,24 +300,30 @@ async function main(): Promise<void> {
   function upload(r: ScanRecord): void {
     inFlight.add(r.nonce);
     write(db, r)
-      .then(() => settle(r, "done"))
-      .catch((err: unknown) => settleRefused(r, err))
+      .then(
+        () => settle(r, "done"),
+        (err: unknown) => settleRefused(r, err),
+      )
+      .catch((err: unknown) => {
+        // Settling needs the server (offline again?): the scan stays pending, and is reconciled later.
+        console.warn(`scan ${r.nonce}: not settled yet`, err);
+      })
       .finally(() => inFlight.delete(r.nonce));
   }
 
-  async function settle(r: ScanRecord, sync: ScanRecord["sync"], other?: ScanRecord["other"]): Promise<void> {
-    const next: ScanRecord = { ...r, sync, ...(other ? { other } : {}) };
-    if (sync === "conflict") next.result = "conflict";
-    await store.put(next);
+  async function settle(r: ScanRecord, sync: ScanRecord["sync"]): Promise<void> {
+    await store.put({ ...r, sync });
     paintLists();
   }
 
   /**
    * The server refused a queued write. For an entry: if the ticket's entry
    * is this scan's own (CheckIn took it before its answer was lost), it is
-   * done; otherwise another gate's entry won, and this scan is a conflict,
-   * recorded as such. A scan without an entry that is refused is kept as
-   * refused (its nonce was used: an earlier attempt of it is there).
+   * done. If another gate's entry is there, this scan is a `conflict`; if
+   * there is none, the ticket changed meanwhile (cancelled, transferred) or
+   * the door did. Either way the scan is recorded again with that result,
+   * and listed. A scan without an entry that is refused is left as it is
+   * (its nonce was taken: an earlier attempt of it is there).
    */
   async function settleRefused(r: ScanRecord, err: unknown): Promise<void> {
     if (!r.entry || !r.ticketId) {
@@ -329,19 +337,27 @@ async function main(): Promise<void> {
       await settle(r, "done");
       return;
     }
+    let result: ScanResult = "conflict";
+    if (held) {
+      await store.setEntry(r.ticketId, { ...entryOf(held), ticketId: r.ticketId, screeningId });
+    } else {
+      await store.setEntry(r.ticketId, undefined);
+      const t = await getDocFromServer(doc(db, "tickets", r.ticketId));
+      const ticket = t.data() as { status?: string; version?: number } | undefined;
+      result = ticket?.status === "cancelled" ? "cancelled" : ticket && ticket.version !== r.version ? "reissued" : "door_closed";
+    }
     const other = held ? { gate: held.gate, ...(held.at ? { atMs: held.at.toMillis() } : {}) } : {};
-    if (held) await store.setEntry(r.ticketId, { ...entryOf(held), ticketId: r.ticketId, screeningId });
-    else await store.setEntry(r.ticketId, undefined);
-    await settle(r, "conflict", other);
+    await store.put({ ...r, sync: "conflict", result, other });
+    paintLists();
     try {
       const batch = writeBatch(db);
-      batch.set(doc(db, "screenings", screeningId, "scans", r.nonce), scanDoc(r, "conflict"));
+      batch.set(doc(db, "screenings", screeningId, "scans", r.nonce), scanDoc(r, result));
       await batch.commit();
     } catch (e) {
       // The nonce is taken (CheckIn recorded this scan already): the server has its own record.
-      console.warn(`conflict of scan ${r.nonce} not recorded`, e);
+      console.warn(`refused scan ${r.nonce} not recorded again`, e);
     }
-    status.error("conflict", `Seat ${r.seatId ?? "?"} had already gone in${held ? ` at gate ${held.gate}` : ""}: this gate's offline entry was refused.`);
+    status.error(result, held ? `Seat ${r.seatId ?? "?"} had already gone in at gate ${held.gate}: this gate's offline entry was refused.` : `Seat ${r.seatId ?? "?"}: this gate's offline entry was refused (${result.replace("_", " ")}).`);
   }
 
   /** Scans still pending from an earlier session (a reload): settled once the SDK's queue drains. */
@@ -513,9 +529,13 @@ async function main(): Promise<void> {
     unreachable = false;
     paintNet();
     refreshKeys();
-    void reconcile();
+    void reconcile().catch(() => undefined);
   });
   window.addEventListener("offline", paintNet);
+  // Scans whose settling failed (offline again at the wrong moment) are settled later.
+  setInterval(() => {
+    if (allowed) void reconcile().catch(() => undefined);
+  }, 30_000);
 
   let stops: (() => void)[] = [];
   function listen(): void {
@@ -597,7 +617,7 @@ async function main(): Promise<void> {
         listen();
         paintLists();
         paintKeys();
-        void reconcile();
+        void reconcile().catch(() => undefined);
       });
   }, "Signed in. Scan away.");
 
