@@ -280,7 +280,10 @@ export class Api {
   async ticketKeys(): Promise<TicketKeySet> {
     let res: Response;
     try {
-      res = await fetch(`${this.baseURL}/TicketKeys`, this.timeoutMs === undefined ? {} : { signal: AbortSignal.timeout(this.timeoutMs) });
+      // Revalidated, not taken from the HTTP cache: an answer means the server is there.
+      const init: RequestInit = { cache: "no-cache" };
+      if (this.timeoutMs !== undefined) init.signal = AbortSignal.timeout(this.timeoutMs);
+      res = await fetch(`${this.baseURL}/TicketKeys`, init);
     } catch (cause) {
       throw new ApiError(0, "unavailable", cause instanceof Error ? cause.message : String(cause));
     }

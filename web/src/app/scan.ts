@@ -30,6 +30,8 @@ import {
   Timestamp,
   collection,
   doc,
+  disableNetwork,
+  enableNetwork,
   getDocFromServer,
   onSnapshot,
   query,
@@ -170,6 +172,10 @@ async function main(): Promise<void> {
   let allowed = false;
   /** CheckIn gave no answer: decide here until the browser reports the network back. */
   let unreachable = false;
+  // A CheckIn without an answer: the server cannot be reached (setReachable, below, once ready).
+  let unreachableHook = () => {
+    unreachable = true;
+  };
   /** Scans whose queued write this session is waiting on (the rest are reconciled). */
   const inFlight = new Set<string>();
 
@@ -244,7 +250,8 @@ async function main(): Promise<void> {
     verdictEl.className = `verdict ${pass ? "pass" : "stop"}`;
     $("#verdict-title").textContent = w.title;
     $("#verdict-seat").textContent = v.claims ? v.claims.seatId : "";
-    $("#verdict-detail").textContent = w.detail.replace(/^Seat \S+\.? ?/, "");
+    const detail = w.detail.replace(/^Seat \S+(\. |: |, )?/, "");
+    $("#verdict-detail").textContent = detail.charAt(0).toUpperCase() + detail.slice(1);
     $("#verdict-note").textContent = offline ? "Decided offline: it uploads when the network is back." : "";
     verdictEl.hidden = false;
     feedback.give(pass);
@@ -445,7 +452,7 @@ async function main(): Promise<void> {
           return;
         }
         // No answer: decide here, with the same nonce (a CheckIn that did land is recognised by it).
-        unreachable = true;
+        unreachableHook();
       }
     }
 
@@ -512,26 +519,54 @@ async function main(): Promise<void> {
   // ---- data ----
 
   await keys.loadCached();
-  const refreshKeys = () => {
-    if (!navigator.onLine) return;
-    keys.refresh().then(
-      () => paintKeys(),
-      () => paintKeys(),
-    );
-  };
   const paintKeys = () => {
     if (keys.keys.size === 0) status.error("no_keys", "No ticket keys yet: this scanner must be online once to fetch them.");
   };
-  refreshKeys();
-  setInterval(refreshKeys, REFRESH_MS);
 
-  window.addEventListener("online", () => {
-    unreachable = false;
+  /**
+   * Whether the server can be reached, as this page finds out: the browser's
+   * `navigator.onLine` says offline for sure, but "online" only maybe (a
+   * captive Wi-Fi, a hall's dead network; and a page loaded offline from the
+   * service worker). So the page probes: fetching the keys (past the HTTP
+   * cache) at start, on the browser's `online`, every 10 s while the server
+   * cannot be reached and every 5 minutes otherwise; a CheckIn without an
+   * answer counts too. While the server cannot be reached the Firestore SDK's
+   * network is off (its listeners serve the cache, its writes queue); when it
+   * can again, it is turned on, which sends the queue at once.
+   */
+  async function setReachable(yes: boolean): Promise<void> {
+    const was = !unreachable;
+    unreachable = !yes;
     paintNet();
-    refreshKeys();
-    void reconcile().catch(() => undefined);
-  });
-  window.addEventListener("offline", paintNet);
+    if (yes === was) return;
+    if (yes) {
+      await enableNetwork(db);
+      void reconcile().catch(() => undefined);
+    } else {
+      await disableNetwork(db);
+    }
+  }
+  async function probe(): Promise<void> {
+    try {
+      await keys.refresh();
+      await setReachable(true);
+    } catch (err) {
+      if (err instanceof ApiError && err.code === "unavailable") await setReachable(false);
+    }
+    paintKeys();
+  }
+  unreachableHook = () => void setReachable(false);
+  let probing: ReturnType<typeof setTimeout> | undefined;
+  const probeNow = () => {
+    clearTimeout(probing);
+    void probe().finally(() => {
+      clearTimeout(probing);
+      probing = setTimeout(probeNow, unreachable ? 10_000 : REFRESH_MS);
+    });
+  };
+  probeNow();
+  window.addEventListener("online", probeNow);
+  window.addEventListener("offline", () => void setReachable(false));
   // Scans whose settling failed (offline again at the wrong moment) are settled later.
   setInterval(() => {
     if (allowed) void reconcile().catch(() => undefined);
@@ -549,7 +584,9 @@ async function main(): Promise<void> {
           $("#title").textContent = `Gate ${gate}${s?.title ? ` · ${s.title}` : ""}`;
           const when = s?.startsAt ? s.startsAt.toDate().toLocaleString(undefined, { weekday: "short", day: "numeric", month: "short", hour: "2-digit", minute: "2-digit" }) : "";
           $("#when").textContent = !s
-            ? `There is no screening ${screeningId}.`
+            ? snap.metadata.fromCache
+              ? "The screening is not on this device yet: it loads once the scanner is online."
+              : `There is no screening ${screeningId}.`
             : !door
               ? `${when}. This screening has no door yet: every scan is refused (door closed).`
               : !door.gates.includes(gate)
