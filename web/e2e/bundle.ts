@@ -457,7 +457,8 @@ export async function openScanner(page: Page, screeningId: string, gate: string,
   await page.goto(`/scan.html?screening=${screeningId}&gate=${gate}&verdictMs=0`);
   await signIn(page, scanner);
   await expect(page.locator("#scanner")).toBeVisible();
-  // The keys are fetched and kept: the gate can verify offline from now on.
+  // The door as the server has it, and the keys fetched and kept: the gate can decide offline from now on.
+  await expect(page.locator("#when")).toHaveAttribute("data-door-state", /^(open|closed|none|not-here)$/);
   await expect.poll(() => page.evaluate(() => localStorage.getItem("firelock.ticketKeys") !== null)).toBe(true);
 }
 

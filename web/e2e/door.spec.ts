@@ -94,9 +94,9 @@ test("two gates scan one ticket at the same moment: exactly one lets it in", asy
   await Promise.all([a.locator('[data-field="code"]').fill(ticket.code), b.locator('[data-field="code"]').fill(ticket.code)]);
   await Promise.all([a.locator('[data-action="scan"]').click(), b.locator('[data-action="scan"]').click()]);
   await Promise.all([expect(a.locator("#verdict")).toBeVisible(), expect(b.locator("#verdict")).toBeVisible()]);
-  const verdicts = [await a.locator("#verdict").getAttribute("data-verdict"), await b.locator("#verdict").getAttribute("data-verdict")];
-  expect(verdicts.sort()).toEqual(["admitted", "already_in"]);
-  const [winner, loser] = verdicts[0] === "admitted" ? [a, b] : [b, a];
+  const [va, vb] = [await a.locator("#verdict").getAttribute("data-verdict"), await b.locator("#verdict").getAttribute("data-verdict")];
+  expect([va, vb].sort()).toEqual(["admitted", "already_in"]);
+  const [winner, loser] = va === "admitted" ? [a, b] : [b, a];
   // The refused gate says where it went in, and when.
   await expect(loser.locator("#verdict-detail")).toContainText(/Went in at gate [AB], (just now|\d+ s ago)/);
   await loser.screenshot({ path: `${shots}/scan-red-phone.png` });
@@ -244,20 +244,26 @@ test("offline verdicts in Chromium: signature check and local state, timed on th
   const page = await open();
   await openScanner(page, screening, "A", await createScanner());
   await page.context().setOffline(true);
-  const took: number[] = [];
-  for (let i = 0; i < 60; i++) {
+  // decide: the signature and the local state; shown: until the verdict is on the screen.
+  const decide: number[] = [];
+  const shown: number[] = [];
+  for (let i = 0; i < 100; i++) {
     const code = codes[i % codes.length] ?? "";
     const forged = i % 3 === 2 ? `${code.slice(0, -10)}AAAAAAAAAA` : code;
     await scanTyped(page, forged);
-    took.push(Number(await page.locator("#verdict").getAttribute("data-verdict-ms")));
+    decide.push(Number(await page.locator("#verdict").getAttribute("data-decide-ms")));
+    shown.push(Number(await page.locator("#verdict").getAttribute("data-verdict-ms")));
   }
   await page.context().setOffline(false);
   await expect(page.locator("[data-pending]")).toHaveAttribute("data-pending", "0");
-  took.sort((x, y) => x - y);
-  const q = (p: number) => took[Math.min(took.length - 1, Math.ceil(p * took.length) - 1)] ?? NaN;
-  const result = { scans: took.length, p50Ms: q(0.5), p99Ms: q(0.99), maxMs: took.at(-1) };
+  const stats = (xs: number[]) => {
+    const s = [...xs].sort((x, y) => x - y);
+    const q = (p: number) => s[Math.min(s.length - 1, Math.ceil(p * s.length) - 1)] ?? NaN;
+    return { p50Ms: q(0.5), p99Ms: q(0.99), maxMs: s.at(-1) };
+  };
+  const result = { scans: decide.length, decide: stats(decide), shown: stats(shown) };
   mkdirSync("test-results", { recursive: true });
   writeFileSync("test-results/door-verdict-chromium.json", JSON.stringify(result, null, 2));
   console.log(`offline verdict in Chromium: ${JSON.stringify(result)}`);
-  expect(took.every((t) => Number.isFinite(t) && t > 0)).toBe(true);
+  expect([...decide, ...shown].every((t) => Number.isFinite(t) && t > 0)).toBe(true);
 });

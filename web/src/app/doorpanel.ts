@@ -246,6 +246,7 @@ export function mountDoorPanel(db: Firestore, api: Api, screeningId: string, sta
           throw err;
         }
         dirty.clear();
+        field("reason").value = "";
         return `Saved: the door opens ${new Date(fields.opensAt ?? "").toLocaleString()} at gates ${(fields.gates ?? []).join(", ")}.`;
       },
       (err) => (err instanceof ApiError ? { code: err.code, message: err.message } : { code: "unavailable", message: String(err) }),

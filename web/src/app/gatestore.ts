@@ -100,7 +100,10 @@ export class GateStore {
     return this.scans.get(nonce);
   }
 
-  /** Remembers a scan (and its entry, if it made one) in one IndexedDB transaction. */
+  /**
+   * Remembers a scan (and its entry, if it made one): in memory at once
+   * (before this returns its promise), in IndexedDB in one transaction.
+   */
   async put(scan: ScanRecord, entry?: StoredEntry): Promise<void> {
     this.scans.set(scan.nonce, scan);
     if (entry) this.entries.set(entry.ticketId, entry);

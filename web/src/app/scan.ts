@@ -242,11 +242,19 @@ async function main(): Promise<void> {
 
   const verdictEl = $("#verdict");
   let hideVerdict: ReturnType<typeof setTimeout> | undefined;
-  function showVerdict(v: Verdict, offline: boolean, tookMs: number): void {
+  /**
+   * Shows a verdict. `t0` is when the code was read (performance.now):
+   * `data-verdict-ms` is how long until the verdict showed, and, for a
+   * verdict decided here, `data-decide-ms` how long the deciding took
+   * (the signature and the local state).
+   */
+  function showVerdict(v: Verdict, offline: boolean, t0: number, decideMs?: number): void {
     const pass = PASSES.has(v.result);
     const w = verdictWords(v, Date.now());
     verdictEl.dataset.verdict = v.result;
-    verdictEl.dataset.verdictMs = tookMs.toFixed(2);
+    verdictEl.dataset.verdictMs = (performance.now() - t0).toFixed(2);
+    if (decideMs === undefined) delete verdictEl.dataset.decideMs;
+    else verdictEl.dataset.decideMs = decideMs.toFixed(2);
     verdictEl.className = `verdict ${pass ? "pass" : "stop"}`;
     $("#verdict-title").textContent = w.title;
     $("#verdict-seat").textContent = v.claims ? v.claims.seatId : "";
@@ -407,6 +415,7 @@ async function main(): Promise<void> {
     const scannedAtMs = Date.now();
     const dir = direction();
     let local = await decide(code, keys.keys, gateState());
+    const decideMs = performance.now() - t0; // the offline verdict: signature and local state
     if (local.problem === "unknown_key" && online()) {
       // A key newer than the cached set: fetch the set again, then judge again.
       await keys.refresh().catch(() => undefined);
@@ -429,8 +438,9 @@ async function main(): Promise<void> {
         const r = await api.checkIn({ screeningId, gate, code, nonce, direction: dir, scannedAt: iso(scannedAtMs) });
         const prev = gateState().entry(r.ticketId);
         const entry = { ...nextEntry(prev, dir, r.gate, Date.parse(r.at), nonce), ticketId: r.ticketId, screeningId };
-        await store.put({ ...base, result: r.result, ticketId: r.ticketId, seatId: r.seatId, entry }, entry);
-        showVerdict({ result: r.result, claims: local.claims ?? { ticketId: r.ticketId, screeningId, seatId: r.seatId, version: 0, keyId: "" } }, false, performance.now() - t0);
+        const saved = store.put({ ...base, result: r.result, ticketId: r.ticketId, seatId: r.seatId, entry }, entry);
+        showVerdict({ result: r.result, claims: local.claims ?? { ticketId: r.ticketId, screeningId, seatId: r.seatId, version: 0, keyId: "" } }, false, t0);
+        await saved;
         paintLists();
         return;
       } catch (err) {
@@ -442,8 +452,9 @@ async function main(): Promise<void> {
             v.entry = { state: "in", seq: 0, gate: err.details.gate, atMs: err.details.at ? Date.parse(err.details.at) : Date.now() };
           }
           if (err.details.screeningId) v.screeningId = err.details.screeningId;
-          await store.put({ ...base, result });
-          showVerdict(v, false, performance.now() - t0);
+          const saved = store.put({ ...base, result });
+          showVerdict(v, false, t0);
+          await saved;
           paintLists();
           return;
         }
@@ -462,8 +473,10 @@ async function main(): Promise<void> {
       entry = { ...nextEntry(gateState().entry(local.claims.ticketId), dir, gate, scannedAtMs, nonce), ticketId: local.claims.ticketId, screeningId };
       record.entry = entry;
     }
-    await store.put(record, entry);
-    showVerdict(local, true, performance.now() - t0);
+    // Remembered at once in memory (so the next scan sees it), in IndexedDB just after.
+    const saved = store.put(record, entry);
+    showVerdict(local, true, t0, decideMs);
+    await saved;
     upload(record);
     paintLists();
   }
@@ -578,11 +591,14 @@ async function main(): Promise<void> {
     stops = [
       onSnapshot(
         doc(db, "screenings", screeningId),
+        { includeMetadataChanges: true }, // to learn when the door is the server's, not the cache's
         (snap) => {
           const s = snap.data() as { title?: string; startsAt?: Timestamp; door?: { opensAt: Timestamp; gates: string[]; reentry?: boolean } } | undefined;
           door = s?.door ? { opensAtMs: s.door.opensAt.toMillis(), gates: s.door.gates, reentry: s.door.reentry === true } : undefined;
           $("#title").textContent = `Gate ${gate}${s?.title ? ` · ${s.title}` : ""}`;
           const when = s?.startsAt ? s.startsAt.toDate().toLocaleString(undefined, { weekday: "short", day: "numeric", month: "short", hour: "2-digit", minute: "2-digit" }) : "";
+          // For tests and people alike: whether the door as the server has it is known here.
+          $("#when").dataset.doorState = snap.metadata.fromCache ? "cached" : !door ? "none" : !door.gates.includes(gate) ? "not-here" : Date.now() < door.opensAtMs ? "closed" : "open";
           $("#when").textContent = !s
             ? snap.metadata.fromCache
               ? "The screening is not on this device yet: it loads once the scanner is online."
