@@ -226,7 +226,11 @@ async function main(): Promise<void> {
             if (snap.exists()) screenings.set(id, snap.data());
             paint();
           },
-          () => undefined, // the ticket still shows, by its screening's id
+          (err) => {
+            console.warn(`screening ${id} could not be read (${err.code}); trying again`);
+            stopScreening.delete(id);
+            setTimeout(follow, 2000);
+          },
         ),
       );
     }
@@ -247,7 +251,12 @@ async function main(): Promise<void> {
             else entries.delete(id);
             paint();
           },
-          () => undefined, // without its entry the ticket shows its own status
+          (err) => {
+            // Without its entry the ticket shows its own status meanwhile; listen again soon.
+            console.warn(`the entry of ticket ${id} could not be read (${err.code}); trying again`);
+            stopEntry.delete(id);
+            setTimeout(follow, 2000);
+          },
         ),
       );
     }
