@@ -258,7 +258,7 @@ async function main(): Promise<void> {
     verdictEl.className = `verdict ${pass ? "pass" : "stop"}`;
     $("#verdict-title").textContent = w.title;
     $("#verdict-seat").textContent = v.claims ? v.claims.seatId : "";
-    const detail = w.detail.replace(/^Seat \S+(\. |: |, )?/, "");
+    const detail = w.detail.replace(/^Seat [^\s.:,]+[.:,]?\s*/, ""); // the seat shows on its own
     $("#verdict-detail").textContent = detail.charAt(0).toUpperCase() + detail.slice(1);
     $("#verdict-note").textContent = offline ? "Decided offline: it uploads when the network is back." : "";
     verdictEl.hidden = false;
