@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Deploys firelock to Google Cloud: the HTTP functions BookSeats,
 # CancelBooking, HoldSeats, ExtendHold, ConfirmHold, ReleaseHold, JoinQueue,
-# OperateSale, CheckoutHold and StripeWebhook (CORS for --allowed-origins;
-# the Stripe secret key and webhook signing secret from Secret Manager), the Pub/Sub-triggered RunScheduledJob (with
+# OperateSale, CheckoutHold, StripeWebhook, CheckIn, TransferTicket and
+# TicketKeys (CORS for --allowed-origins; the Stripe secret key, the webhook
+# signing secret and the ticket key from Secret Manager), the Pub/Sub-triggered RunScheduledJob (with
 # retries), the Cloud Scheduler jobs that publish to scheduled-jobs,
 # firestore.rules and firestore.indexes.json, the TTL policy on the lease
 # documents' expireAt, and the web app (web/) on Firebase Hosting, built to
@@ -34,8 +35,11 @@ usage: ./deploy.sh --project PROJECT --region REGION [options]
                         (default STRIPE_SECRET_KEY; the functions read it as STRIPE_SECRET_KEY)
   --stripe-webhook-secret NAME  Secret Manager secret holding the webhook endpoint's signing
                         secret (default STRIPE_WEBHOOK_SECRET)
-  --no-payments         deploy without Stripe: no CheckoutHold or StripeWebhook, no secrets
+  --no-payments         deploy without Stripe: no CheckoutHold or StripeWebhook, no Stripe secrets
                         (a priced screening then cannot be paid for: docs/payments.md)
+  --ticket-key-secret NAME  Secret Manager secret holding the ticket keys (CONTRACT §13: a JWK Set
+                        whose first key signs; docs/door.md makes one and rotates it; default
+                        FIRELOCK_TICKET_KEY; the functions read it as FIRELOCK_TICKET_KEY)
   --app-check MODE      App Check on JoinQueue, HoldSeats, BookSeats and CheckoutHold (CONTRACT §12):
                         monitor (default: a call without a valid token goes on, and is
                         logged and counted in firelock.appcheck.verifications), enforce
@@ -58,7 +62,7 @@ usage: ./deploy.sh --project PROJECT --region REGION [options]
 Needs gcloud (logged in, with the Cloud Functions, Cloud Build, Pub/Sub, Cloud Scheduler,
 Firestore, Cloud Monitoring, Cloud Trace and Secret Manager APIs enabled; the functions' service
 account needs roles/monitoring.metricWriter and roles/cloudtrace.agent, which the default one has,
-and roles/secretmanager.secretAccessor on the two Stripe secrets), the firebase CLI (on PATH, or tools/ after `make deps`), and
+and roles/secretmanager.secretAccessor on the two Stripe secrets and the ticket key), the firebase CLI (on PATH, or tools/ after `make deps`), and
 npm to build the web app. The app is served at https://PROJECT.web.app and
 https://PROJECT.firebaseapp.com; both origins are added to --allowed-origins, and the app
 gets its Firebase config from Hosting (/__/firebase/init.json) at run time.
@@ -77,6 +81,7 @@ APPCHECK="${FIRELOCK_APPCHECK:-monitor}"
 APPCHECK_APPS="${FIRELOCK_APPCHECK_APPS:-}"
 STRIPE_KEY_SECRET="${FIRELOCK_STRIPE_KEY_SECRET:-STRIPE_SECRET_KEY}"
 STRIPE_WEBHOOK_SECRET_NAME="${FIRELOCK_STRIPE_WEBHOOK_SECRET:-STRIPE_WEBHOOK_SECRET}"
+TICKET_KEY_SECRET="${FIRELOCK_TICKET_KEY_SECRET:-FIRELOCK_TICKET_KEY}"
 PAYMENTS=1
 # The API version of the webhook's events: the one stripe-go v85 pins
 # (deploy_test.go checks it against stripe.APIVersion).
@@ -89,7 +94,7 @@ TRACES=cloud
 need_value() { [ $# -ge 2 ] && [ -n "$2" ] || { echo "deploy.sh: $1 needs a value" >&2; usage >&2; exit 2; }; }
 while [ $# -gt 0 ]; do
   case "$1" in
-    --project|--region|--runtime|--schedule|--sweep-schedule|--admit-schedule|--time-zone|--allowed-origins|--stripe-key-secret|--stripe-webhook-secret|--app-check|--app-check-apps)
+    --project|--region|--runtime|--schedule|--sweep-schedule|--admit-schedule|--time-zone|--allowed-origins|--stripe-key-secret|--stripe-webhook-secret|--ticket-key-secret|--app-check|--app-check-apps)
       need_value "$@"
       case "$1" in
         --project) PROJECT=$2 ;; --region) REGION=$2 ;; --runtime) RUNTIME=$2 ;;
@@ -97,6 +102,7 @@ while [ $# -gt 0 ]; do
         --admit-schedule) ADMIT_SCHEDULE=$2 ;;
         --allowed-origins) ALLOWED_ORIGINS=$2 ;;
         --stripe-key-secret) STRIPE_KEY_SECRET=$2 ;; --stripe-webhook-secret) STRIPE_WEBHOOK_SECRET_NAME=$2 ;;
+        --ticket-key-secret) TICKET_KEY_SECRET=$2 ;;
         --app-check) APPCHECK=$2 ;; --app-check-apps) APPCHECK_APPS=$2 ;;
       esac
       shift 2 ;;
@@ -110,6 +116,7 @@ while [ $# -gt 0 ]; do
     --allowed-origins=*) ALLOWED_ORIGINS=${1#*=}; shift ;;
     --stripe-key-secret=*) STRIPE_KEY_SECRET=${1#*=}; shift ;;
     --stripe-webhook-secret=*) STRIPE_WEBHOOK_SECRET_NAME=${1#*=}; shift ;;
+    --ticket-key-secret=*) TICKET_KEY_SECRET=${1#*=}; shift ;;
     --app-check=*) APPCHECK=${1#*=}; shift ;;
     --app-check-apps=*) APPCHECK_APPS=${1#*=}; shift ;;
     --no-payments) PAYMENTS=0; shift ;;
@@ -250,16 +257,29 @@ if [ "$PAYMENTS" = 1 ]; then
       exit 1
     fi
   done
-  secrets=("--set-secrets=STRIPE_SECRET_KEY=$STRIPE_KEY_SECRET:latest,STRIPE_WEBHOOK_SECRET=$STRIPE_WEBHOOK_SECRET_NAME:latest")
+  secrets=("STRIPE_SECRET_KEY=$STRIPE_KEY_SECRET:latest" "STRIPE_WEBHOOK_SECRET=$STRIPE_WEBHOOK_SECRET_NAME:latest")
   http_functions+=(CheckoutHold StripeWebhook)
 fi
+
+# Tickets (CONTRACT §13): every function that confirms a booking signs its
+# tickets, so every function gets the ticket key; without it they refuse to
+# start. docs/door.md says how to make one and how to rotate it.
+if ! gcloud secrets describe "$TICKET_KEY_SECRET" --project="$PROJECT" >/dev/null 2>&1; then
+  echo "deploy.sh: the Secret Manager secret $TICKET_KEY_SECRET (the ticket keys) does not exist in $PROJECT." >&2
+  echo "           Make one (docs/door.md, \"The keys\") and create it:" >&2
+  echo "           gcloud secrets create $TICKET_KEY_SECRET --data-file=ticket-key.json --project=$PROJECT" >&2
+  exit 1
+fi
+secrets+=("FIRELOCK_TICKET_KEY=$TICKET_KEY_SECRET:latest")
+http_functions+=(CheckIn TransferTicket TicketKeys)
+set_secrets="--set-secrets=$(IFS=,; echo "${secrets[*]}")"
 
 # HTTP functions: they verify Firebase ID tokens themselves (StripeWebhook:
 # Stripe's signature), so IAM lets every caller in. The origins go in with
 # gcloud's alternate delimiter (^;^), as they hold commas.
 for fn in "${http_functions[@]}"; do
   run gcloud functions deploy "$fn" "${common[@]}" "--entry-point=$fn" --trigger-http --allow-unauthenticated \
-    "--set-env-vars=^;^FIRELOCK_ALLOWED_ORIGINS=$ALLOWED_ORIGINS;FIRELOCK_METRICS=$METRICS;FIRELOCK_TRACES=$TRACES;FIRELOCK_APPCHECK=$APPCHECK;FIRELOCK_APPCHECK_APPS=$APPCHECK_APPS" "${secrets[@]}"
+    "--set-env-vars=^;^FIRELOCK_ALLOWED_ORIGINS=$ALLOWED_ORIGINS;FIRELOCK_METRICS=$METRICS;FIRELOCK_TRACES=$TRACES;FIRELOCK_APPCHECK=$APPCHECK;FIRELOCK_APPCHECK_APPS=$APPCHECK_APPS" "$set_secrets"
 done
 
 if ! gcloud pubsub topics describe scheduled-jobs --project="$PROJECT" >/dev/null 2>&1; then
@@ -271,7 +291,7 @@ fi
 # while its lease could still be held. --retry redelivers every event the
 # function does not ack.
 run gcloud functions deploy RunScheduledJob "${common[@]}" --entry-point=RunScheduledJob --trigger-topic=scheduled-jobs --retry --timeout=540s \
-  "--set-env-vars=FIRELOCK_METRICS=$METRICS,FIRELOCK_TRACES=$TRACES" "${secrets[@]}"
+  "--set-env-vars=FIRELOCK_METRICS=$METRICS,FIRELOCK_TRACES=$TRACES" "$set_secrets"
 
 # Pub/Sub retries with backoff (an event in progress elsewhere is not
 # hammered), and its ack deadline exceeds the timeout, so a delivery still

@@ -24,7 +24,7 @@ func fakeTools(t *testing.T) (pathEnv, logFile string) {
 echo "${VITE_FUNCTIONS_URL:+VITE_FUNCTIONS_URL=$VITE_FUNCTIONS_URL }$(basename "$0") $*" >> "` + logFile + `"
 case "$*" in
   *"runtimes list"*) printf 'go125\ngo126\n' ;;
-  *"secrets describe"*) [ -z "${FAKE_NO_SECRETS:-}" ]; exit $? ;;
+  *"secrets describe"*) for s in ${FAKE_NO_SECRETS:-}; do [[ "$*" == *"describe $s "* ]] && exit 1; done; exit 0 ;;
   *describe*) exit 1 ;;
 esac
 exit 0
@@ -66,7 +66,7 @@ func TestDeployDryRunPrintsEveryCommand(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
-	const secrets = ` --set-secrets=STRIPE_SECRET_KEY=STRIPE_SECRET_KEY:latest\,STRIPE_WEBHOOK_SECRET=STRIPE_WEBHOOK_SECRET:latest`
+	const secrets = ` --set-secrets=STRIPE_SECRET_KEY=STRIPE_SECRET_KEY:latest\,STRIPE_WEBHOOK_SECRET=STRIPE_WEBHOOK_SECRET:latest\,FIRELOCK_TICKET_KEY=FIRELOCK_TICKET_KEY:latest`
 	var want []string
 	for _, fn := range functions.HTTPFunctions {
 		want = append(want, `+ gcloud functions deploy `+fn+` --gen2 --runtime=go126 --region=europe-west1 --project=demo-p --source=. --entry-point=`+fn+` --trigger-http --allow-unauthenticated --set-env-vars=\^\;\^FIRELOCK_ALLOWED_ORIGINS=https://demo-p.web.app\,https://demo-p.firebaseapp.com\;FIRELOCK_METRICS=cloud\;FIRELOCK_TRACES=cloud\;FIRELOCK_APPCHECK=monitor\;FIRELOCK_APPCHECK_APPS=`+secrets)
@@ -248,14 +248,42 @@ func TestDeployTakesStripesSecretsFromSecretManager(t *testing.T) {
 		}
 	}
 
-	t.Setenv("FAKE_NO_SECRETS", "1")
+	t.Setenv("FAKE_NO_SECRETS", "STRIPE_SECRET_KEY STRIPE_WEBHOOK_SECRET")
 	out, errOut, code = runDeploy(t, pathEnv, "--dry-run", "--project=demo-p", "--region=us-central1")
 	if code != 1 || !strings.Contains(errOut, "secret STRIPE_SECRET_KEY does not exist") || strings.Contains(out, "functions deploy") {
 		t.Fatalf("without the secrets: exit %d, printed %q, %s", code, out, errOut)
 	}
 	out, errOut, code = runDeploy(t, pathEnv, "--dry-run", "--project=demo-p", "--region=us-central1", "--no-payments")
-	if code != 0 || strings.Contains(out, "CheckoutHold") || strings.Contains(out, "StripeWebhook") || strings.Contains(out, "set-secrets") || strings.Contains(errOut, "webhook") {
+	if code != 0 || strings.Contains(out, "CheckoutHold") || strings.Contains(out, "StripeWebhook") || strings.Contains(out, "STRIPE") || strings.Contains(errOut, "webhook") ||
+		strings.Count(out, "--set-secrets=FIRELOCK_TICKET_KEY=FIRELOCK_TICKET_KEY:latest") != len(functions.HTTPFunctions)-2+1 {
 		t.Fatalf("--no-payments: exit %d:\n%s\n%s", code, out, errOut)
+	}
+}
+
+// Tickets (CONTRACT §13): the ticket key must exist in Secret Manager
+// before anything is deployed, payments or not, and every function gets it
+// (they sign the tickets of the bookings they confirm).
+func TestDeployTakesTheTicketKeyFromSecretManager(t *testing.T) {
+	pathEnv, logFile := fakeTools(t)
+	out, errOut, code := runDeploy(t, pathEnv, "--dry-run", "--project=demo-p", "--region=us-central1", "--no-payments", "--ticket-key-secret=door-key")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	if !strings.Contains(calls(t, logFile), "gcloud secrets describe door-key --project=demo-p") {
+		t.Errorf("the ticket key's secret was not looked for:\n%s", calls(t, logFile))
+	}
+	if n := strings.Count(out, "--set-secrets=FIRELOCK_TICKET_KEY=door-key:latest"); n != len(functions.HTTPFunctions)-2+1 {
+		t.Errorf("%d functions get the ticket key, want every one deployed (%d):\n%s", n, len(functions.HTTPFunctions)-1, out)
+	}
+	for _, fn := range []string{"CheckIn", "TransferTicket", "TicketKeys"} {
+		if !strings.Contains(out, "--entry-point="+fn+" --trigger-http --allow-unauthenticated") {
+			t.Errorf("%s is not deployed:\n%s", fn, out)
+		}
+	}
+	t.Setenv("FAKE_NO_SECRETS", "FIRELOCK_TICKET_KEY")
+	out, errOut, code = runDeploy(t, pathEnv, "--dry-run", "--project=demo-p", "--region=us-central1")
+	if code != 1 || !strings.Contains(errOut, "secret FIRELOCK_TICKET_KEY (the ticket keys) does not exist") || strings.Contains(out, "functions deploy") {
+		t.Fatalf("without the ticket key: exit %d, printed %q, %s", code, out, errOut)
 	}
 }
 

@@ -17,14 +17,17 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"cloud.google.com/go/firestore"
+	"github.com/firelock/firelock/door"
 	"github.com/firelock/firelock/firelocktest"
 	"github.com/firelock/firelock/lock"
 	"github.com/firelock/firelock/sale"
+	"github.com/firelock/firelock/ticket"
 )
 
 func TestMain(m *testing.M) { os.Exit(firelocktest.Main(m)) }
@@ -125,6 +128,8 @@ func value(v any) map[string]any {
 		return map[string]any{"doubleValue": x}
 	case time.Time:
 		return map[string]any{"timestampValue": x.UTC().Format(time.RFC3339Nano)}
+	case bool:
+		return map[string]any{"booleanValue": x}
 	}
 	panic(fmt.Sprintf("value %T", v))
 }
@@ -181,7 +186,10 @@ type rulesEnv struct {
 	// olive is an operator (operator: true); otto's claim is false, and
 	// sly's is the string "true", which is no operator either.
 	olive, otto, sly user
-	admin            *firestore.Client
+	// sam is a scanner (scanner: true, CONTRACT §13); sid's claim is the
+	// string "true", which is no scanner.
+	sam, sid user
+	admin    *firestore.Client
 }
 
 // ended waits past a 1-second lease taken just now.
@@ -629,6 +637,7 @@ func serverOnlyCases() []rulesCase {
 		"screenings/s1", "screenings/s1/seats/A1", "bookings/b1", "holds/h1", "counters/c1",
 		"counters/c1/shards/0", "jobRuns/e1", "jobRuns/e1/deliveries/x1", "locks/k1",
 		"seatLocks/s1_A1", "payments/h1", "stripeEvents/evt_1", "stripeEvents/evt_1/deliveries/x1", "somethingElse/x",
+		"tickets/t1", "checkins/t1", "screenings/s1/scans/nonce-0123456789abcdef",
 	}
 	var cs []rulesCase
 	for _, p := range paths {
@@ -910,7 +919,9 @@ func TestSecurityRulesMatrix(t *testing.T) {
 	env.olive = user{t: t, project: project, uid: "olive", claims: map[string]any{"operator": true}}
 	env.otto = user{t: t, project: project, uid: "otto", claims: map[string]any{"operator": false}}
 	env.sly = user{t: t, project: project, uid: "sly", claims: map[string]any{"operator": "true"}}
-	cases := append(append(append(rulesMatrix(), serverOnlyCases()...), saleCases()...), operatorCases()...)
+	env.sam = user{t: t, project: project, uid: "sam", claims: map[string]any{"scanner": true}}
+	env.sid = user{t: t, project: project, uid: "sid", claims: map[string]any{"scanner": "true"}}
+	cases := append(append(append(append(rulesMatrix(), serverOnlyCases()...), saleCases()...), operatorCases()...), doorCases()...)
 	var allowed, denied int
 	for _, c := range cases {
 		if c.allow {
@@ -924,7 +935,7 @@ func TestSecurityRulesMatrix(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
 			e := env
-			e.alice.t, e.bob.t, e.nobody.t, e.olive.t, e.otto.t, e.sly.t = t, t, t, t, t, t
+			e.alice.t, e.bob.t, e.nobody.t, e.olive.t, e.otto.t, e.sly.t, e.sam.t, e.sid.t = t, t, t, t, t, t, t, t
 			err := c.run(t, e)
 			switch {
 			case c.allow && err != nil:
@@ -975,5 +986,365 @@ func TestLeaseParityWithGoLibrary(t *testing.T) {
 	}
 	if err := lease.Release(ctx); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// CONTRACT §13: tickets and the door. A scanner's own check-in is one
+// batched write of checkins/{ticketId} and screenings/{id}/scans/{nonce},
+// held by the rules to the state machine of door.Service.CheckIn.
+
+// queryWhere runs a structured query on collection filtered by field ==
+// value, as a client's query does.
+func (u user) queryWhere(collection, field, v string) error {
+	q := map[string]any{"from": []map[string]any{{"collectionId": collection}}, "where": map[string]any{"fieldFilter": map[string]any{
+		"field": map[string]any{"fieldPath": field}, "op": "EQUAL", "value": value(v)}}}
+	return u.do("POST", fmt.Sprintf("projects/%s/databases/(default)/documents:runQuery", u.project), map[string]any{"structuredQuery": q})
+}
+
+// doorScene is a screening with a door and a ticket of alice's, written
+// by the admin: the state a check-in starts from.
+type doorScene struct {
+	screening, ticket string
+}
+
+// doorOptions shape a scene: the door (nil: none), the ticket's version
+// and status, and a check-in to start from (nil: none).
+type doorOptions struct {
+	door    map[string]any
+	version int
+	status  string
+	checkIn map[string]any
+}
+
+func openDoor(reentry bool) map[string]any {
+	return map[string]any{"opensAt": time.Now().Add(-time.Minute), "gates": []any{"A", "B"}, "reentry": reentry}
+}
+
+func newDoorScene(t *testing.T, e rulesEnv, o doorOptions) doorScene {
+	t.Helper()
+	ctx := context.Background()
+	sc := doorScene{screening: uniq("door"), ticket: uniq("ticket0000000000000")}
+	doc := map[string]any{"title": "x", "startsAt": time.Now().Add(time.Hour), "rows": []string{"A"}, "seatsPerRow": 2}
+	if o.door != nil {
+		doc["door"] = o.door
+	}
+	_, err := e.admin.Doc("screenings/"+sc.screening).Set(ctx, doc)
+	must(t, err)
+	if o.version == 0 {
+		o.version = 1
+	}
+	if o.status == "" {
+		o.status = "valid"
+	}
+	_, err = e.admin.Doc("tickets/"+sc.ticket).Set(ctx, map[string]any{"uid": "alice", "screeningId": sc.screening, "seatId": "A1",
+		"bookingId": "b1", "status": o.status, "version": o.version, "code": "FLT1.x.y", "issuedAt": time.Now()})
+	must(t, err)
+	if o.checkIn != nil {
+		c := map[string]any{"screeningId": sc.screening, "version": o.version, "state": "in", "seq": 1, "gate": "A",
+			"at": time.Now().Add(-time.Second), "scannedAt": time.Now().Add(-time.Second), "by": "sam", "nonce": uniq("nonce-earlier-0000"), "offline": false}
+		for k, v := range o.checkIn {
+			c[k] = v
+		}
+		_, err = e.admin.Doc("checkins/"+sc.ticket).Set(ctx, c)
+		must(t, err)
+	}
+	return sc
+}
+
+// move is one check-in as the scanner app writes it: the check-in and its
+// scan, both stamped with the server's time (at), in one batch. change
+// alters the check-in's fields and scan the scan's before they are sent;
+// a nil field is left out; "at" set to a time is sent as that time instead
+// of the server's.
+type move struct {
+	state   string // in or out
+	seq     int
+	version int
+	gate    string
+	nonce   string
+	change  map[string]any
+	scan    map[string]any
+	noScan  bool
+	noCheck bool
+}
+
+func (u user) checkInBatch(sc doorScene, m move) error {
+	if m.gate == "" {
+		m.gate = "A"
+	}
+	if m.nonce == "" {
+		m.nonce = uniq("nonce-0123456789-")
+	}
+	if m.version == 0 {
+		m.version = 1
+	}
+	result := map[string]string{"in": "admitted", "out": "exited"}[m.state]
+	c := map[string]any{"screeningId": sc.screening, "version": m.version, "state": m.state, "seq": m.seq, "gate": m.gate,
+		"scannedAt": time.Now().Add(-time.Second), "by": u.uid, "nonce": m.nonce, "offline": false}
+	s := map[string]any{"ticketId": sc.ticket, "gate": m.gate, "by": u.uid, "direction": m.state, "result": result,
+		"scannedAt": time.Now().Add(-time.Second), "offline": false}
+	write := func(path string, fields, change map[string]any) map[string]any {
+		stamp := []string{"at"}
+		for k, v := range change {
+			if v == nil {
+				delete(fields, k)
+				continue
+			}
+			fields[k] = v
+			if k == "at" {
+				stamp = nil
+			}
+		}
+		return u.set(path, fields, stamp, nil)
+	}
+	var writes []map[string]any
+	if !m.noCheck {
+		writes = append(writes, write("checkins/"+sc.ticket, c, m.change))
+	}
+	if !m.noScan {
+		writes = append(writes, write("screenings/"+sc.screening+"/scans/"+m.nonce, s, m.scan))
+	}
+	return u.commit(writes...)
+}
+
+func doorCases() []rulesCase {
+	first := move{state: "in", seq: 1}
+	scene := func(o doorOptions) func(t *testing.T, e rulesEnv) doorScene {
+		return func(t *testing.T, e rulesEnv) doorScene { return newDoorScene(t, e, o) }
+	}
+	open := scene(doorOptions{door: openDoor(false)})
+	reentry := scene(doorOptions{door: openDoor(true), checkIn: map[string]any{}})
+	cs := []rulesCase{}
+	write := func(name string, allow bool, who func(rulesEnv) user, at func(*testing.T, rulesEnv) doorScene, m move) {
+		cs = append(cs, rulesCase{name, allow, func(t *testing.T, e rulesEnv) error { return who(e).checkInBatch(at(t, e), m) }})
+	}
+	sam := func(e rulesEnv) user { return e.sam }
+	write("scanner checks a valid ticket in (check-in and scan in one batch)", true, sam, open, first)
+	write("operator checks a valid ticket in", true, func(e rulesEnv) user { return e.olive }, open, first)
+	write("scanner uploads an offline entry (offline, scanned a minute ago)", true, sam, open,
+		move{state: "in", seq: 1, change: map[string]any{"offline": true, "scannedAt": time.Now().Add(-time.Minute)}, scan: map[string]any{"offline": true}})
+	write("buyer writes their own check-in", false, func(e rulesEnv) user { return e.alice }, open, first)
+	write("non-scanner (claim scanner: \"true\") writes a check-in", false, func(e rulesEnv) user { return e.sid }, open, first)
+	write("user whose operator claim is false writes a check-in", false, func(e rulesEnv) user { return e.otto }, open, first)
+	write("signed-out client writes a check-in", false, func(e rulesEnv) user { return e.nobody }, open, first)
+	write("scanner forges by (another scanner's uid)", false, sam, open, move{state: "in", seq: 1, change: map[string]any{"by": "sue"}, scan: map[string]any{"by": "sue"}})
+	write("scanner back-dates at", false, sam, open, move{state: "in", seq: 1, change: map[string]any{"at": time.Now().Add(-time.Hour)}, scan: map[string]any{"at": time.Now().Add(-time.Hour)}})
+	write("scanner sends scannedAt an hour ahead", false, sam, open, move{state: "in", seq: 1, change: map[string]any{"scannedAt": time.Now().Add(time.Hour)}, scan: map[string]any{"scannedAt": time.Now().Add(time.Hour)}})
+	write("scanner writes a check-in without its scan", false, sam, open, move{state: "in", seq: 1, noScan: true})
+	write("scanner's scan names another gate than its check-in", false, sam, open, move{state: "in", seq: 1, scan: map[string]any{"gate": "B"}})
+	write("scanner's scan of an entry says already_in", false, sam, open, move{state: "in", seq: 1, scan: map[string]any{"result": "already_in"}})
+	write("scanner's first entry skips to seq 2", false, sam, open, move{state: "in", seq: 2})
+	write("scanner's first entry is an exit", false, sam, scene(doorOptions{door: openDoor(true)}), move{state: "out", seq: 1})
+	write("scanner names a stale version (the ticket was transferred)", false, sam, scene(doorOptions{door: openDoor(false), version: 2}), move{state: "in", seq: 1, version: 1})
+	write("scanner names the ticket's current version 2", true, sam, scene(doorOptions{door: openDoor(false), version: 2}), move{state: "in", seq: 1, version: 2})
+	write("scanner checks a cancelled ticket in", false, sam, scene(doorOptions{door: openDoor(false), status: "cancelled"}), first)
+	write("scanner checks in before the door opens", false, sam, scene(doorOptions{door: map[string]any{"opensAt": time.Now().Add(time.Hour), "gates": []any{"A"}}}), first)
+	write("scanner checks in where there is no door", false, sam, scene(doorOptions{}), first)
+	write("scanner checks in at a gate not of the door", false, sam, open, move{state: "in", seq: 1, gate: "C"})
+	write("scanner writes a check-in with a field more", false, sam, open, move{state: "in", seq: 1, change: map[string]any{"note": "vip"}})
+	write("scanner's nonce is 15 characters", false, sam, open, move{state: "in", seq: 1, nonce: "nonce-123456789"})
+	write("an entry queued offline reaches a ticket already in (seq 1 again)", false, sam, scene(doorOptions{door: openDoor(false), checkIn: map[string]any{}}), first)
+	write("an entry queued offline reaches a ticket already in (seq 2, reentry)", false, sam, reentry, move{state: "in", seq: 2})
+	write("with reentry: an exit after the entry (out, seq 2)", true, sam, reentry, move{state: "out", seq: 2})
+	write("with reentry: an entry after the exit (in, seq 3)", true, sam, scene(doorOptions{door: openDoor(true), checkIn: map[string]any{"state": "out", "seq": 2}}), move{state: "in", seq: 3})
+	write("without reentry: an exit", false, sam, scene(doorOptions{door: openDoor(false), checkIn: map[string]any{}}), move{state: "out", seq: 2})
+	write("with reentry: an exit that skips a seq", false, sam, reentry, move{state: "out", seq: 3})
+	write("with reentry: an exit that goes back a seq", false, sam, reentry, move{state: "out", seq: 1})
+	write("with reentry: an exit of a ticket cancelled since", false, sam, scene(doorOptions{door: openDoor(true), status: "cancelled", checkIn: map[string]any{}}), move{state: "out", seq: 2})
+	write("with reentry: the exit's check-in moves it to another screening", false, sam, reentry, move{state: "out", seq: 2, change: map[string]any{"screeningId": "elsewhere"}})
+	write("scanner records an admission without a check-in", false, sam, open, move{state: "in", seq: 1, noCheck: true})
+	cs = append(cs,
+		rulesCase{"scanner deletes a check-in", false, func(t *testing.T, e rulesEnv) error {
+			sc := newDoorScene(t, e, doorOptions{door: openDoor(true), checkIn: map[string]any{}})
+			return e.sam.commit(e.sam.del("checkins/" + sc.ticket))
+		}},
+		rulesCase{"scanner records a refusal (already_in) alone", true, func(t *testing.T, e rulesEnv) error {
+			return e.sam.checkInBatch(newDoorScene(t, e, doorOptions{door: openDoor(false), checkIn: map[string]any{}}), move{state: "in", noCheck: true, scan: map[string]any{"result": "already_in"}})
+		}},
+		rulesCase{"scanner records a conflict (its queued entry was refused)", true, func(t *testing.T, e rulesEnv) error {
+			return e.sam.checkInBatch(newDoorScene(t, e, doorOptions{door: openDoor(false), checkIn: map[string]any{}}), move{state: "in", noCheck: true, scan: map[string]any{"result": "conflict", "offline": true}})
+		}},
+		rulesCase{"scanner records already_in with where and when it went in", true, func(t *testing.T, e rulesEnv) error {
+			return e.sam.checkInBatch(newDoorScene(t, e, doorOptions{door: openDoor(false), checkIn: map[string]any{}}),
+				move{state: "in", gate: "B", noCheck: true, scan: map[string]any{"result": "already_in", "entryGate": "A", "entryAt": time.Now().Add(-time.Minute)}})
+		}},
+		rulesCase{"scanner records an entry gate on a refusal that is not already_in", false, func(t *testing.T, e rulesEnv) error {
+			return e.sam.checkInBatch(newDoorScene(t, e, doorOptions{door: openDoor(false)}),
+				move{state: "in", noCheck: true, scan: map[string]any{"result": "not_in", "entryGate": "A"}})
+		}},
+		rulesCase{"scanner records door_closed where there is no door", true, func(t *testing.T, e rulesEnv) error {
+			return e.sam.checkInBatch(newDoorScene(t, e, doorOptions{}), move{state: "in", noCheck: true, scan: map[string]any{"result": "door_closed"}})
+		}},
+		rulesCase{"scanner records an invalid code (no ticketId)", true, func(t *testing.T, e rulesEnv) error {
+			return e.sam.checkInBatch(newDoorScene(t, e, doorOptions{door: openDoor(false)}), move{state: "in", noCheck: true, scan: map[string]any{"result": "invalid", "ticketId": nil}})
+		}},
+		rulesCase{"scanner records a refusal at a gate not of the door", false, func(t *testing.T, e rulesEnv) error {
+			return e.sam.checkInBatch(newDoorScene(t, e, doorOptions{door: openDoor(false)}), move{state: "in", gate: "Z", noCheck: true, scan: map[string]any{"result": "not_in"}})
+		}},
+		rulesCase{"scanner records a result that is no result", false, func(t *testing.T, e rulesEnv) error {
+			return e.sam.checkInBatch(newDoorScene(t, e, doorOptions{door: openDoor(false)}), move{state: "in", noCheck: true, scan: map[string]any{"result": "vip"}})
+		}},
+		rulesCase{"buyer records a scan", false, func(t *testing.T, e rulesEnv) error {
+			return e.alice.checkInBatch(newDoorScene(t, e, doorOptions{door: openDoor(false)}), move{state: "in", noCheck: true, scan: map[string]any{"result": "not_in", "by": "alice"}})
+		}},
+		rulesCase{"scanner rewrites a recorded scan", false, func(t *testing.T, e rulesEnv) error {
+			sc := newDoorScene(t, e, doorOptions{door: openDoor(false)})
+			n := uniq("nonce-0123456789-")
+			must(t, e.sam.checkInBatch(sc, move{state: "in", seq: 1, nonce: n}))
+			return e.sam.commit(e.sam.set("screenings/"+sc.screening+"/scans/"+n, map[string]any{"result": "invalid"}, nil, []string{"result"}))
+		}},
+		rulesCase{"scanner deletes a recorded scan", false, func(t *testing.T, e rulesEnv) error {
+			sc := newDoorScene(t, e, doorOptions{door: openDoor(false)})
+			n := uniq("nonce-0123456789-")
+			must(t, e.sam.checkInBatch(sc, move{state: "in", seq: 1, nonce: n}))
+			return e.sam.commit(e.sam.del("screenings/" + sc.screening + "/scans/" + n))
+		}},
+	)
+	// Reads.
+	read := func(name string, allow bool, f func(t *testing.T, e rulesEnv, sc doorScene) error) {
+		cs = append(cs, rulesCase{name, allow, func(t *testing.T, e rulesEnv) error {
+			return f(t, e, newDoorScene(t, e, doorOptions{door: openDoor(false), checkIn: map[string]any{}}))
+		}})
+	}
+	read("buyer reads their ticket", true, func(t *testing.T, e rulesEnv, sc doorScene) error { return e.alice.get("tickets/" + sc.ticket) })
+	read("buyer queries their tickets by uid", true, func(t *testing.T, e rulesEnv, sc doorScene) error { return e.alice.query("tickets", "alice") })
+	read("bob reads alice's ticket", false, func(t *testing.T, e rulesEnv, sc doorScene) error { return e.bob.get("tickets/" + sc.ticket) })
+	read("bob queries alice's tickets", false, func(t *testing.T, e rulesEnv, sc doorScene) error { return e.bob.query("tickets", "alice") })
+	read("signed-out client reads a ticket", false, func(t *testing.T, e rulesEnv, sc doorScene) error { return e.nobody.get("tickets/" + sc.ticket) })
+	read("scanner reads a ticket", true, func(t *testing.T, e rulesEnv, sc doorScene) error { return e.sam.get("tickets/" + sc.ticket) })
+	read("scanner queries a screening's tickets", true, func(t *testing.T, e rulesEnv, sc doorScene) error {
+		return e.sam.queryWhere("tickets", "screeningId", sc.screening)
+	})
+	read("operator queries a screening's tickets", true, func(t *testing.T, e rulesEnv, sc doorScene) error {
+		return e.olive.queryWhere("tickets", "screeningId", sc.screening)
+	})
+	read("non-scanner queries a screening's tickets", false, func(t *testing.T, e rulesEnv, sc doorScene) error {
+		return e.sid.queryWhere("tickets", "screeningId", sc.screening)
+	})
+	read("buyer reads their ticket's check-in", true, func(t *testing.T, e rulesEnv, sc doorScene) error { return e.alice.get("checkins/" + sc.ticket) })
+	read("bob reads alice's check-in", false, func(t *testing.T, e rulesEnv, sc doorScene) error { return e.bob.get("checkins/" + sc.ticket) })
+	read("buyer lists check-ins", false, func(t *testing.T, e rulesEnv, sc doorScene) error {
+		return e.alice.queryWhere("checkins", "screeningId", sc.screening)
+	})
+	read("scanner lists a screening's check-ins", true, func(t *testing.T, e rulesEnv, sc doorScene) error {
+		return e.sam.queryWhere("checkins", "screeningId", sc.screening)
+	})
+	read("scanner lists a screening's scans", true, func(t *testing.T, e rulesEnv, sc doorScene) error {
+		return e.sam.queryUnder("screenings/"+sc.screening, "scans")
+	})
+	read("operator lists a screening's scans", true, func(t *testing.T, e rulesEnv, sc doorScene) error {
+		return e.olive.queryUnder("screenings/"+sc.screening, "scans")
+	})
+	read("buyer lists a screening's scans", false, func(t *testing.T, e rulesEnv, sc doorScene) error {
+		return e.alice.queryUnder("screenings/"+sc.screening, "scans")
+	})
+	cs = append(cs, rulesCase{"buyer reads the check-in of a ticket not yet in (a listener before the entry)", true, func(t *testing.T, e rulesEnv) error {
+		err := e.alice.get("checkins/" + newDoorScene(t, e, doorOptions{door: openDoor(false)}).ticket)
+		if err != nil && strings.Contains(err.Error(), "HTTP 404") {
+			return nil // allowed: there is nothing to read yet
+		}
+		return err
+	}})
+	// No client writes a ticket.
+	for _, who := range []struct {
+		name string
+		u    func(rulesEnv) user
+	}{{"buyer", func(e rulesEnv) user { return e.alice }}, {"scanner", sam}, {"operator", func(e rulesEnv) user { return e.olive }}} {
+		cs = append(cs, rulesCase{who.name + " rewrites a ticket (a new version, or valid again)", false, func(t *testing.T, e rulesEnv) error {
+			sc := newDoorScene(t, e, doorOptions{door: openDoor(false), status: "cancelled"})
+			u := who.u(e)
+			return u.commit(u.set("tickets/"+sc.ticket, map[string]any{"status": "valid", "version": 2}, nil, []string{"status", "version"}))
+		}})
+	}
+	return cs
+}
+
+// Two ways in, one protocol (CONTRACT §13): scanners racing to write the
+// first entry of one ticket with their own batches, through the rules: one
+// commit lands, every other is refused (the check-in exists, and a second
+// seq 1 is no next move), and Firestore holds one check-in and one
+// admitted scan.
+func TestScannersRacingThroughTheRulesAdmitOnce(t *testing.T) {
+	project := firelocktest.ProjectID(t)
+	e := rulesEnv{admin: firelocktest.NewClientFor(t, project)}
+	const scanners = 8
+	for round := range 3 {
+		sc := newDoorScene(t, e, doorOptions{door: openDoor(false)})
+		errs := make([]error, scanners)
+		var wg sync.WaitGroup
+		start := make(chan struct{})
+		for i := range scanners {
+			u := user{t: t, project: project, uid: fmt.Sprintf("scanner%d", i), claims: map[string]any{"scanner": true}}
+			wg.Go(func() {
+				<-start
+				errs[i] = u.checkInBatch(sc, move{state: "in", seq: 1, gate: []string{"A", "B"}[i%2]})
+			})
+		}
+		close(start)
+		wg.Wait()
+		admitted := 0
+		for i, err := range errs {
+			switch {
+			case err == nil:
+				admitted++
+			case errors.Is(err, errDenied), strings.Contains(err.Error(), "ABORTED"), strings.Contains(err.Error(), "HTTP 409"):
+			default:
+				t.Errorf("round %d, scanner %d: %v", round, i, err)
+			}
+		}
+		scans, err := e.admin.Collection("screenings/"+sc.screening+"/scans").Where("result", "==", "admitted").Documents(context.Background()).GetAll()
+		must(t, err)
+		if admitted != 1 || len(scans) != 1 {
+			t.Fatalf("round %d: %d of %d scanners admitted the ticket, %d admitted scans recorded; want exactly one: %v", round, admitted, scanners, len(scans), errs)
+		}
+	}
+}
+
+// The scanner app's writes and the function CheckIn share the ticket's
+// check-in: a ticket the app admitted is already_in at CheckIn (with the
+// app's gate), and a ticket CheckIn admitted is refused to the app.
+func TestCheckInParityBetweenTheRulesAndTheDoorService(t *testing.T) {
+	project := firelocktest.ProjectID(t)
+	e := rulesEnv{admin: firelocktest.NewClientFor(t, project)}
+	sam := user{t: t, project: project, uid: "sam", claims: map[string]any{"scanner": true}}
+	ctx := context.Background()
+	keys, err := ticket.GenerateKeys("parity")
+	must(t, err)
+	svc := door.New(e.admin, keys)
+	codeOf := func(sc doorScene) string {
+		code, err := keys.Sign(ticket.Payload{TicketID: sc.ticket, ScreeningID: sc.screening, Seat: "A1", Version: 1})
+		must(t, err)
+		return code
+	}
+	byApp := newDoorScene(t, e, doorOptions{door: openDoor(false)})
+	if err := sam.checkInBatch(byApp, move{state: "in", seq: 1, gate: "B"}); err != nil {
+		t.Fatalf("the app's entry: %v", err)
+	}
+	_, err = svc.CheckIn(ctx, door.Request{Scanner: "sue", ScreeningID: byApp.screening, Gate: "A", Code: codeOf(byApp), Nonce: uniq("nonce-parity-0000000")})
+	var refused *door.Refusal
+	if !errors.As(err, &refused) || refused.Result != door.ResultAlreadyIn || refused.Gate != "B" {
+		t.Fatalf("CheckIn of a ticket the app admitted at B: %v, want already_in at B", err)
+	}
+	byServer := newDoorScene(t, e, doorOptions{door: openDoor(false)})
+	if got, err := svc.CheckIn(ctx, door.Request{Scanner: "sue", ScreeningID: byServer.screening, Gate: "A", Code: codeOf(byServer), Nonce: uniq("nonce-parity-0000000")}); err != nil || got.Result != door.ResultAdmitted {
+		t.Fatalf("CheckIn: %+v %v", got, err)
+	}
+	if err := sam.checkInBatch(byServer, move{state: "in", seq: 1, gate: "B"}); !errors.Is(err, errDenied) {
+		t.Fatalf("the app's entry of a ticket CheckIn admitted: %v, want denied", err)
+	}
+	// Both at once: one wins.
+	both := newDoorScene(t, e, doorOptions{door: openDoor(false)})
+	var appErr, srvErr error
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	wg.Go(func() { <-start; appErr = sam.checkInBatch(both, move{state: "in", seq: 1, gate: "B"}) })
+	wg.Go(func() {
+		<-start
+		_, srvErr = svc.CheckIn(ctx, door.Request{Scanner: "sue", ScreeningID: both.screening, Gate: "A", Code: codeOf(both), Nonce: uniq("nonce-parity-0000000")})
+	})
+	close(start)
+	wg.Wait()
+	if (appErr == nil) == (srvErr == nil) {
+		t.Fatalf("the app (%v) and CheckIn (%v) at once: want exactly one to admit", appErr, srvErr)
 	}
 }

@@ -6,9 +6,10 @@
 // precondition: a create where the seat is free, or an update on the exact
 // version read where a hold on it has lapsed. A hold is a lease on the seat
 // that ends at heldUntil by Firestore's clock; a booking holds it until it
-// is cancelled. All seats of a request, its booking or hold document and
-// the tickets-sold counter shard go in one commit, so a request takes all
-// its seats or none, and of two requests for one seat exactly one commits.
+// is cancelled. All seats of a request, its booking or hold document, a
+// booking's tickets (CONTRACT §13, WithTickets) and the tickets-sold
+// counter shard go in one commit, so a request takes all its seats or none,
+// and of two requests for one seat exactly one commits.
 //
 // On free seats of an ungated screening that is not about to start, that
 // commit is the whole booking: one RPC. Everything else (a seat taken or
@@ -101,6 +102,9 @@ type Booking struct {
 	Payment *BookingPayment `firestore:"payment,omitempty" json:"payment,omitempty"`
 	// RefundID is the refund of a paid booking that was cancelled.
 	RefundID string `firestore:"refundId,omitempty" json:"refundId,omitempty"`
+	// Tickets are the booking's tickets (CONTRACT §13), by seat: their ids
+	// in tickets/{ticketId}, created in the commit that confirmed it.
+	Tickets map[string]string `firestore:"tickets,omitempty" json:"tickets,omitempty"`
 }
 
 // BookingPayment is the payment of a booking (CONTRACT §10).
@@ -125,6 +129,7 @@ type Service struct {
 	client     *firestore.Client
 	gate       Gate
 	till       Till
+	tickets    Tickets
 	clock      serverClock
 	screenings screenings
 	taken      takenSeats
@@ -294,8 +299,12 @@ func (s *Service) Book(ctx context.Context, executionID string, r Request) (_ Bo
 	id := bookingID(r.UID, r.RequestID)
 	seats := sortedSeats(r.Seats)
 	b := Booking{ID: id, UID: r.UID, ScreeningID: r.ScreeningID, Seats: seats, Status: StatusOK, RequestID: r.RequestID}
+	issued, err := s.issue(&b)
+	if err != nil {
+		return Booking{}, false, err
+	}
 	c := &claim{
-		r: r, kind: ClaimBooking, id: id, seats: seats, execID: executionID,
+		r: r, kind: ClaimBooking, id: id, seats: seats, execID: executionID, tickets: issued,
 		ref: s.client.Collection(Bookings).Doc(id),
 		seat: func(time.Time) map[string]any {
 			return map[string]any{"status": StatusBooked, "bookingId": id, "bookedAt": firestore.ServerTimestamp}
@@ -312,6 +321,7 @@ func (s *Service) Book(ctx context.Context, executionID string, r Request) (_ Bo
 	if prev == nil {
 		return b, true, nil
 	}
+	b = Booking{}
 	if err := prev.DataTo(&b); err != nil {
 		return Booking{}, false, err
 	}
@@ -465,9 +475,12 @@ func (s *Service) counter(ctx context.Context, screeningID string) (*counter.Cou
 	return c, nil
 }
 
-// Cancel cancels a booking of uid: its seats become free and the counter
-// goes down, in one transaction. Cancelling a cancelled booking returns it
-// unchanged. Errors: ErrBookingNotFound, ErrForbidden (another user's).
+// Cancel cancels a booking of uid: its seats become free, its tickets turn
+// cancelled and the counter goes down, in one transaction, which reads
+// each ticket's check-in: a booking with a ticket that has been used at the
+// door is not cancelled (ErrTicketUsed). Cancelling a cancelled booking
+// returns it unchanged. Errors: ErrBookingNotFound, ErrForbidden (another
+// user's), ErrTicketUsed.
 func (s *Service) Cancel(ctx context.Context, uid, bookingID string) (_ Booking, err error) {
 	ctx, done := s.metrics.start(ctx, metricOpCancel)
 	defer done(&err)
@@ -512,9 +525,32 @@ func (s *Service) Cancel(ctx context.Context, uid, bookingID string) (_ Booking,
 		if b.Payment != nil && s.till != nil {
 			payment = []*firestore.DocumentRef{s.till.Payment(b.HoldID)}
 		}
-		snaps, err := tx.GetAll(append(append(refs, pass...), payment...))
+		tickets := s.ticketIDs(b)
+		var ticketRefs []*firestore.DocumentRef // each ticket, then its check-in
+		for _, id := range tickets {
+			ticketRefs = append(ticketRefs, s.tickets.Ref(id), s.tickets.CheckIn(id))
+		}
+		snaps, err := tx.GetAll(append(append(append(refs, pass...), payment...), ticketRefs...))
 		if err != nil {
 			return err
+		}
+		// The tickets first: one that has been used refuses the cancel
+		// (ticket_used) before anything else is decided.
+		ticketSnaps := snaps[len(snaps)-len(ticketRefs):]
+		snaps = snaps[:len(snaps)-len(ticketRefs)]
+		for i := 0; i < len(ticketSnaps); i += 2 {
+			if !ticketSnaps[i].Exists() {
+				continue
+			}
+			ups, err := s.tickets.Cancel(ticketSnaps[i], ticketSnaps[i+1])
+			if err != nil {
+				return err
+			}
+			if len(ups) > 0 {
+				if err := tx.Update(ticketSnaps[i].Ref, ups); err != nil {
+					return err
+				}
+			}
 		}
 		if len(payment) > 0 {
 			// A paid booking's refund falls due in the commit that frees

@@ -23,6 +23,8 @@ type claim struct {
 	// document, for a decision at server time now.
 	seat func(now time.Time) map[string]any
 	doc  func(now time.Time) any
+	// tickets are a booking's tickets, created with it (WithTickets).
+	tickets []IssuedTicket
 	// until is a hold's end at server time now (zero for a booking).
 	until func(now time.Time) time.Time
 	// committed is when the commit that took the seats landed (zero if
@@ -204,8 +206,8 @@ func (s *Service) fastTime(c *claim) (time.Time, bool) {
 }
 
 // takeFast is the one-commit path: creates of the seat documents (each
-// fails if the seat has a document), the create of c's document, and the
-// counter, in one commit. done is false when the commit lost a
+// fails if the seat has a document), the create of c's document and of a
+// booking's tickets, and the counter, in one commit. done is false when the commit lost a
 // precondition: something is on one of the seats, or the document exists
 // (a retry); the read path then finds out which.
 func (s *Service) takeFast(ctx context.Context, c *claim, refs []*firestore.DocumentRef, now time.Time) (done bool, err error) {
@@ -215,6 +217,7 @@ func (s *Service) takeFast(ctx context.Context, c *claim, refs []*firestore.Docu
 		s.writeSeat(b, c, ref, nil, now)
 	}
 	b.Create(c.ref, c.doc(now))
+	s.createTickets(b, c.tickets)
 	if err := s.count(ctx, b, c); err != nil {
 		return false, err
 	}
@@ -249,6 +252,7 @@ func (s *Service) takeDecided(ctx context.Context, c *claim, refs []*firestore.D
 		s.writeSeat(b, c, ref, nil, d.now)
 	}
 	b.Create(c.ref, c.doc(d.now))
+	s.createTickets(b, c.tickets)
 	if d.pass != nil && len(d.passUps) > 0 {
 		b.Update(d.pass.Ref, d.passUps, firestore.LastUpdateTime(d.pass.UpdateTime))
 	}
@@ -376,6 +380,7 @@ func (s *Service) takeRead(ctx context.Context, c *claim, refs []*firestore.Docu
 			s.writeSeat(b, c, ref, seats[i], now)
 		}
 		b.Create(c.ref, c.doc(now))
+		s.createTickets(b, c.tickets)
 		if gated && len(passUps) > 0 {
 			if snaps[2].Exists() {
 				b.Update(snaps[2].Ref, passUps, firestore.LastUpdateTime(snaps[2].UpdateTime))

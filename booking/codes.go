@@ -9,12 +9,12 @@ import (
 	"google.golang.org/grpc/status"
 )
 
-// Codes is every value Code returns: "ok" and the CONTRACT §3, §7 and §11
-// error codes a booking operation can end with.
+// Codes is every value Code returns: "ok" and the CONTRACT §3, §7, §11 and
+// §13 error codes a booking operation can end with.
 var Codes = []string{
 	"ok", "invalid_argument", "permission_denied", "screening_not_found", "booking_not_found", "hold_not_found",
 	"seat_taken", "seat_held", "seat_busy", "screening_started", "hold_expired",
-	"sale_not_open", "not_admitted", "seat_limit", "sale_closed", "payment_required", "hold_confirmed", "no_seats_together", "unavailable", "internal",
+	"sale_not_open", "not_admitted", "seat_limit", "sale_closed", "payment_required", "hold_confirmed", "no_seats_together", "ticket_used", "unavailable", "internal",
 }
 
 // Code is the CONTRACT §3 (or §7, for a gate's refusal) code of the error a
@@ -62,6 +62,8 @@ func Code(err error) string {
 		return "hold_confirmed"
 	case errors.Is(err, ErrNoSeatsTogether):
 		return "no_seats_together"
+	case errors.Is(err, ErrTicketUsed):
+		return "ticket_used"
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
 		return "unavailable"
 	}

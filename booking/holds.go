@@ -341,8 +341,8 @@ func (s *Service) ExtendHold(ctx context.Context, uid, holdID string, d time.Dur
 }
 
 // ConfirmHold turns uid's live hold into a confirmed booking, atomically:
-// the seats become booked, the booking is written, the hold turns
-// confirmed and the tickets-sold counter goes up. It returns the booking
+// the seats become booked, the booking and its tickets (WithTickets) are
+// written, the hold turns confirmed and the tickets-sold counter goes up. It returns the booking
 // and whether this call made it. Confirming a confirmed hold again returns
 // its booking as stored (cancelled, if it was cancelled since). A hold
 // that has ended, or has less than a second left, gives ErrHoldExpired; a
@@ -466,6 +466,10 @@ func (s *Service) confirmFast(ctx context.Context, h Hold, snap *firestore.Docum
 		return Booking{}, false, err
 	}
 	b := confirmation(&h)
+	issued, err := s.issue(&b)
+	if err != nil {
+		return Booking{}, false, err
+	}
 	pre := firestore.LastUpdateTime(snap.UpdateTime)
 	//lint:ignore SA1019 WriteBatch is the only atomic multi-document write that costs one RPC.
 	wb := s.client.Batch()
@@ -476,6 +480,7 @@ func (s *Service) confirmFast(ctx context.Context, h Hold, snap *firestore.Docum
 		}, pre)
 	}
 	wb.Create(s.client.Collection(Bookings).Doc(b.ID), b)
+	s.createTickets(wb, issued)
 	wb.Update(snap.Ref, []firestore.Update{{Path: "status", Value: StatusOK}, {Path: "bookingId", Value: b.ID}}, pre)
 	shard, ups := ctr.IncrementWrite(int64(len(h.Seats)))
 	wb.Update(shard, ups)

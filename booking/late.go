@@ -40,8 +40,8 @@ func (c *claim) landedLate(doc *firestore.DocumentSnapshot) bool {
 }
 
 // undoLate removes a claim that landed after the start, in one transaction:
-// its seats (those still showing it), its document, the tickets-sold count
-// of a booking, and the gate's record on the user's pass. It answers
+// its seats (those still showing it), its document, a booking's tickets and
+// its tickets-sold count, and the gate's record on the user's pass. It answers
 // ErrScreeningStarted once undone.
 func (s *Service) undoLate(ctx context.Context, c *claim) error {
 	var freed []*firestore.DocumentRef
@@ -62,6 +62,19 @@ func (s *Service) undoLate(ctx context.Context, c *claim) error {
 		snaps, err := tx.GetAll(append(refs, pass...))
 		if err != nil {
 			return err
+		}
+		if c.kind == ClaimBooking {
+			// Its tickets go with it: the commit that made them landed
+			// after the start, and their buyer is told it never happened.
+			var b Booking
+			if err := doc.DataTo(&b); err != nil {
+				return err
+			}
+			for _, id := range s.ticketIDs(b) {
+				if err := tx.Delete(s.tickets.Ref(id)); err != nil {
+					return err
+				}
+			}
 		}
 		idField := "bookingId"
 		if c.kind == ClaimHold {

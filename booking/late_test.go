@@ -20,6 +20,7 @@ func TestAClaimThatLandsAfterTheStartIsUndone(t *testing.T) {
 	for _, kind := range []string{"booking", "hold"} {
 		t.Run(kind, func(t *testing.T) {
 			tp := newTapped(t)
+			tp.svc.tickets = &seatTickets{client: tp.direct} // a booking's tickets go with it
 			ctx := context.Background()
 			start := time.Now().Add(2 * time.Second)
 			if _, err := tp.direct.Doc("screenings/s1").Update(ctx, []firestore.Update{{Path: "startsAt", Value: start}}); err != nil {
@@ -43,7 +44,7 @@ func TestAClaimThatLandsAfterTheStartIsUndone(t *testing.T) {
 			if !errors.Is(err, ErrScreeningStarted) {
 				t.Fatalf("a %s that landed after the start: %v, want ErrScreeningStarted", kind, err)
 			}
-			for _, coll := range []string{Bookings, Holds, "screenings/s1/seats"} {
+			for _, coll := range []string{Bookings, Holds, "screenings/s1/seats", "tickets"} {
 				if docs, _ := tp.direct.Collection(coll).Documents(ctx).GetAll(); len(docs) != 0 {
 					t.Errorf("%s holds %d documents after the undone %s", coll, len(docs), kind)
 				}

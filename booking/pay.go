@@ -129,9 +129,10 @@ type PaidHold struct {
 // transaction: it reads the hold, its seats, the screening, the pass and
 // the payment record, calls fence, and asks decide what to do. PaidConfirm
 // and PaidLate book the seats exactly as ConfirmHold does (the same
-// writes: seats, booking, hold, pass, tickets-sold counter), the booking
-// carrying paid; record then adds the till's writes (the payment record,
-// the event's done mark) to the same commit, for every action. It returns
+// writes: seats, booking, its tickets, hold, pass, tickets-sold counter),
+// the booking carrying paid; record then adds the till's writes (the
+// payment record, the event's done mark) to the same commit, for every
+// action. It returns
 // the booking made (zero unless booked) and the action. Errors:
 // ErrHoldNotFound, the fence's and decide's, or Firestore's.
 func (s *Service) ConfirmPayment(ctx context.Context, holdID, executionID string, paid BookingPayment, fence Fence,
@@ -216,8 +217,8 @@ func (s *Service) NoteRefund(tx *firestore.Transaction, bookingID, refundID stri
 
 // confirmIn adds to tx the writes that turn hold h (its documents as read
 // in tx at server time now) into booking b: the seats booked, the booking
-// created, the hold confirmed, the pass's tally and the tickets-sold
-// counter. Seats that still show the hold stay locked by the execution
+// and its tickets created (b.Tickets lists them), the hold confirmed, the
+// pass's tally and the tickets-sold counter. Seats that still show the hold stay locked by the execution
 // that held them; others (a late payment's) are taken by executionID.
 func (s *Service) confirmIn(ctx context.Context, tx *firestore.Transaction, h *Hold, docs heldDocs, b *Booking, now time.Time, executionID string) error {
 	if err := s.settle(tx, docs.pass, Change{Kind: HoldConfirmed, HoldID: h.ID, BookingID: b.ID, Seats: len(h.Seats), Paid: b.Payment != nil}, now); err != nil {
@@ -236,7 +237,14 @@ func (s *Service) confirmIn(ctx context.Context, tx *firestore.Transaction, h *H
 			return err
 		}
 	}
+	issued, err := s.issue(b)
+	if err != nil {
+		return err
+	}
 	if err := tx.Create(s.client.Collection(Bookings).Doc(b.ID), *b); err != nil {
+		return err
+	}
+	if err := s.createTicketsIn(tx, issued); err != nil {
 		return err
 	}
 	if err := tx.Update(docs.hold.Ref, []firestore.Update{{Path: "status", Value: StatusOK}, {Path: "bookingId", Value: b.ID}}); err != nil {

@@ -189,6 +189,9 @@ type caller struct {
 	// Operator: the token carries the custom claim operator: true
 	// (CONTRACT §8; `firelock operators grant EMAIL` sets it).
 	Operator bool
+	// Scanner: the token carries the custom claim scanner: true (CONTRACT
+	// §13): the caller checks tickets in at the door.
+	Scanner bool
 	// EmailVerified: the token says email_verified (CONTRACT §12).
 	EmailVerified bool
 	// AppCheck is what App Check made of the call: valid, missing or
@@ -216,6 +219,7 @@ func (a *API) authenticate(r *http.Request) (caller, error) {
 	c := caller{UID: t.UID}
 	c.Email, _ = t.Claims["email"].(string)
 	c.Operator, _ = t.Claims["operator"].(bool)
+	c.Scanner, _ = t.Claims["scanner"].(bool)
 	c.EmailVerified, _ = t.Claims["email_verified"].(bool)
 	return c, nil
 }

@@ -40,6 +40,15 @@ func (c *CORS) allows(origin string) bool { return c != nil && c.allowed[origin]
 // apply sets the CORS headers of r's answer and reports whether r was a
 // preflight, which it has answered.
 func (c *CORS) apply(w http.ResponseWriter, r *http.Request) (answered bool) {
+	return c.applyMethods(w, r, "POST, OPTIONS")
+}
+
+// applyRead is apply for a function that browsers GET (TicketKeys).
+func (c *CORS) applyRead(w http.ResponseWriter, r *http.Request) (answered bool) {
+	return c.applyMethods(w, r, "GET, HEAD, OPTIONS")
+}
+
+func (c *CORS) applyMethods(w http.ResponseWriter, r *http.Request, methods string) (answered bool) {
 	h := w.Header()
 	h.Add("Vary", "Origin") // the answer differs by origin: caches must keep them apart
 	origin := r.Header.Get("Origin")
@@ -54,7 +63,7 @@ func (c *CORS) apply(w http.ResponseWriter, r *http.Request) (answered bool) {
 		return false
 	}
 	if allowed {
-		h.Set("Access-Control-Allow-Methods", "POST, OPTIONS")
+		h.Set("Access-Control-Allow-Methods", methods)
 		h.Set("Access-Control-Allow-Headers", "Authorization, Content-Type, X-Firebase-AppCheck")
 		h.Set("Access-Control-Max-Age", "3600")
 	}

@@ -105,6 +105,9 @@ func newEnvOn(t *testing.T, fs *firestore.Client) *env {
 	mux.HandleFunc("/OperateSale", api.OperateSale)
 	mux.HandleFunc("/CheckoutHold", api.CheckoutHold)
 	mux.HandleFunc("/StripeWebhook", api.StripeWebhook)
+	mux.HandleFunc("/CheckIn", api.CheckIn)
+	mux.HandleFunc("/TransferTicket", api.TransferTicket)
+	mux.HandleFunc("/TicketKeys", api.TicketKeys)
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
 	return &env{t: t, fs: fs, api: api, srv: srv, log: buf}

@@ -24,10 +24,12 @@ import (
 	firebase "firebase.google.com/go/v4"
 	"github.com/GoogleCloudPlatform/functions-framework-go/functions"
 	"github.com/firelock/firelock/booking"
+	"github.com/firelock/firelock/door"
 	"github.com/firelock/firelock/jobs"
 	"github.com/firelock/firelock/lock"
 	"github.com/firelock/firelock/payment"
 	"github.com/firelock/firelock/sale"
+	"github.com/firelock/firelock/ticket"
 )
 
 // The functions, each under the local run's cap on requests in flight
@@ -43,22 +45,34 @@ func init() {
 	functions.HTTP("OperateSale", limited("OperateSale", func(a *API) http.HandlerFunc { return a.OperateSale }))
 	functions.HTTP("CheckoutHold", limited("CheckoutHold", func(a *API) http.HandlerFunc { return a.CheckoutHold }))
 	functions.HTTP("StripeWebhook", limited("StripeWebhook", func(a *API) http.HandlerFunc { return a.StripeWebhook }))
+	functions.HTTP("CheckIn", limited("CheckIn", func(a *API) http.HandlerFunc { return a.CheckIn }))
+	functions.HTTP("TransferTicket", limited("TransferTicket", func(a *API) http.HandlerFunc { return a.TransferTicket }))
+	functions.HTTP("TicketKeys", limited("TicketKeys", func(a *API) http.HandlerFunc { return a.TicketKeys }))
 }
 
-// HTTPFunctions names every HTTP function (CONTRACT §3, §7, §8, §10), for
-// deploy.sh and the local run.
-var HTTPFunctions = []string{"BookSeats", "CancelBooking", "HoldSeats", "ExtendHold", "ConfirmHold", "ReleaseHold", "JoinQueue", "OperateSale", "CheckoutHold", "StripeWebhook"}
+// HTTPFunctions names every HTTP function (CONTRACT §3, §7, §8, §10, §13),
+// for deploy.sh and the local run.
+var HTTPFunctions = []string{"BookSeats", "CancelBooking", "HoldSeats", "ExtendHold", "ConfirmHold", "ReleaseHold", "JoinQueue", "OperateSale", "CheckoutHold", "StripeWebhook",
+	"CheckIn", "TransferTicket", "TicketKeys"}
 
 // MaxBody bounds request bodies.
 const MaxBody = 16 << 10
 
-// API serves the functions of CONTRACT §3, §4, §7, §8 and §10.
+// API serves the functions of CONTRACT §3, §4, §7, §8, §10 and §13.
 type API struct {
 	Bookings *booking.Service
 	Sales    *sale.Service
 	Payments *payment.Service
-	Jobs     *jobs.Runner
-	Auth     Users
+	Tickets  *ticket.Service
+	Door     *door.Service
+	// TicketKeySet is what GET /TicketKeys serves the public half of
+	// (NewAPI: ticket.KeysFromEnv).
+	TicketKeySet *ticket.Keys
+	Jobs         *jobs.Runner
+	Auth         Users
+	// Accounts finds the account a ticket is transferred to (NewAPI:
+	// Firebase Auth's GetUserByEmail).
+	Accounts ticket.Users
 	Log      *slog.Logger
 	CORS     *CORS // browser origins allowed to call (NewAPI: FIRELOCK_ALLOWED_ORIGINS)
 	// AppCheck guards JoinQueue, HoldSeats, BookSeats and CheckoutHold
@@ -145,13 +159,18 @@ func NewAPIWithLogger(ctx context.Context, fs *firestore.Client, authProject str
 	if err != nil {
 		return nil, err
 	}
+	keys, err := ticket.KeysFromEnv()
+	if err != nil {
+		return nil, fmt.Errorf("functions: %w", err)
+	}
+	tickets := ticket.New(fs, keys)
 	ledger := payment.NewLedger(fs)
 	sales := sale.New(fs, sale.WithLogger(log), sale.WithTakings(ledger))
 	admitter, err := sales.Admitter()
 	if err != nil {
 		return nil, err
 	}
-	bookings := booking.New(fs, booking.WithGate(sales), booking.WithTill(ledger))
+	bookings := booking.New(fs, booking.WithGate(sales), booking.WithTill(ledger), booking.WithTickets(tickets))
 	payments := payment.New(fs, bookings, ledger, payment.ConfigFromEnv(), payment.WithLogger(log))
 	table := jobs.Standard(fs, bookings)
 	table[sale.AdmitJob] = admitter.Job() // jobs cannot import sale (sale uses jobs)
@@ -160,7 +179,8 @@ func NewAPIWithLogger(ctx context.Context, fs *firestore.Client, authProject str
 	if os.Getenv("FIREBASE_AUTH_EMULATOR_HOST") != "" { // as the Admin SDK decides it
 		users = emulatorUsers{Client: ac, projectID: authProject}
 	}
-	return &API{Bookings: bookings, Sales: sales, Payments: payments, Jobs: jobs.New(fs, table), Auth: users, Log: log,
+	return &API{Bookings: bookings, Sales: sales, Payments: payments, Tickets: tickets, Door: door.New(fs, keys), TicketKeySet: keys,
+		Jobs: jobs.New(fs, table), Auth: users, Accounts: authAccounts{ac}, Log: log,
 		CORS: CORSFromEnv(), Project: authProject, AppCheck: appCheck}, nil
 }
 
@@ -181,6 +201,15 @@ type apiError struct {
 	Msg       string   `json:"message"`
 	Seats     []string `json:"seats,omitempty"`
 	SeatsLeft *int     `json:"seatsLeft,omitempty"` // no_seats_together (CONTRACT §11)
+	// A refused scan (CONTRACT §13): already_in's gate and at (the
+	// entry's), wrong_screening's screeningId (the ticket's), and the
+	// scan's result (conflict for an offline entry) and ticket.
+	Gate        string     `json:"gate,omitempty"`
+	At          *time.Time `json:"at,omitempty"`
+	ScreeningID string     `json:"screeningId,omitempty"`
+	Result      string     `json:"result,omitempty"`
+	TicketID    string     `json:"ticketId,omitempty"`
+	SeatID      string     `json:"seatId,omitempty"`
 }
 
 func (e *apiError) Error() string { return e.Msg }
@@ -208,6 +237,9 @@ func toAPIError(err error) *apiError {
 		return errorf(http.StatusServiceUnavailable, "unavailable", "the service is starting; try again")
 	}
 	if ae := paymentError(err); ae != nil {
+		return ae
+	}
+	if ae := doorError(err); ae != nil {
 		return ae
 	}
 	errors.As(err, &se)

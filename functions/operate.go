@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 
+	"github.com/firelock/firelock/door"
 	"github.com/firelock/firelock/sale"
 )
 
@@ -12,12 +13,14 @@ type operateRequest struct {
 	ScreeningID string          `json:"screeningId"`
 	Action      string          `json:"action"`
 	Sale        json.RawMessage `json:"sale"`
+	Door        json.RawMessage `json:"door"` // configure-door (CONTRACT §13)
 	UID         string          `json:"uid"`
 	Reason      string          `json:"reason"`
 }
 
 // OperateSale is the operators' HTTP function of CONTRACT §8: configure,
-// pause, resume, close or revoke a screening's sale. Only a caller whose ID
+// pause, resume, close or revoke a screening's sale, or configure its door
+// (configure-door with door, CONTRACT §13). Only a caller whose ID
 // token carries the custom claim operator: true may (403 not_operator);
 // every accepted action that changes something is logged in saleLog.
 func (a *API) OperateSale(w http.ResponseWriter, r *http.Request) {
@@ -31,6 +34,12 @@ func (a *API) OperateSale(w http.ResponseWriter, r *http.Request) {
 		if len(req.Sale) > 0 && string(req.Sale) != "null" {
 			var err error
 			if op.Sale, err = sale.DecodeSale(req.Sale); err != nil {
+				return 0, nil, err
+			}
+		}
+		if len(req.Door) > 0 && string(req.Door) != "null" {
+			var err error
+			if op.Door, err = door.DecodeJSON(req.Door); err != nil {
 				return 0, nil, err
 			}
 		}

@@ -11,6 +11,7 @@ import (
 
 	"cloud.google.com/go/firestore"
 	"github.com/firelock/firelock/booking"
+	"github.com/firelock/firelock/door"
 	"github.com/firelock/firelock/lock"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -23,10 +24,14 @@ const (
 	ActionResume    = "resume"
 	ActionClose     = "close"
 	ActionRevoke    = "revoke"
+	// ActionConfigureDoor sets the screening's door (CONTRACT §13):
+	// screenings/{id}.door {opensAt, gates, reentry}. It needs no sale, and
+	// is accepted after a close and after the screening's start.
+	ActionConfigureDoor = "configure-door"
 )
 
 // Actions lists the actions Operate knows, in the order operators meet them.
-var Actions = []string{ActionConfigure, ActionPause, ActionResume, ActionClose, ActionRevoke}
+var Actions = []string{ActionConfigure, ActionPause, ActionResume, ActionClose, ActionRevoke, ActionConfigureDoor}
 
 // Log holds each sale's operations log: saleLog/{screeningId}/entries/{auto}
 // {at, uid, email, action, reason?, before?, after?}, appended in the commit
@@ -50,7 +55,12 @@ type Operation struct {
 	// resets passSeconds or maxSeatsPerUser to its default, and a stored
 	// field §7 does not know is dropped. A new sale needs opensAt,
 	// admitPerMinute and maxActive.
-	Sale   map[string]any
+	Sale map[string]any
+	// Door (configure-door) holds the door's fields as decoded JSON
+	// (door.DecodeJSON): opensAt an RFC 3339 string, gates a list of names,
+	// reentry true or false. They are merged over the door as stored; a
+	// new door needs opensAt and gates.
+	Door   map[string]any
 	UID    string // revoke: whose pass ends
 	Reason string
 	By     Operator
@@ -59,9 +69,13 @@ type Operation struct {
 // Outcome is a sale after an action: its state (as the admitter will
 // publish it within 2 s) and its fields as stored (opensAt in RFC 3339).
 type Outcome struct {
-	ScreeningID string         `json:"screeningId"`
-	State       string         `json:"state"`
-	Sale        map[string]any `json:"sale"`
+	ScreeningID string `json:"screeningId"`
+	// State and Sale are the sale's; a screening without a sale (a
+	// configure-door of one) has neither.
+	State string         `json:"state,omitempty"`
+	Sale  map[string]any `json:"sale,omitempty"`
+	// Door is the screening's door (opensAt in RFC 3339), if it has one.
+	Door map[string]any `json:"door,omitempty"`
 	// Changed is false for an action that changed nothing (pausing a paused
 	// sale): it was answered and not logged.
 	Changed bool `json:"-"`
@@ -88,7 +102,13 @@ type HoldReleaser interface {
 //     resume starts them again. sales/{id}.state shows it within 2 s.
 //   - close stops selling for good: joins, holds and bookings answer
 //     sale_closed; live holds may still be confirmed while they live.
-//     After a close only revoke is accepted (ErrClosed).
+//     After a close only revoke (and configure-door, the door's) is
+//     accepted (ErrClosed).
+//   - configure-door sets the screening's door (CONTRACT §13), with or
+//     without a sale, before or after its opening, a close or the start:
+//     the fields given over the door as stored, every field checked
+//     (door.ErrInvalidDoor, a *door.FieldError naming the field, the value
+//     and its type). The log's before and after are the door's fields.
 //   - revoke ends op.UID's pass now: the place turns expired (a waiting
 //     place leaves the line) and the user's live holds are released through
 //     holds, so the slot frees within 2 s.
@@ -96,7 +116,8 @@ type HoldReleaser interface {
 // Errors: booking.ErrScreeningNotFound, ErrNoSale (an action other than
 // configure on a screening without a sale), booking.ErrInvalidArgument
 // (an unknown action, a field that does not belong to the action, a
-// revoke without a place), ErrInvalidSale, ErrStarted, ErrClosed.
+// revoke without a place), ErrInvalidSale, door.ErrInvalidDoor,
+// ErrStarted, ErrClosed.
 func (s *Service) Operate(ctx context.Context, op Operation, holds HoldReleaser) (Outcome, error) {
 	if err := checkOperation(op); err != nil {
 		return Outcome{}, err
@@ -115,7 +136,7 @@ func (s *Service) Operate(ctx context.Context, op Operation, holds HoldReleaser)
 		}
 		now := snap.ReadTime
 		cur, hasSale := snap.Data()["sale"].(map[string]any)
-		if !hasSale && op.Action != ActionConfigure {
+		if !hasSale && op.Action != ActionConfigure && op.Action != ActionConfigureDoor {
 			return fmt.Errorf("%w: screening %q (configure one first)", ErrNoSale, op.ScreeningID)
 		}
 		ctl := controlOf(snap)
@@ -123,7 +144,7 @@ func (s *Service) Operate(ctx context.Context, op Operation, holds HoldReleaser)
 		if at, ok := snap.Data()["startsAt"].(time.Time); ok && !now.Before(at) {
 			started = true
 		}
-		if (ctl.Closed || started) && op.Action != ActionClose && op.Action != ActionRevoke {
+		if (ctl.Closed || started) && op.Action != ActionClose && op.Action != ActionRevoke && op.Action != ActionConfigureDoor {
 			why := "an operator closed it"
 			if started {
 				why = "the screening has started"
@@ -132,7 +153,28 @@ func (s *Service) Operate(ctx context.Context, op Operation, holds HoldReleaser)
 		}
 		before := saleView(cur, ctl)
 		var entry map[string]any
+		curDoor, hasDoor, derr := door.ConfigOf(snap)
 		switch op.Action {
+		case ActionConfigureDoor:
+			stored, _ := snap.Data()[door.Field].(map[string]any)
+			if derr != nil {
+				stored = nil // no door as stored: configure-door replaces it
+			}
+			next, err := door.Merged(stored, op.Door)
+			if err != nil {
+				return err
+			}
+			if hasDoor && next.Equal(curDoor) {
+				break
+			}
+			if err := tx.Update(ref, []firestore.Update{{Path: door.Field, Value: next.Fields()}}); err != nil {
+				return err
+			}
+			entry = map[string]any{"after": next.View()}
+			if hasDoor {
+				entry["before"] = curDoor.View()
+			}
+			curDoor, hasDoor = next, true
 		case ActionConfigure:
 			next, err := s.configured(cur, hasSale, op.Sale, snap.Data()["startsAt"], now)
 			if err != nil {
@@ -218,7 +260,13 @@ func (s *Service) Operate(ctx context.Context, op Operation, holds HoldReleaser)
 				"after":  revoked(op.UID, p.Email, map[string]any{"status": afterStatus, "holdsReleased": len(release)}),
 			}
 		}
-		out = Outcome{ScreeningID: op.ScreeningID, State: stateOf(cur, ctl, started, now), Sale: saleView(cur, Control{}), Changed: entry != nil}
+		out = Outcome{ScreeningID: op.ScreeningID, Changed: entry != nil}
+		if hasSale {
+			out.State, out.Sale = stateOf(cur, ctl, started, now), saleView(cur, Control{})
+		}
+		if hasDoor {
+			out.Door = curDoor.View()
+		}
 		if entry == nil {
 			return nil
 		}
@@ -286,6 +334,10 @@ func checkOperation(op Operation) error {
 		return bad("configure needs sale: the §7 fields to set")
 	case op.Action != ActionConfigure && op.Sale != nil:
 		return bad("sale belongs to configure only, not %s", op.Action)
+	case op.Action == ActionConfigureDoor && op.Door == nil:
+		return bad("configure-door needs door: the §13 fields to set (opensAt, gates, reentry)")
+	case op.Action != ActionConfigureDoor && op.Door != nil:
+		return bad("door belongs to configure-door only, not %s", op.Action)
 	case op.Action == ActionRevoke && op.UID == "":
 		return bad("revoke needs uid: whose pass ends")
 	case op.Action == ActionRevoke && (len(op.UID) > 128 || lock.ValidateKey(op.UID) != nil):

@@ -46,11 +46,12 @@ import (
 	firebase "firebase.google.com/go/v4"
 	"github.com/firelock/firelock/booking"
 	"github.com/firelock/firelock/functions"
+	"github.com/firelock/firelock/internal/claims"
 	"github.com/firelock/firelock/internal/emulators"
-	"github.com/firelock/firelock/internal/operators"
 	"github.com/firelock/firelock/internal/when"
 	"github.com/firelock/firelock/jobs"
 	"github.com/firelock/firelock/lock"
+	"github.com/firelock/firelock/ticket"
 )
 
 func main() {
@@ -213,6 +214,10 @@ func run(cfg config) (int, error) {
 		return 0, fmt.Errorf("functions server on %s: %w", base, err)
 	}
 
+	keyEnv, err := ticketKeys()
+	if err != nil {
+		return 0, err
+	}
 	fs, err := firestore.NewClient(ctx, project)
 	if err != nil {
 		return 0, err
@@ -226,7 +231,11 @@ func run(cfg config) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	token, uid, err := demoOperator(ctx, project)
+	token, uid, err := demoAccount(ctx, project, demoOperator)
+	if err != nil {
+		return 0, err
+	}
+	scannerToken, _, err := demoAccount(ctx, project, demoScanner)
 	if err != nil {
 		return 0, err
 	}
@@ -248,7 +257,7 @@ func run(cfg config) (int, error) {
 	defer pub.Stop()
 
 	if cfg.envFile != "" {
-		if err := writeEnvFile(cfg.envFile, emu, project, base, token, append(pay.env(), ac.env()...)...); err != nil {
+		if err := writeEnvFile(cfg.envFile, emu, project, base, token, append(append(pay.env(), ac.env()...), keyEnv, [2]string{"SCANNER_TOKEN", scannerToken})...); err != nil {
 			return 0, err
 		}
 		defer os.Remove(cfg.envFile)
@@ -302,14 +311,16 @@ func run(cfg config) (int, error) {
 
 // seedScreening writes the demo screenings: demo (10 rows of 20 seats,
 // priced: 12.50 EUR a seat, 15.00 in rows A and B), and matinee (free, the
-// same hall); rerunning against a persistent emulator leaves bookings alone.
+// same hall), each with a door open now at gates A and B (CONTRACT §13);
+// rerunning against a persistent emulator leaves bookings alone.
 func seedScreening(ctx context.Context, fs *firestore.Client) error {
 	starts := time.Now().Add(24 * time.Hour).Truncate(time.Hour)
 	rows := []string{"A", "B", "C", "D", "E", "F", "G", "H", "I", "J"}
+	door := map[string]any{"opensAt": time.Now().Truncate(time.Second), "gates": []string{"A", "B"}, "reentry": false}
 	for id, doc := range map[string]map[string]any{
 		"demo": {"title": "Metropolis (demo)", "startsAt": starts, "rows": rows, "seatsPerRow": 20,
-			"price": map[string]any{"amount": 1250, "currency": "eur", "rows": map[string]any{"A": 1500, "B": 1500}}},
-		"matinee": {"title": "The General (free matinee)", "startsAt": starts.Add(-4 * time.Hour), "rows": rows, "seatsPerRow": 20},
+			"price": map[string]any{"amount": 1250, "currency": "eur", "rows": map[string]any{"A": 1500, "B": 1500}}, "door": door},
+		"matinee": {"title": "The General (free matinee)", "startsAt": starts.Add(-4 * time.Hour), "rows": rows, "seatsPerRow": 20, "door": door},
 	} {
 		if _, err := fs.Collection(booking.Screenings).Doc(id).Set(ctx, doc); err != nil {
 			return fmt.Errorf("seed the demo screening %s: %w", id, err)
@@ -318,11 +329,21 @@ func seedScreening(ctx context.Context, fs *firestore.Client) error {
 	return nil
 }
 
-// demoOperator signs up the demo user, makes them an operator of sales
-// (the custom claim operator: true, CONTRACT §8) and returns a fresh ID
-// token, which carries the claim.
-func demoOperator(ctx context.Context, project string) (token, uid string, err error) {
-	if _, _, err := emulators.SignIn("demo@example.com", "demo-password"); err != nil {
+// account is a demo account of the local run, with the custom claim of
+// its role.
+type account struct{ email, password, claim string }
+
+var (
+	// demoOperator is the demo user: an operator of sales (CONTRACT §8).
+	demoOperator = account{"demo@example.com", "demo-password", claims.Operator}
+	// demoScanner checks tickets in at the door (CONTRACT §13).
+	demoScanner = account{"scanner@example.com", "scanner-password", claims.Scanner}
+)
+
+// demoAccount signs up a, gives it its role's custom claim and returns a
+// fresh ID token, which carries the claim.
+func demoAccount(ctx context.Context, project string, a account) (token, uid string, err error) {
+	if _, _, err := emulators.SignIn(a.email, a.password); err != nil {
 		return "", "", err
 	}
 	app, err := firebase.NewApp(ctx, &firebase.Config{ProjectID: project})
@@ -333,10 +354,33 @@ func demoOperator(ctx context.Context, project string) (token, uid string, err e
 	if err != nil {
 		return "", "", err
 	}
-	if _, err := operators.Grant(ctx, ac, "demo@example.com"); err != nil {
+	if _, err := claims.Grant(ctx, ac, a.email, a.claim); err != nil {
 		return "", "", err
 	}
-	return emulators.SignIn("demo@example.com", "demo-password")
+	return emulators.SignIn(a.email, a.password)
+}
+
+// ticketKeys makes the run's ticket key (CONTRACT §13), one for the whole
+// run, unless FIRELOCK_TICKET_KEY names one already, and sets it for the
+// functions of this process; the env file carries it to other processes
+// (cmd/firelock, cmd/surge), which sign or verify codes with it.
+func ticketKeys() ([2]string, error) {
+	if v := os.Getenv(ticket.KeyEnv); v != "" {
+		if _, err := ticket.ParseKeys([]byte(v)); err != nil {
+			return [2]string{}, fmt.Errorf("%s: %w", ticket.KeyEnv, err)
+		}
+		return [2]string{ticket.KeyEnv, v}, nil
+	}
+	keys, err := ticket.GenerateKeys("")
+	if err != nil {
+		return [2]string{}, err
+	}
+	b, err := json.Marshal(keys.Secret())
+	if err != nil {
+		return [2]string{}, err
+	}
+	os.Setenv(ticket.KeyEnv, string(b))
+	return [2]string{ticket.KeyEnv, string(b)}, nil
 }
 
 // DemoSale is the screening of the demo sale.
@@ -498,6 +542,17 @@ Join the demo sale's waiting room (admitQueue admits at the opening):
   curl -sS --fail-with-body -X POST "$URL/JoinQueue" -H "Authorization: Bearer $ID_TOKEN" \
     -H 'Content-Type: application/json' -d '{"screeningId": "%s"}'
 
+The door (CONTRACT §13): every booked seat is a ticket (tickets/{id}, its code in
+"code"), and the demo and matinee doors are open at gates A and B. The demo scanner,
+%s, password %s (the claim scanner: true; the env file's SCANNER_TOKEN
+is its ID token), checks a code in:
+
+  curl -sS --fail-with-body -X POST "$URL/CheckIn" -H "Authorization: Bearer $SCANNER_TOKEN" \
+    -H 'Content-Type: application/json' \
+    -d '{"screeningId": "matinee", "gate": "A", "code": "FLT1...", "nonce": "a-fresh-nonce-0001"}'
+
+The public keys of the codes: $URL/TicketKeys
+
 Press Ctrl-C to stop everything.
 `, project, webLine, saleLine, consoleLine,
 		emu.Host(emulators.Firestore), started(emulators.Firestore),
@@ -506,5 +561,5 @@ Press Ctrl-C to stop everything.
 		functionURLs(base),
 		base, MetricsPath,
 		strings.Join(jobNames, ", "), sched.schedule, sched.zone, pay.banner(), ac.banner(),
-		uid, token, envName, returnURL, DemoSale)
+		uid, token, envName, returnURL, DemoSale, demoScanner.email, demoScanner.password)
 }

@@ -150,6 +150,12 @@ func handlerOf(api *functions.API, name string) http.HandlerFunc {
 		return api.CheckoutHold
 	case "StripeWebhook":
 		return api.StripeWebhook
+	case "CheckIn":
+		return api.CheckIn
+	case "TransferTicket":
+		return api.TransferTicket
+	case "TicketKeys":
+		return api.TicketKeys
 	}
 	panic("surge: no handler for function " + name) // functions.HTTPFunctions names one this file does not know
 }

@@ -9,7 +9,7 @@ import (
 	"testing"
 )
 
-var instruments = []string{LockAcquireDuration, LockLeaseLost, BookingRequests, BookingDuration, SaleAdmissions, SaleWaiting, SaleActivePasses, JobsRuns, Payments, AppCheckVerifications}
+var instruments = []string{LockAcquireDuration, LockLeaseLost, BookingRequests, BookingDuration, SaleAdmissions, SaleWaiting, SaleActivePasses, JobsRuns, Payments, AppCheckVerifications, CheckIns}
 
 // docs/metrics.md names every instrument with its Cloud Monitoring type,
 // and the dashboard and alerts of docs/monitoring/ use only real metric

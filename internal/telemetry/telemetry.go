@@ -30,6 +30,7 @@ const (
 	JobsRuns              = "firelock.jobs.runs"              // counter; Job, Outcome
 	Payments              = "firelock.payments"               // counter; Outcome (CONTRACT §10)
 	AppCheckVerifications = "firelock.appcheck.verifications" // counter; Result: valid | missing | invalid (CONTRACT §12)
+	CheckIns              = "firelock.checkins"               // counter; Result: a scan's result (CONTRACT §13)
 )
 
 // Attribute keys (CONTRACT §9). Every value comes from a small fixed set
