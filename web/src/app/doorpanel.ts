@@ -14,7 +14,7 @@
 import { type Firestore, type Timestamp, type Unsubscribe, collection, doc, getCountFromServer, onSnapshot, query, where } from "firebase/firestore";
 import type { Api, DoorFields } from "./api";
 import { ApiError } from "./api";
-import { drawChart } from "./chart";
+import { drawChart, zoneOf } from "./chart";
 import { $, $as, type Status, h, runAction } from "./ui";
 
 interface ScanDoc {
@@ -154,6 +154,7 @@ export function mountDoorPanel(db: Firestore, api: Api, screeningId: string, sta
       ),
     );
     $("#door-no-gates", panel).hidden = rows.length > 0;
+    $("[data-door-zone]", panel).textContent = zoneOf(new Date(f.perMinute.starts.at(-1) ?? Date.now()));
     drawChart($('[data-chart="arrivals"] .plot', panel), {
       label: "Arrivals per minute, all gates",
       kind: "bars",
