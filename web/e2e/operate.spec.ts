@@ -498,6 +498,8 @@ test("the console sets a sale for verified email addresses only", async ({ open 
   const screening = await createScreening({ rows: ["A"], seatsPerRow: 8, sale: { opensAt: new Date(Date.now() + 3_600_000), admitPerMinute: 60, maxActive: 5 } });
   const op = await operatorPage(open, screening);
   const box = op.locator('[data-field="requireVerifiedEmail"]');
+  // The form shows the stored sale first (a save before that would send empty fields).
+  await expect(op.locator('[name="admitPerMinute"]')).toHaveValue("60");
   await expect(box).not.toBeChecked();
   await box.check();
   await op.locator('[data-action="save-sale"]').click();

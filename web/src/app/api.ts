@@ -11,8 +11,12 @@
  *
  * With App Check on (appcheck.ts), the sale's functions (CONTRACT §12) get
  * its token in `X-Firebase-AppCheck`.
+ *
+ * The door (CONTRACT §13): `CheckIn` (a scan, idempotent by its `nonce`),
+ * `TransferTicket`, and `GET /TicketKeys` (no token).
  */
 import type { User } from "firebase/auth";
+import type { TicketKeySet } from "../ticketcode";
 
 export interface Booking {
   bookingId: string;
@@ -60,11 +64,19 @@ export interface SaleFields {
   requireVerifiedEmail?: boolean;
 }
 
-/** OperateSale's request (CONTRACT §8). */
+/** `screenings/{id}.door` as OperateSale takes it (CONTRACT §13; opensAt in RFC 3339). */
+export interface DoorFields {
+  opensAt?: string;
+  gates?: string[];
+  reentry?: boolean;
+}
+
+/** OperateSale's request (CONTRACT §8; `configure-door` of §13). */
 export interface Operation {
   screeningId: string;
-  action: "configure" | "pause" | "resume" | "close" | "revoke";
+  action: "configure" | "pause" | "resume" | "close" | "revoke" | "configure-door";
   sale?: SaleFields;
+  door?: DoorFields;
   uid?: string;
   reason?: string;
 }
@@ -74,6 +86,46 @@ export interface Operated {
   screeningId: string;
   state: string;
   sale: SaleFields & Record<string, unknown>;
+}
+
+/** CheckIn's answer (CONTRACT §13): the scan let someone in or out. */
+export interface CheckedIn {
+  result: "admitted" | "exited";
+  ticketId: string;
+  screeningId: string;
+  seatId: string;
+  gate: string;
+  /** RFC 3339, the server's time of the entry. */
+  at: string;
+}
+
+/** CheckIn's request: `screeningId` and `gate` are the scanner's. */
+export interface Scan {
+  screeningId: string;
+  gate: string;
+  code: string;
+  /** The scanner's, at least 16 characters, one per scan: a retry with it answers the same. */
+  nonce: string;
+  direction?: "in" | "out";
+  /** RFC 3339, the device's clock when the code was read. */
+  scannedAt?: string;
+  offline?: boolean;
+}
+
+/** TransferTicket's answer: the ticket as its new user has it (not its code). */
+export interface Transferred {
+  ticketId: string;
+  screeningId: string;
+  seatId: string;
+  version: number;
+}
+
+/** The extras of a §13 error, beside its code: where and when a ticket went in, or its screening. */
+export interface ErrorDetails {
+  gate?: string;
+  /** RFC 3339. */
+  at?: string;
+  screeningId?: string;
 }
 
 /** A §3 error answer (or `unavailable` when no answer came). */
@@ -86,6 +138,8 @@ export class ApiError extends Error {
     readonly seats: string[] = [],
     /** The seats left, with `409 no_seats_together` (CONTRACT §11). */
     readonly seatsLeft?: number,
+    /** CheckIn's extras (CONTRACT §13): `already_in`'s gate and at, `wrong_screening`'s screeningId. */
+    readonly details: ErrorDetails = {},
   ) {
     super(message);
     this.name = "ApiError";
@@ -93,7 +147,7 @@ export class ApiError extends Error {
 }
 
 interface ErrorBody {
-  error?: { code?: unknown; message?: unknown; seats?: unknown; seatsLeft?: unknown };
+  error?: { code?: unknown; message?: unknown; seats?: unknown; seatsLeft?: unknown; gate?: unknown; at?: unknown; screeningId?: unknown };
 }
 
 /** Turns an error answer into an ApiError, whatever its body. */
@@ -110,7 +164,11 @@ export async function errorFrom(res: Response): Promise<ApiError> {
   const code = typeof e.code === "string" ? e.code : busy ? "unavailable" : "unknown";
   const message = typeof e.message === "string" ? e.message : `HTTP ${String(res.status)}`;
   const seats = Array.isArray(e.seats) ? e.seats.filter((s): s is string => typeof s === "string") : [];
-  return new ApiError(res.status, code, message, seats, typeof e.seatsLeft === "number" ? e.seatsLeft : undefined);
+  const details: ErrorDetails = {};
+  if (typeof e.gate === "string") details.gate = e.gate;
+  if (typeof e.at === "string") details.at = e.at;
+  if (typeof e.screeningId === "string") details.screeningId = e.screeningId;
+  return new ApiError(res.status, code, message, seats, typeof e.seatsLeft === "number" ? e.seatsLeft : undefined, details);
 }
 
 /** The functions that verify App Check tokens (CONTRACT §12). */
@@ -127,6 +185,8 @@ export interface ApiOptions {
    * undefined: App Check is off, no header.
    */
   appCheckToken?: ((forceRefresh: boolean) => Promise<string>) | undefined;
+  /** Gives up on an attempt after this long (then `unavailable`, retried as a lost answer is). Default: none. */
+  timeoutMs?: number;
 }
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -136,6 +196,7 @@ export class Api {
   private readonly attempts: number;
   private readonly backoffMs: number;
   private readonly appCheckToken: ((forceRefresh: boolean) => Promise<string>) | undefined;
+  private readonly timeoutMs: number | undefined;
 
   constructor(
     private readonly baseURL: string,
@@ -145,6 +206,7 @@ export class Api {
     this.attempts = options.attempts ?? 3;
     this.backoffMs = options.backoffMs ?? 400;
     this.appCheckToken = options.appCheckToken;
+    this.timeoutMs = options.timeoutMs;
   }
 
   bookSeats(screeningId: string, seats: string[], requestId: string = crypto.randomUUID()): Promise<Booking> {
@@ -193,9 +255,40 @@ export class Api {
   operateSale(op: Operation): Promise<Operated> {
     const body: Record<string, unknown> = { screeningId: op.screeningId, action: op.action };
     if (op.sale !== undefined) body.sale = op.sale;
+    if (op.door !== undefined) body.door = op.door;
     if (op.uid !== undefined) body.uid = op.uid;
     if (op.reason) body.reason = op.reason;
     return this.call("OperateSale", body);
+  }
+
+  /** A scan at a gate (CONTRACT §13): a retry with the same nonce answers the same and writes nothing more. */
+  checkIn(scan: Scan): Promise<CheckedIn> {
+    return this.call("CheckIn", { ...scan });
+  }
+
+  /** Moves the caller's ticket to the account of `toEmail`: a new version and code; the old code is refused from then on. */
+  transferTicket(ticketId: string, toEmail: string): Promise<Transferred> {
+    return this.call("TransferTicket", { ticketId, toEmail });
+  }
+
+  /** Sets or changes a screening's door (CONTRACT §13) through OperateSale. */
+  configureDoor(screeningId: string, door: DoorFields, reason?: string): Promise<Operated> {
+    return this.operateSale({ screeningId, action: "configure-door", door, ...(reason ? { reason } : {}) });
+  }
+
+  /** The public keys of the ticket codes (`GET /TicketKeys`, no token): a JWK Set. */
+  async ticketKeys(): Promise<TicketKeySet> {
+    let res: Response;
+    try {
+      // Revalidated, not taken from the HTTP cache: an answer means the server is there.
+      const init: RequestInit = { cache: "no-cache" };
+      if (this.timeoutMs !== undefined) init.signal = AbortSignal.timeout(this.timeoutMs);
+      res = await fetch(`${this.baseURL}/TicketKeys`, init);
+    } catch (cause) {
+      throw new ApiError(0, "unavailable", cause instanceof Error ? cause.message : String(cause));
+    }
+    if (!res.ok) throw await errorFrom(res);
+    return (await res.json()) as TicketKeySet;
   }
 
   /** POSTs body to the function, retrying what is safe to retry. */
@@ -210,7 +303,9 @@ export class Api {
       try {
         const headers: Record<string, string> = { "Content-Type": "application/json", Authorization: `Bearer ${await user.getIdToken()}` };
         if (appCheck) headers[APP_CHECK_HEADER] = await appCheck(refreshAppCheck);
-        const res = await fetch(`${this.baseURL}/${fn}`, { method: "POST", headers, body: JSON.stringify(body) });
+        const init: RequestInit = { method: "POST", headers, body: JSON.stringify(body) };
+        if (this.timeoutMs !== undefined) init.signal = AbortSignal.timeout(this.timeoutMs);
+        const res = await fetch(`${this.baseURL}/${fn}`, init);
         if (res.ok) return (await res.json()) as T;
         err = await errorFrom(res);
         const retryAfter = Number(res.headers.get("Retry-After"));

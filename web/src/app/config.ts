@@ -17,7 +17,7 @@
  */
 import { type FirebaseApp, type FirebaseOptions, initializeApp } from "firebase/app";
 import { type Auth, connectAuthEmulator, getAuth } from "firebase/auth";
-import { type Firestore, connectFirestoreEmulator, getFirestore } from "firebase/firestore";
+import { type Firestore, connectFirestoreEmulator, getFirestore, initializeFirestore, persistentLocalCache, persistentMultipleTabManager } from "firebase/firestore";
 import { type AppCheckEnv, type AppCheckTokens, appCheckSetup, startAppCheck } from "./appcheck";
 
 export interface Env extends AppCheckEnv {
@@ -64,8 +64,17 @@ export function functionsURLFor(projectId: string, env: Env): string {
   return (env.VITE_FUNCTIONS_URL ?? `https://us-central1-${projectId}.cloudfunctions.net`).replace(/\/+$/, "");
 }
 
+export interface ServiceOptions {
+  /**
+   * Firestore keeps its cache and its queue of writes in IndexedDB, shared
+   * by the page's tabs: a page that must work offline (the door's scanner,
+   * CONTRACT §13). Default: memory only, as the other pages have it.
+   */
+  persistentCache?: boolean;
+}
+
 /** Initializes Firebase once for the page. */
-export async function services(env: Env = import.meta.env as Env): Promise<Services> {
+export async function services(env: Env = import.meta.env as Env, opts: ServiceOptions = {}): Promise<Services> {
   let options = optionsFromEnv(env);
   if (!options) {
     const res = await fetch("/__/firebase/init.json");
@@ -78,7 +87,7 @@ export async function services(env: Env = import.meta.env as Env): Promise<Servi
   // First, so that App Check is ready before anything calls the functions.
   const appCheckToken = startAppCheck(app, appCheckSetup(env));
   const auth = getAuth(app);
-  const db = getFirestore(app);
+  const db = opts.persistentCache ? initializeFirestore(app, { localCache: persistentLocalCache({ tabManager: persistentMultipleTabManager() }) }) : getFirestore(app);
   if (env.VITE_AUTH_EMULATOR_HOST) {
     connectAuthEmulator(auth, `http://${env.VITE_AUTH_EMULATOR_HOST}`, { disableWarnings: true });
   }

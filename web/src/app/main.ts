@@ -22,6 +22,7 @@ import { BestCard, flash } from "./best";
 import { type HoldAction, type HoldPhase, showHold } from "./holds";
 import { type PaymentDoc, money, paymentState, paymentWords, totalOf } from "./pay";
 import { buildHall } from "./hall";
+import { orderRef } from "./ticketview";
 import { services } from "./config";
 import {
   DEFAULT_MAX_SEATS_PER_USER,
@@ -575,7 +576,9 @@ async function main(): Promise<void> {
         const cancel = h("button", { type: "button", "data-action": "cancel" }, "Cancel");
         cancel.setAttribute("aria-label", `Cancel the booking of ${seatList(bk.seats)}`);
         cancel.addEventListener("click", () => void cancelBooking(bk.bookingId));
-        li = h("li", { "data-booking": bk.bookingId }, h("span", { class: "seats" }, seatList(bk.seats)), h("span", { class: "buttons" }, cancel));
+        // The order's tickets (CONTRACT §13), by its reference.
+        const tickets = h("a", { class: "nav-link", href: `tickets.html?booking=${encodeURIComponent(bk.bookingId)}`, "data-action": "tickets" }, `Tickets · order ${orderRef(bk.bookingId)}`);
+        li = h("li", { "data-booking": bk.bookingId }, h("span", { class: "seats" }, seatList(bk.seats)), tickets, h("span", { class: "buttons" }, cancel));
         list.append(li);
       }
       for (const b of li.querySelectorAll("button")) b.disabled = busy;

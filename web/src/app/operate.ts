@@ -13,6 +13,7 @@ import type { Auth, User } from "firebase/auth";
 import { type Timestamp, type Unsubscribe, collection, doc, limit, onSnapshot, orderBy, query } from "firebase/firestore";
 import { Api, ApiError, type Operation, type SaleFields } from "./api";
 import { type Series, drawChart, minuteStart, zoneOf } from "./chart";
+import { mountDoorPanel } from "./doorpanel";
 import { countJoinChecks, joinCheckWords } from "./joinchecks";
 import { minorUnits, money } from "./pay";
 import { FIELDS, type Field, fieldProblem, formProblems } from "./saleform";
@@ -555,9 +556,11 @@ async function main(): Promise<void> {
   gate(auth, status, () => {
     $("#console").hidden = false;
     listen();
+    const closeDoor = mountDoorPanel(db, api, screeningId, status);
     void paintJoinChecks();
     const counting = setInterval(() => void paintJoinChecks(), 60_000);
     return () => {
+      closeDoor();
       clearInterval(counting);
       for (const stop of stops) stop();
       stops = [];
