@@ -1,9 +1,11 @@
 package payment_test
 
 import (
+	"bytes"
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"slices"
@@ -110,6 +112,90 @@ type env struct {
 }
 
 type envOption func(*payment.Config, *[]payment.Option)
+
+// withReplay puts a replayer (Stripe's idempotency, which stripe-mock does
+// not keep) between the Stripe client and stripe-mock, and a checkout page
+// whose URLs name the session they pay.
+func withReplay(r *replayer) envOption {
+	return func(c *payment.Config, _ *[]payment.Option) {
+		r.next = c.HTTPClient.Transport.(*recorder).next
+		c.HTTPClient.Transport.(*recorder).next = r
+		c.CheckoutPage = "http://checkout.test/pay"
+	}
+}
+
+// replayer answers a POST that carries an Idempotency-Key seen before as
+// Stripe does: with the first answer again, or, when the parameters
+// differ, 400 idempotency_error. afterCreate, if set, runs once a session
+// create's first answer is in, before the client has it: the moment
+// Stripe has made the session.
+type replayer struct {
+	next        http.RoundTripper
+	mu          sync.Mutex
+	seen        map[string]replayed
+	afterCreate func()
+}
+
+type replayed struct {
+	body   string // the request's parameters
+	status int
+	header http.Header
+	answer []byte
+}
+
+func (r *replayer) RoundTrip(req *http.Request) (*http.Response, error) {
+	key := req.Header.Get("Idempotency-Key")
+	if req.Method != http.MethodPost || key == "" {
+		return r.next.RoundTrip(req)
+	}
+	var body []byte
+	if req.Body != nil {
+		var err error
+		if body, err = io.ReadAll(req.Body); err != nil {
+			return nil, err
+		}
+		req.Body = io.NopCloser(bytes.NewReader(body))
+	}
+	r.mu.Lock()
+	prev, ok := r.seen[key]
+	r.mu.Unlock()
+	if ok {
+		if prev.body != string(body) {
+			answer := []byte(`{"error":{"type":"idempotency_error","message":"Keys for idempotent requests can only be used with the same parameters they were first used with."}}`)
+			return &http.Response{StatusCode: http.StatusBadRequest, Header: http.Header{"Content-Type": {"application/json"}},
+				Body: io.NopCloser(bytes.NewReader(answer)), Request: req}, nil
+		}
+		return &http.Response{StatusCode: prev.status, Header: prev.header.Clone(), Body: io.NopCloser(bytes.NewReader(prev.answer)), Request: req}, nil
+	}
+	resp, err := r.next.RoundTrip(req)
+	if err != nil {
+		return nil, err
+	}
+	answer, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil {
+		return nil, err
+	}
+	resp.Body = io.NopCloser(bytes.NewReader(answer))
+	if resp.StatusCode < 500 { // Stripe keeps an answer it made, not a failure to make one
+		r.mu.Lock()
+		if r.seen == nil {
+			r.seen = map[string]replayed{}
+		}
+		r.seen[key] = replayed{body: string(body), status: resp.StatusCode, header: resp.Header.Clone(), answer: answer}
+		hook := r.afterCreate
+		if req.URL.Path == "/v1/checkout/sessions" {
+			r.afterCreate = nil
+		} else {
+			hook = nil
+		}
+		r.mu.Unlock()
+		if hook != nil {
+			hook()
+		}
+	}
+	return resp, nil
+}
 
 // withAPIURL points the Stripe client elsewhere (a fault proxy).
 func withAPIURL(u string) envOption {
