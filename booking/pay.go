@@ -18,13 +18,19 @@ import (
 // it: seats and money never diverge.
 
 // ReadHold returns uid's hold holdID as stored (one read), and whether it
-// holds its seats by Firestore's clock at the read, with at least a second
-// left (as StartPaying and ConfirmHold need). Errors: ErrInvalidArgument,
-// ErrHoldNotFound, ErrForbidden (another user's).
+// holds its seats by Firestore's clock at the read: a paying hold until its
+// heldUntil has passed, whether or not the sweep has marked it since (its
+// checkout may be handed out again until then: CONTRACT §10a); a held one
+// with at least a second left (as StartPaying and ConfirmHold need).
+// Errors: ErrInvalidArgument, ErrHoldNotFound, ErrForbidden (another
+// user's).
 func (s *Service) ReadHold(ctx context.Context, uid, holdID string) (h Hold, live bool, err error) {
 	h, snap, err := s.readHold(ctx, uid, holdID)
 	if err != nil {
 		return Hold{}, false, err
+	}
+	if h.Status == StatusPaying {
+		return h, h.live(snap.ReadTime), nil
 	}
 	return h, h.live(snap.ReadTime.Add(confirmMargin)), nil
 }
@@ -38,16 +44,18 @@ type Fence func(tx *firestore.Transaction) error
 // pay: it keeps its seats until server time now + payHold (never past
 // MaxHoldSinceCreate after its creation, never shorter than it was), and
 // record adds the payment record's writes to the same commit. started is
-// false, and nothing is written, when the hold is paying already (a retry;
-// the hold returned is as stored). Errors: ErrHoldNotFound, ErrForbidden,
-// ErrHoldConfirmed, ErrHoldExpired (it ended, or ends within a second),
-// ErrScreeningStarted.
+// false, and nothing is written, when the hold is paying already and lives
+// (a retry; the hold returned is as stored). Errors: ErrHoldNotFound,
+// ErrForbidden, ErrHoldConfirmed, ErrHoldExpired (it ended, or a held one
+// ends within a second), ErrScreeningStarted.
 func (s *Service) StartPaying(ctx context.Context, uid, holdID string, payHold time.Duration, pay HoldPayment, record func(tx *firestore.Transaction, h Hold, now time.Time) error) (_ Hold, started bool, err error) {
 	h, err := s.onHold(ctx, uid, holdID, func(tx *firestore.Transaction, h *Hold, docs heldDocs, now time.Time) error {
 		started = false
 		switch {
-		case h.Status == StatusPaying:
+		case h.Status == StatusPaying && h.live(now):
 			return nil
+		case h.Status == StatusPaying:
+			return ErrHoldExpired // its end passed; the sweep has not marked it yet
 		case h.Status == StatusOK:
 			return ErrHoldConfirmed
 		case !h.live(now.Add(confirmMargin)):

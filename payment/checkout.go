@@ -167,8 +167,13 @@ func (s *Service) Checkout(ctx context.Context, r CheckoutRequest) (Checkout, bo
 		return Checkout{}, false, err
 	}
 	switch {
-	case h.Status == booking.StatusPaying:
+	case h.Status == booking.StatusPaying && live:
 		return s.checkoutOf(ctx, h)
+	case h.Status == booking.StatusPaying:
+		// Its end has passed, by the read's time: its seats may be
+		// someone else's, so its URL is not handed out again, whether or
+		// not the sweep has marked it yet (CONTRACT §10a).
+		return Checkout{}, false, booking.ErrHoldExpired
 	case h.Status == booking.StatusOK:
 		return Checkout{}, false, booking.ErrHoldConfirmed
 	case h.Status != booking.StatusHeld || !live:

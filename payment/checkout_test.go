@@ -244,3 +244,38 @@ func TestPayingNeverMovesTheHoldsEndEarlier(t *testing.T) {
 		t.Fatalf("seat A9 after paying: %v", s)
 	}
 }
+
+// CheckoutHold of a paying hold whose heldUntil has passed answers
+// hold_expired (CONTRACT §10a), judged by Firestore's clock, before the
+// sweep has marked it: alone, or with one of its seats held by another
+// user since. Nothing changes, and Stripe is not called.
+func TestCheckoutOfAPayingHoldPastItsEndIsExpired(t *testing.T) {
+	t.Parallel()
+	for _, taken := range []bool{false, true} {
+		name := map[bool]string{false: "its seats free", true: "a seat held by another"}[taken]
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			e := newEnv(t)
+			h := e.holdOf("quick", "u1", 5*time.Second, "C7", "C8") // paying keeps it 3 s: it ends at 5 s
+			first := e.checkout("u1", h.ID)
+			time.Sleep(time.Until(first.HeldUntil) + 1500*time.Millisecond)
+			if taken {
+				e.holdOf("quick", "u2", 120*time.Second, "C8")
+			}
+			calls := len(e.stripe.list())
+			c, _, err := e.pay.Checkout(context.Background(), payment.CheckoutRequest{UID: "u1", HoldID: h.ID, Origin: "http://localhost:5173"})
+			if !errors.Is(err, booking.ErrHoldExpired) {
+				t.Fatalf("checkout of a paying hold past its end (%v): %+v %v, want ErrHoldExpired", first.HeldUntil, c, err)
+			}
+			if hd := e.doc("holds/" + h.ID); hd["status"] != "paying" {
+				t.Fatalf("the refused checkout changed the hold: %v", hd)
+			}
+			if r := e.record(h.ID); r.Status != payment.StatusOpen || r.ExpireDue {
+				t.Fatalf("the refused checkout changed the record: %+v", r)
+			}
+			if n := len(e.stripe.list()); n != calls {
+				t.Fatalf("the refused checkout called Stripe %d times", n-calls)
+			}
+		})
+	}
+}
