@@ -41,6 +41,14 @@ type Gate interface {
 	// SeatCap is the most seats one user may hold and book under the
 	// screening's gate (0: no cap of the gate's own, or none it can read).
 	SeatCap(screening *firestore.DocumentSnapshot) int
+	// Late judges a late payment (CONTRACT §10a): whether hold c, which
+	// has ended and whose seats are all free, may be booked at Firestore
+	// time now, from the screening and the user's pass (which may not
+	// exist) as the payment's transaction read them. nil, or an error
+	// wrapping ErrSaleClosed (an operator closed the sale), ErrNotAdmitted
+	// (an operator revoked the pass) or ErrSeatLimit (the user would go
+	// past the seat cap, counting their live holds and bookings).
+	Late(screening, pass *firestore.DocumentSnapshot, c Claim, now time.Time) error
 }
 
 // ClaimKind says what a Claim takes seats for.

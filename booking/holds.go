@@ -507,7 +507,19 @@ func (s *Service) confirmed(ctx context.Context, h Hold) (Booking, error) {
 
 // ReleaseHold ends uid's hold at once: it turns released and its seats are
 // free. Releasing a hold that has ended already returns it unchanged.
-func (s *Service) ReleaseHold(ctx context.Context, uid, holdID string) (_ Hold, err error) {
+func (s *Service) ReleaseHold(ctx context.Context, uid, holdID string) (Hold, error) {
+	return s.release(ctx, uid, holdID, EndedByUser)
+}
+
+// RevokeHold is ReleaseHold for an operator's revoke of the user's pass
+// (CONTRACT §8): a paying hold's payment record notes that the revoke
+// ended it (EndedByRevoke), so a payment that completes later is refunded
+// as revoked (§10a), not as released by its user.
+func (s *Service) RevokeHold(ctx context.Context, uid, holdID string) (Hold, error) {
+	return s.release(ctx, uid, holdID, EndedByRevoke)
+}
+
+func (s *Service) release(ctx context.Context, uid, holdID string, by EndedBy) (_ Hold, err error) {
 	ctx, done := s.metrics.start(ctx, metricOpRelease)
 	defer done(&err)
 	return s.onHold(ctx, uid, holdID, func(tx *firestore.Transaction, h *Hold, docs heldDocs, now time.Time) error {
@@ -517,7 +529,7 @@ func (s *Service) ReleaseHold(ctx context.Context, uid, holdID string) (_ Hold, 
 		if err := s.settle(tx, docs.pass, Change{Kind: HoldReleased, HoldID: h.ID, Seats: len(h.Seats)}, now); err != nil {
 			return err
 		}
-		return s.endHold(tx, h, docs, StatusReleased, EndedByUser, now)
+		return s.endHold(tx, h, docs, StatusReleased, by, now)
 	})
 }
 

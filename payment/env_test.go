@@ -109,6 +109,9 @@ type env struct {
 	stripe   *recorder
 	secret   string
 	reader   *metric.ManualReader
+	// cfg and popts built pay (withGate builds it again).
+	cfg   payment.Config
+	popts []payment.Option
 }
 
 type envOption func(*payment.Config, *[]payment.Option)
@@ -240,11 +243,21 @@ func newEnvOn(t *testing.T, fs *firestore.Client, seed bool, opts ...envOption) 
 	for _, o := range opts {
 		o(&cfg, &popts)
 	}
+	e.cfg, e.popts = cfg, popts
 	ledger := payment.NewLedger(fs)
 	e.bookings = booking.New(fs, booking.WithTill(ledger))
 	t.Cleanup(e.bookings.Close)
 	e.pay = payment.New(fs, e.bookings, ledger, cfg, popts...)
 	return e
+}
+
+// withGate builds the env's bookings and payments again with g as
+// booking's gate (a sale).
+func (e *env) withGate(g booking.Gate) {
+	ledger := payment.NewLedger(e.fs)
+	e.bookings = booking.New(e.fs, booking.WithTill(ledger), booking.WithGate(g))
+	e.t.Cleanup(e.bookings.Close)
+	e.pay = payment.New(e.fs, e.bookings, ledger, e.cfg, e.popts...)
 }
 
 var reqN struct {

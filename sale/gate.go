@@ -158,6 +158,37 @@ func (s *Service) Admit(screening, pass *firestore.DocumentSnapshot, c booking.C
 	return ups, nil
 }
 
+// Late judges a late payment's booking of hold c (it has ended, and its
+// seats are all free) at Firestore time now (CONTRACT §10a), on the
+// screening and the pass as the payment's transaction read them: after an
+// operator closed the sale, booking.ErrSaleClosed; when an operator
+// revoked the user's pass, booking.ErrNotAdmitted; when the user would go
+// past maxSeatsPerUser, counting their live holds and bookings as Admit
+// does, booking.ErrSeatLimit. A hold made before the sale had its gate (no
+// pass) is judged by the close only; so is one whose sale cannot be read
+// (misconfigured): its cap is unknown. An ended pass does not refuse it: a
+// hold made under a pass may be paid after the pass ends.
+func (s *Service) Late(screening, pass *firestore.DocumentSnapshot, c booking.Claim, now time.Time) error {
+	if controlOf(screening).Closed {
+		return fmt.Errorf("%w: an operator closed it", booking.ErrSaleClosed)
+	}
+	if pass == nil || !pass.Exists() {
+		return nil
+	}
+	if _, revoked := pass.Data()[FieldRevokedAt]; revoked {
+		return fmt.Errorf("%w: an operator revoked your pass", booking.ErrNotAdmitted)
+	}
+	cfg, err := s.config(screening)
+	if err != nil {
+		return nil
+	}
+	if t := tallyOf(pass, now, c.ID); t.seats+len(c.Seats) > cfg.MaxSeatsPerUser {
+		return fmt.Errorf("%w: %d of your %d seats are held or booked already; %d more is too many",
+			booking.ErrSeatLimit, t.seats, cfg.MaxSeatsPerUser, len(c.Seats))
+	}
+	return nil
+}
+
 // Settle returns the tally's updates of the pass for a change to a hold or
 // booking admitted before (nil when the pass does not exist or never
 // counted it): an extended or late-placed hold counts until its new end; a
