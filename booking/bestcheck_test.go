@@ -34,7 +34,7 @@ func (g mapGate) SeatMap(screeningID string) *firestore.DocumentRef {
 	return g.fs.Collection("seatmaps").Doc(screeningID)
 }
 func (mapGate) SeatCap(*firestore.DocumentSnapshot) int { return 0 }
-func (mapGate) Late(_, _ *firestore.DocumentSnapshot, _ Claim, _ time.Time) error {
+func (mapGate) PaidBooking(_, _ *firestore.DocumentSnapshot, _ Claim, _ bool, _ time.Time) error {
 	return nil
 }
 

@@ -107,15 +107,16 @@ type PaidAction string
 const (
 	// PaidNothing: the payment was applied before (a duplicate event).
 	PaidNothing PaidAction = "nothing"
-	// PaidConfirm: the paying hold lives; it becomes a booking.
+	// PaidConfirm: the paying hold lives, and the gate allows it
+	// (Refused nil); it becomes a booking.
 	PaidConfirm PaidAction = "confirm"
 	// PaidLate: the hold has ended, every one of its seats is free, and the
-	// screening's gate allows it (LateRefused nil): the seats are booked
-	// all the same (a late payment accepted).
+	// screening's gate allows it (Refused nil): the seats are booked all
+	// the same (a late payment accepted).
 	PaidLate PaidAction = "late"
 	// PaidRefund: the seats cannot be had (taken, released by the user or
-	// by an operator's revoke, the screening started, or a late booking
-	// would break a rule of the sale: PaidHold.LateRefused): nothing is
+	// by an operator's revoke, the screening started, or booking them
+	// would break a rule of the sale: PaidHold.Refused): nothing is
 	// booked, and the payment goes back in full.
 	PaidRefund PaidAction = "refund"
 )
@@ -133,13 +134,13 @@ type PaidHold struct {
 	SeatsFree bool
 	// Started: the screening has started (it takes no booking).
 	Started bool
-	// LateRefused is why the screening's gate refuses a late booking of
-	// the hold at Now (Gate.Late: ErrSaleClosed, ErrNotAdmitted for a
-	// revoked pass, ErrSeatLimit), judged on the screening and the pass
-	// as this transaction read them; nil when it allows one, or the
-	// screening is not gated. Judged only for a hold that has ended and
-	// whose seats are all free.
-	LateRefused error
+	// Refused is why the screening's gate refuses to book the hold for
+	// its payment at Now (Gate.PaidBooking: ErrNotAdmitted for a revoked
+	// pass; for a late payment also ErrSaleClosed, ErrSeatLimit), judged
+	// on the screening and the pass as this transaction read them; nil
+	// when it allows it, or the screening is not gated. Judged for a live
+	// paying hold, and for one that has ended whose seats are all free.
+	Refused error
 }
 
 // ConfirmPayment applies the completed payment paid of hold holdID, in one
@@ -170,12 +171,12 @@ func (s *Service) ConfirmPayment(ctx context.Context, holdID, executionID string
 				p.SeatsFree = false // booked, or under someone else's live hold
 			}
 		}
-		if !p.Live && p.SeatsFree && s.gate != nil && s.gate.Gated(docs.screening) {
+		if (p.Live || p.SeatsFree) && s.gate != nil && s.gate.Gated(docs.screening) {
 			var pass *firestore.DocumentSnapshot
 			if len(docs.pass) > 0 {
 				pass = docs.pass[0]
 			}
-			p.LateRefused = s.gate.Late(docs.screening, pass, Claim{Kind: ClaimBooking, ID: h.ID, UID: h.UID, ScreeningID: h.ScreeningID, Seats: h.Seats}, now)
+			p.Refused = s.gate.PaidBooking(docs.screening, pass, Claim{Kind: ClaimBooking, ID: h.ID, UID: h.UID, ScreeningID: h.ScreeningID, Seats: h.Seats}, !p.Live, now)
 		}
 		if fence != nil {
 			if err := fence(tx); err != nil {
@@ -187,8 +188,8 @@ func (s *Service) ConfirmPayment(ctx context.Context, holdID, executionID string
 		}
 		switch action {
 		case PaidConfirm, PaidLate:
-			if p.Started || (action == PaidConfirm && !p.Live) || (action == PaidLate && (!p.SeatsFree || p.LateRefused != nil)) {
-				return fmt.Errorf("booking: the till chose %s for hold %s, which cannot have it (live %v, seats free %v, started %v, refused late: %v)", action, h.ID, p.Live, p.SeatsFree, p.Started, p.LateRefused)
+			if p.Started || p.Refused != nil || (action == PaidConfirm && !p.Live) || (action == PaidLate && !p.SeatsFree) {
+				return fmt.Errorf("booking: the till chose %s for hold %s, which cannot have it (live %v, seats free %v, started %v, refused: %v)", action, h.ID, p.Live, p.SeatsFree, p.Started, p.Refused)
 			}
 			b = confirmation(h)
 			b.Payment = &paid

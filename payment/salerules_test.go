@@ -58,6 +58,14 @@ func (e saleEnv) operate(action, uid string) {
 	}
 }
 
+// cutOffRevoker releases nothing: the revoke's commit stands, and the
+// network goes down before its releases.
+type cutOffRevoker struct{}
+
+func (cutOffRevoker) RevokeHold(context.Context, string, string) (booking.Hold, error) {
+	return booking.Hold{}, errors.New("the network went down")
+}
+
 // lapsedPaying is uid's paying hold of seats, ended by its time (not yet
 // swept).
 func (e saleEnv) lapsedPaying(uid string, seats ...string) booking.Hold {
@@ -72,9 +80,11 @@ func (e saleEnv) lapsedPaying(uid string, seats ...string) booking.Hold {
 // rule of the sale that holds at that moment (CONTRACT §10a): an operator
 // closed the sale (sale_closed), or the user would go past
 // maxSeatsPerUser (seat_limit). A hold that an operator's revoke released
-// is refunded as revoked, and so is a late payment of a user whose pass
-// was revoked after the hold lapsed. With no rule broken, a late payment
-// whose seats are free is booked, as before (the control).
+// is refunded as revoked, and so is a payment that completes after the
+// revoke's commit for a hold it has not released yet, and a late payment
+// of a user whose pass was revoked after the hold lapsed. With no rule
+// broken, a late payment whose seats are free is booked, as before (the
+// control).
 func TestALatePaymentThatWouldBreakASaleRuleIsRefunded(t *testing.T) {
 	t.Parallel()
 	for _, c := range []struct {
@@ -101,6 +111,19 @@ func TestALatePaymentThatWouldBreakASaleRuleIsRefunded(t *testing.T) {
 			e.operate(sale.ActionRevoke, "u1")
 			if hd := e.doc("holds/" + h.ID); hd["status"] != booking.StatusReleased {
 				e.t.Fatalf("the revoke left the hold %v", hd["status"])
+			}
+			return h
+		}, payment.ReasonRevoked},
+		{"paid after the revoke's commit, before its release", func(e saleEnv) booking.Hold {
+			e.admit("u1")
+			h := e.holdOf("onsale", "u1", 120*time.Second, "C1")
+			e.checkout("u1", h.ID)
+			op := sale.Operation{ScreeningID: "onsale", Action: sale.ActionRevoke, UID: "u1", By: sale.Operator{UID: "olive"}}
+			if _, err := e.sales.Operate(context.Background(), op, cutOffRevoker{}); err == nil {
+				e.t.Fatal("the revoke answered success without releasing the hold")
+			}
+			if hd := e.doc("holds/" + h.ID); hd["status"] != booking.StatusPaying {
+				e.t.Fatalf("the hold is %v, want still paying", hd["status"])
 			}
 			return h
 		}, payment.ReasonRevoked},

@@ -261,12 +261,12 @@ func paidOutcome(a booking.PaidAction) string {
 
 // decidePaid is the late-payment rule (CONTRACT §10, §10a), applied to a
 // hold and its payment record as one transaction read them: a payment
-// applied before changes nothing; one for a live paying hold confirms it;
-// a late one (the hold ended) books the seats if every one is still free,
-// the user did not release the hold, an operator did not revoke it, and
-// booking it breaks no rule of the sale at that moment (the sale closed,
-// the user's seat cap: PaidHold.LateRefused); otherwise it is refunded,
-// for the reason returned.
+// applied before changes nothing; one for a live paying hold confirms it,
+// unless an operator revoked the user's pass; a late one (the hold ended)
+// books the seats if every one is still free, the user did not release
+// the hold, an operator did not revoke it, and booking it breaks no rule
+// of the sale at that moment (the sale closed, the user's seat cap:
+// PaidHold.Refused); otherwise it is refunded, for the reason returned.
 func (s *Service) decidePaid(p booking.PaidHold, sessionID string) (booking.PaidAction, string, error) {
 	rec, ok, err := recordOf(p.Payment)
 	switch {
@@ -286,7 +286,7 @@ func (s *Service) decidePaid(p booking.PaidHold, sessionID string) (booking.Paid
 			return booking.PaidRefund, refundReason(p, rec), nil // planted: a duplicate, not recognised, looks like a payment whose seats are taken
 		}
 		return "", "", fmt.Errorf("payment: hold %s is confirmed while its record is %s", p.Hold.ID, rec.Status)
-	case p.Live && !p.Started:
+	case p.Live && !p.Started && p.Refused == nil:
 		return booking.PaidConfirm, "", nil
 	}
 	if reason := refundReason(p, rec); reason != "" {
@@ -295,12 +295,12 @@ func (s *Service) decidePaid(p booking.PaidHold, sessionID string) (booking.Paid
 	return booking.PaidLate, "", nil
 }
 
-// refundReason is why a late payment (its hold no longer paying and live)
-// is refunded, or "" if it may be booked: released by its user
-// (ReasonReleased) or by an operator's revoke (ReasonRevoked); seats taken
-// since, or the screening started (ReasonSeatsLost); or the sale's rule
-// the booking would break (PaidHold.LateRefused: ReasonSaleClosed,
-// ReasonRevoked, ReasonSeatLimit).
+// refundReason is why a payment that cannot confirm a live paying hold
+// as it stands is refunded, or "" if it may be booked late: the hold
+// released by its user (ReasonReleased) or by an operator's revoke
+// (ReasonRevoked); seats taken since, or the screening started
+// (ReasonSeatsLost); or the sale's rule the booking would break
+// (PaidHold.Refused: ReasonSaleClosed, ReasonRevoked, ReasonSeatLimit).
 func refundReason(p booking.PaidHold, rec Record) string {
 	switch {
 	case rec.EndedBy == string(booking.EndedByRevoke):
@@ -309,13 +309,13 @@ func refundReason(p booking.PaidHold, rec Record) string {
 		return ReasonReleased
 	case !p.SeatsFree || p.Started:
 		return ReasonSeatsLost
-	case errors.Is(p.LateRefused, booking.ErrSaleClosed):
+	case errors.Is(p.Refused, booking.ErrSaleClosed):
 		return ReasonSaleClosed
-	case errors.Is(p.LateRefused, booking.ErrNotAdmitted):
+	case errors.Is(p.Refused, booking.ErrNotAdmitted):
 		return ReasonRevoked
-	case errors.Is(p.LateRefused, booking.ErrSeatLimit):
+	case errors.Is(p.Refused, booking.ErrSeatLimit):
 		return ReasonSeatLimit
-	case p.LateRefused != nil:
+	case p.Refused != nil:
 		return ReasonSeatsLost // a refusal the gate did not name: the seats cannot be had
 	}
 	return ""

@@ -158,25 +158,33 @@ func (s *Service) Admit(screening, pass *firestore.DocumentSnapshot, c booking.C
 	return ups, nil
 }
 
-// Late judges a late payment's booking of hold c (it has ended, and its
-// seats are all free) at Firestore time now (CONTRACT §10a), on the
-// screening and the pass as the payment's transaction read them: after an
-// operator closed the sale, booking.ErrSaleClosed; when an operator
-// revoked the user's pass, booking.ErrNotAdmitted; when the user would go
-// past maxSeatsPerUser, counting their live holds and bookings as Admit
-// does, booking.ErrSeatLimit. A hold made before the sale had its gate (no
-// pass) is judged by the close only; so is one whose sale cannot be read
-// (misconfigured): its cap is unknown. An ended pass does not refuse it: a
-// hold made under a pass may be paid after the pass ends.
-func (s *Service) Late(screening, pass *firestore.DocumentSnapshot, c booking.Claim, now time.Time) error {
+// PaidBooking judges whether a completed payment may book hold c at
+// Firestore time now (CONTRACT §10a), on the screening and the pass as the
+// payment's transaction read them. A pass an operator revoked refuses it,
+// live or late (booking.ErrNotAdmitted): the revoke's commit ended the
+// pass and its holds are being released, so a payment that completes
+// after it is refunded, as one for a hold it released is. A late one (the
+// hold has ended, its seats all free) is refused also after an operator
+// closed the sale (booking.ErrSaleClosed), and when the user would go past
+// maxSeatsPerUser, counting their live holds and bookings as Admit does
+// (booking.ErrSeatLimit). A hold made before the sale had its gate (no
+// pass) is judged by the close only; so is the cap of a sale that cannot
+// be read (misconfigured). An ended pass refuses nothing: a hold made
+// under a pass may be paid after the pass ends.
+func (s *Service) PaidBooking(screening, pass *firestore.DocumentSnapshot, c booking.Claim, late bool, now time.Time) error {
+	if pass != nil && pass.Exists() {
+		if _, revoked := pass.Data()[FieldRevokedAt]; revoked {
+			return fmt.Errorf("%w: an operator revoked your pass", booking.ErrNotAdmitted)
+		}
+	}
+	if !late {
+		return nil
+	}
 	if controlOf(screening).Closed {
 		return fmt.Errorf("%w: an operator closed it", booking.ErrSaleClosed)
 	}
 	if pass == nil || !pass.Exists() {
 		return nil
-	}
-	if _, revoked := pass.Data()[FieldRevokedAt]; revoked {
-		return fmt.Errorf("%w: an operator revoked your pass", booking.ErrNotAdmitted)
 	}
 	cfg, err := s.config(screening)
 	if err != nil {
@@ -211,7 +219,8 @@ func (s *Service) Settle(pass *firestore.DocumentSnapshot, c booking.Change, now
 	if _, revoked := d[FieldRevokedAt]; revoked && counted && (c.Kind == booking.HoldPaying || (c.Kind == booking.HoldConfirmed && !c.Paid)) {
 		// The revoke's commit marked the place; its holds are being
 		// released. A confirm or a checkout after the revoke's answer
-		// must not keep them.
+		// must not keep them (a payment is refused before it gets here:
+		// PaidBooking).
 		return nil, fmt.Errorf("%w: an operator revoked your pass, and its holds are released", booking.ErrNotAdmitted)
 	}
 	switch c.Kind {
