@@ -47,7 +47,8 @@ func TestMain(m *testing.M) {
 // call is one HTTP request the Stripe client sent, as its transport saw it.
 type call struct {
 	Method, Path, Key string
-	Status            int // 0: no answer (an error)
+	Status            int       // 0: no answer (an error)
+	At                time.Time // when it was sent
 }
 
 // recorder records every request to Stripe (each attempt: stripe-go's own
@@ -59,8 +60,8 @@ type recorder struct {
 }
 
 func (r *recorder) RoundTrip(req *http.Request) (*http.Response, error) {
+	c := call{Method: req.Method, Path: req.URL.Path, Key: req.Header.Get("Idempotency-Key"), At: time.Now()}
 	resp, err := r.next.RoundTrip(req)
-	c := call{Method: req.Method, Path: req.URL.Path, Key: req.Header.Get("Idempotency-Key")}
 	if err == nil {
 		c.Status = resp.StatusCode
 	}
@@ -159,6 +160,9 @@ func (r *replayer) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 		req.Body = io.NopCloser(bytes.NewReader(body))
 	}
+	if f, ok := req.Context().Value(cutAfterStripe{}).(func()); ok && req.URL.Path == "/v1/checkout/sessions" {
+		defer f() // the caller goes away once Stripe has answered
+	}
 	r.mu.Lock()
 	prev, ok := r.seen[key]
 	r.mu.Unlock()
@@ -199,6 +203,11 @@ func (r *replayer) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	return resp, nil
 }
+
+// cutAfterStripe is a context key: its value, a func(), runs once a
+// session create sent with that context has Stripe's answer (the
+// replayer's), before the client reads it: a caller that goes away then.
+type cutAfterStripe struct{}
 
 // withAPIURL points the Stripe client elsewhere (a fault proxy).
 func withAPIURL(u string) envOption {
