@@ -153,6 +153,10 @@ type hooks struct {
 	noSeatPrecondition bool
 	// noHoldEndCheck plants a bug: ConfirmHold does not check the hold's end.
 	noHoldEndCheck bool
+	// extendByValue plants a bug: a retried ExtendHold takes its commit for
+	// landed only if the hold still ends where that commit put it (so one
+	// overtaken by another extension extends again).
+	extendByValue bool
 	// bestChoice, if set, chooses HoldBest's block in place of Best (a
 	// planted bug: a choice without the orphan rule).
 	bestChoice func(Hall) Block

@@ -503,6 +503,76 @@ func TestLostAnswerOfAnExtendHoldExtendsOnce(t *testing.T) {
 	checkSeats(t, tp.direct)
 }
 
+// An ExtendHold whose commit lands with its answer lost, while another
+// extension of the same hold (the user's other tab) lands before the first
+// one's retry: the retry finds its own landed commit by the attempt it
+// recorded on the hold, not by the heldUntil it wrote (which the other
+// extension has moved on), so it does not extend a second time. The hold
+// ends where the other extension put it, and the call answers what its
+// own commit wrote.
+func TestLostAnswerOfAnExtendHoldOvertakenByAnotherExtendsOnce(t *testing.T) {
+	t.Parallel()
+	tp := newTapped(t)
+	ctx := context.Background()
+	warm(t, tp.svc)
+	other := New(tp.direct)
+	t.Cleanup(other.Close)
+	h, _, err := tp.svc.Hold(ctx, "e", Request{UID: "u", ScreeningID: "s1", Seats: []string{"A4"}, RequestID: "x"}, 30*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var landed time.Time // what the commit whose answer is lost writes
+	var overtaken Hold   // the other extension's answer
+	otherDone := make(chan error, 1)
+	tp.setTap(func(method string, req any) {
+		c, ok := req.(*pb.CommitRequest)
+		if !ok || method != "Commit" || !landed.IsZero() {
+			return
+		}
+		for _, w := range c.Writes {
+			if strings.HasSuffix(w.GetUpdate().GetName(), "/"+Holds+"/"+h.ID) {
+				landed = w.GetUpdate().GetFields()["heldUntil"].GetTimestampValue().AsTime()
+			}
+		}
+		if landed.IsZero() {
+			return
+		}
+		// This commit lands, its answer is lost; the other tab's extension
+		// lands next, before the connection closes and the call retries.
+		if err := tp.proxy.DropAnswers(700 * time.Millisecond); err != nil {
+			t.Error(err)
+		}
+		go func() {
+			time.Sleep(100 * time.Millisecond)
+			var err error
+			overtaken, err = other.ExtendHold(ctx, "u", h.ID, 2*time.Minute)
+			time.Sleep(900 * time.Millisecond)
+			tp.proxy.Heal()
+			otherDone <- err
+		}()
+	})
+	got, err := tp.svc.ExtendHold(ctx, "u", h.ID, time.Minute)
+	if oerr := <-otherDone; oerr != nil {
+		t.Fatalf("the other extension: %v", oerr)
+	}
+	if err != nil {
+		t.Fatalf("extend with its answer lost: %v", err)
+	}
+	snap, err := tp.direct.Collection(Holds).Doc(h.ID).Get(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stored, _ := snap.Data()["heldUntil"].(time.Time)
+	if landed.IsZero() || !overtaken.HeldUntil.After(landed) {
+		t.Fatalf("the lost extension wrote %v, the other %v: not the story", landed, overtaken.HeldUntil)
+	}
+	if !stored.Equal(overtaken.HeldUntil) || !got.HeldUntil.Equal(landed) {
+		t.Fatalf("the lost extension wrote heldUntil %s, the other then %s; the call answered %s and Firestore holds %s: extended twice",
+			landed.Format(time.RFC3339Nano), overtaken.HeldUntil.Format(time.RFC3339Nano), got.HeldUntil.Format(time.RFC3339Nano), stored.Format(time.RFC3339Nano))
+	}
+	checkSeats(t, tp.direct)
+}
+
 // A hold confirmed right at its end (a 5 s hold): with 1.3 s left it books
 // before the end; with 0.9 s left (under the one-second margin) it answers
 // hold_expired and books nothing.

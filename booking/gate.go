@@ -41,6 +41,17 @@ type Gate interface {
 	// SeatCap is the most seats one user may hold and book under the
 	// screening's gate (0: no cap of the gate's own, or none it can read).
 	SeatCap(screening *firestore.DocumentSnapshot) int
+	// PaidBooking judges whether a completed payment may book hold c at
+	// Firestore time now (CONTRACT §10a), from the screening and the
+	// user's pass (which may not exist) as the payment's transaction read
+	// them: nil, or an error wrapping ErrNotAdmitted (an operator revoked
+	// the pass), and for a late payment (late: the hold has ended, and its
+	// seats are all free) also ErrSaleClosed (an operator closed the sale)
+	// or ErrSeatLimit (the user would go past the seat cap, counting their
+	// live holds and bookings). A live paying hold is not refused for a
+	// close (its holds may be confirmed while they live) or the cap (it
+	// was counted when it was made).
+	PaidBooking(screening, pass *firestore.DocumentSnapshot, c Claim, late bool, now time.Time) error
 }
 
 // ClaimKind says what a Claim takes seats for.
@@ -91,8 +102,8 @@ type Change struct {
 	Seats     int
 	Until     time.Time
 	// Paid (HoldConfirmed): the hold was paid for. The gate refuses an
-	// unpaid confirmation of a revoked user's hold; a paid one is money
-	// taken, and books (an operator refunds it by cancelling).
+	// unpaid confirmation of a revoked user's hold; a payment of one is
+	// refunded before it gets here (PaidBooking).
 	Paid bool
 }
 

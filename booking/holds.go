@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"cloud.google.com/go/firestore"
+	"github.com/firelock/firelock/lock"
 )
 
 // Holds: seats kept for a checkout (CONTRACT §3). A hold is a lease on its
@@ -58,7 +60,16 @@ type Hold struct {
 	// Payment is the Checkout Session paying for the hold (status paying,
 	// and after).
 	Payment *HoldPayment `firestore:"payment,omitempty" json:"payment,omitempty"`
+	// ExtendedBy names the latest extensions (up to recentExtensions), by
+	// the attempt ID each wrote in its commit: a retry of ExtendHold whose
+	// answer was lost finds its own commit here (ExtendHold).
+	ExtendedBy []string `firestore:"extendedBy,omitempty" json:"-"`
 }
+
+// recentExtensions is how many extensions a hold remembers. A retry comes
+// within a call's deadline; it would take more extensions of one hold than
+// this, landing in that time, for a retry to miss its own.
+const recentExtensions = 16
 
 // HoldPayment is a paying hold's Checkout Session (CONTRACT §10).
 type HoldPayment struct {
@@ -299,23 +310,44 @@ func ours(seat *firestore.DocumentSnapshot, holdID string) bool {
 
 // ExtendHold moves a live hold's end to server time now + d (d as for
 // Hold), never past MaxHoldSinceCreate after its creation
-// (ErrInvalidArgument). An ended hold gives ErrHoldExpired. Under a gate,
+// (ErrInvalidArgument). A hold that has ended, or has less than a second
+// left (as for ConfirmHold), gives ErrHoldExpired. Under a gate,
 // an extension needs what a new hold needs: a live pass (ErrNotAdmitted
 // once it has ended; the hold keeps its end and may still be confirmed).
+//
+// One call extends at most once. Its commit records a fresh attempt ID on
+// the hold (extendedBy, the latest few); should the commit land while its
+// answer is lost, the call's retry finds its ID there and answers what
+// that commit wrote, however the hold changed since (another extension,
+// a confirmation), instead of extending again from a later now. A new
+// call (a client sending the request again) is a new extension.
 func (s *Service) ExtendHold(ctx context.Context, uid, holdID string, d time.Duration) (_ Hold, err error) {
 	ctx, done := s.metrics.start(ctx, metricOpExtend)
 	defer done(&err)
 	if err := checkHoldLength(d); err != nil {
 		return Hold{}, err
 	}
-	var wrote time.Time // what an earlier attempt of this call wrote
+	attempt, err := lock.NewExecutionID()
+	if err != nil {
+		return Hold{}, err
+	}
+	var wrote *Hold // the hold as this call's commit left it
 	return s.onHold(ctx, uid, holdID, func(tx *firestore.Transaction, h *Hold, docs heldDocs, now time.Time) error {
-		if !wrote.IsZero() && h.HeldUntil.Equal(wrote) {
+		landed := wrote != nil && slices.Contains(h.ExtendedBy, attempt)
+		if s.hooks.extendByValue { // planted: the heldUntil it wrote is still there
+			landed = wrote != nil && h.HeldUntil.Equal(wrote.HeldUntil)
+		}
+		if landed {
 			// That attempt committed, its answer lost: this call is done,
 			// and extending again from a later now would extend twice.
+			*h = *wrote
 			return nil
 		}
-		if !h.live(now) {
+		wrote = nil
+		if !h.live(now.Add(confirmMargin)) {
+			// Ended, or about to: an extension decided in a hold's last
+			// moments could commit after its end and bring it back,
+			// after others saw its seats free.
 			return ErrHoldExpired
 		}
 		until := now.Add(d).Truncate(time.Microsecond) // as Firestore stores it
@@ -335,8 +367,10 @@ func (s *Service) ExtendHold(ctx context.Context, uid, holdID string, d time.Dur
 			return err
 		}
 		h.HeldUntil = until
-		wrote = until
-		return tx.Update(docs.hold.Ref, []firestore.Update{{Path: "heldUntil", Value: until}})
+		h.ExtendedBy = append(h.ExtendedBy[max(0, len(h.ExtendedBy)-recentExtensions+1):], attempt)
+		wrote = new(Hold)
+		*wrote = *h
+		return tx.Update(docs.hold.Ref, []firestore.Update{{Path: "heldUntil", Value: until}, {Path: "extendedBy", Value: h.ExtendedBy}})
 	})
 }
 
@@ -512,7 +546,19 @@ func (s *Service) confirmed(ctx context.Context, h Hold) (Booking, error) {
 
 // ReleaseHold ends uid's hold at once: it turns released and its seats are
 // free. Releasing a hold that has ended already returns it unchanged.
-func (s *Service) ReleaseHold(ctx context.Context, uid, holdID string) (_ Hold, err error) {
+func (s *Service) ReleaseHold(ctx context.Context, uid, holdID string) (Hold, error) {
+	return s.release(ctx, uid, holdID, EndedByUser)
+}
+
+// RevokeHold is ReleaseHold for an operator's revoke of the user's pass
+// (CONTRACT §8): a paying hold's payment record notes that the revoke
+// ended it (EndedByRevoke), so a payment that completes later is refunded
+// as revoked (§10a), not as released by its user.
+func (s *Service) RevokeHold(ctx context.Context, uid, holdID string) (Hold, error) {
+	return s.release(ctx, uid, holdID, EndedByRevoke)
+}
+
+func (s *Service) release(ctx context.Context, uid, holdID string, by EndedBy) (_ Hold, err error) {
 	ctx, done := s.metrics.start(ctx, metricOpRelease)
 	defer done(&err)
 	return s.onHold(ctx, uid, holdID, func(tx *firestore.Transaction, h *Hold, docs heldDocs, now time.Time) error {
@@ -522,7 +568,7 @@ func (s *Service) ReleaseHold(ctx context.Context, uid, holdID string) (_ Hold, 
 		if err := s.settle(tx, docs.pass, Change{Kind: HoldReleased, HoldID: h.ID, Seats: len(h.Seats)}, now); err != nil {
 			return err
 		}
-		return s.endHold(tx, h, docs, StatusReleased, EndedByUser, now)
+		return s.endHold(tx, h, docs, StatusReleased, by, now)
 	})
 }
 

@@ -15,10 +15,15 @@ import (
 	"time"
 
 	"cloud.google.com/go/firestore"
+	pb "cloud.google.com/go/firestore/apiv1/firestorepb"
 	"github.com/anishathalye/porcupine"
 	"github.com/firelock/firelock/counter"
 	"github.com/firelock/firelock/firelocktest"
+	"github.com/firelock/firelock/internal/emulators"
 	"github.com/firelock/firelock/internal/testkit/linearize"
+	"google.golang.org/api/option"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
 )
 
 // The shape of a recorded seat history.
@@ -46,6 +51,10 @@ const (
 	// mixConfirmAtTheEnd: most workers each hold a seat and confirm the
 	// hold around its end, mostly after it; the others read the seat map.
 	mixConfirmAtTheEnd
+	// mixExtendRaces: every worker holds a seat and extends it through the
+	// user's other tab, whose answer is lost, while it reads the seats and
+	// extends the hold itself.
+	mixExtendRaces
 )
 
 // seatRecorder records one history.
@@ -131,6 +140,10 @@ func recordSeatHistory(t *testing.T, seed uint64, run time.Duration, mix seatMix
 			}
 			rec.services = append(rec.services, w.svc)
 		}
+		w.lossy = newLossyTab(t, project)
+		if plant != nil {
+			plant(w.lossy.svc)
+		}
 		workers[id] = w
 	}
 	stop := make(chan struct{})
@@ -146,6 +159,8 @@ func recordSeatHistory(t *testing.T, seed uint64, run time.Duration, mix seatMix
 				switch {
 				case mix == mixEverything:
 					w.step()
+				case mix == mixExtendRaces:
+					w.extendRaces()
 				case w.id%4 == 3:
 					w.readSeats(context.Background(), w.rec.hall(w.rnd))
 					time.Sleep(time.Duration(10+w.rnd.IntN(40)) * time.Millisecond)
@@ -325,6 +340,7 @@ type seatWorker struct {
 	rnd      *rand.Rand
 	counters map[string]*counter.Counter // by hall
 	held     *request                    // mixConfirmAtTheEnd: the hold it made
+	lossy    *lossyTab                   // the user's other tab, whose extensions lose their answers
 }
 
 func (w *seatWorker) seats() seatSet {
@@ -356,7 +372,14 @@ func (w *seatWorker) step() {
 	case r < 15:
 		w.send(ctx, w.rec.newRequest(w.user, hall, bookingClaim, w.seats()))
 	case r < 35:
-		w.send(ctx, w.rec.newRequest(w.user, hall, holdClaim, w.seats()))
+		q = w.rec.newRequest(w.user, hall, holdClaim, w.seats())
+		w.send(ctx, q)
+		w.rec.mu.Lock()
+		made := q.made
+		w.rec.mu.Unlock()
+		if made && w.rnd.IntN(3) == 0 { // more time, at once: a live hold to extend
+			w.extend(ctx, q)
+		}
 	case r < 41:
 		any := func(*request) bool { return true }
 		if q = w.rec.pick(w.rnd, w.user, hall, any, isMade, false); q != nil {
@@ -366,20 +389,32 @@ func (w *seatWorker) step() {
 		if q = hold(); q != nil {
 			w.confirm(ctx, q)
 		}
-	case r < 59:
-		if q = hold(); q != nil {
+	case r < 62:
+		// Mostly a hold that lives by this machine's clock: an extension
+		// that lands is what a retry can repeat.
+		live := func(q *request) bool {
+			end, ok := w.rec.holdEnds[q.claim] // pick holds rec.mu
+			return isHold(q) && ok && time.Until(end) > 0
+		}
+		if w.rnd.IntN(4) > 0 {
+			q = w.rec.pick(w.rnd, w.user, hall, live, isMade, false)
+		}
+		if q == nil {
+			q = hold()
+		}
+		if q != nil {
 			w.extend(ctx, q)
 		}
-	case r < 66:
+	case r < 69:
 		if q = hold(); q != nil {
 			w.release(ctx, q)
 		}
-	case r < 78:
+	case r < 80:
 		mayBook := func(q *request) bool { return q.claim.Kind == bookingClaim || q.made }
 		if q = w.rec.pick(w.rnd, w.user, hall, mayBook, (*request).cancellable, false); q != nil {
 			w.cancel(ctx, q)
 		}
-	case r < 92:
+	case r < 93:
 		q = &request{}
 		w.readSeats(ctx, hall)
 	case r < 97:
@@ -461,17 +496,85 @@ func (w *seatWorker) confirm(ctx context.Context, q *request) {
 	}
 }
 
+// extend extends hold q: half the time from this client, half the time
+// through the user's other tab, whose commit lands with its answer lost
+// while this tab reads the seats and extends the hold too, before that
+// call's retry reads again. An extension whose outcome it did not learn is
+// sent again, as the app's client does. So retried extensions, overtaken
+// by others, are part of every history: a retry must find its own landed
+// commit, not extend a second time (issue #48.4).
 func (w *seatWorker) extend(ctx context.Context, q *request) {
-	call := w.rec.call(w.id, seatIn{Op: opExtend, Hall: q.hall, Claim: q.claim, Length: holdLength})
-	h, err := w.svc.ExtendHold(ctx, w.user, q.doc, holdLength)
-	if err != nil {
-		w.refused(call, err)
+	if w.rnd.IntN(2) == 0 {
+		w.extendFrom(ctx, w.id, w.svc, q)
 		return
 	}
-	w.rec.mu.Lock()
-	w.rec.holdEnds[q.claim] = time.Now().Add(holdLength)
-	w.rec.mu.Unlock()
-	call.Return(seatOut{Status: h.Status, Until: h.HeldUntil.UnixNano()})
+	w.extendLosingTheAnswer(ctx, q)
+}
+
+// extendLosingTheAnswer extends hold q through the user's other tab, whose
+// commit lands with its answer lost; meanwhile this tab reads the seats
+// and extends the hold too, before that call's retry reads again.
+func (w *seatWorker) extendLosingTheAnswer(ctx context.Context, q *request) {
+	lost, done := w.lossy.arm(q.doc), make(chan struct{})
+	go func() {
+		defer close(done)
+		w.extendFrom(ctx, w.id+seatWorkers, w.lossy.svc, q)
+	}()
+	select {
+	case <-lost: // that commit went out, and its answer is lost
+		w.readSeats(ctx, q.hall)
+		w.extendFrom(ctx, w.id, w.svc, q)
+	case <-done: // it never committed (the hold had ended, say)
+	}
+	<-done
+	w.lossy.disarm(q.doc)
+}
+
+// extendRaces holds a seat and extends the hold, again and again, each
+// time as extendLosingTheAnswer does; a new hold once it is gone or nearly.
+func (w *seatWorker) extendRaces() {
+	ctx, cancel := context.WithTimeout(context.Background(), seatOpTimeout)
+	defer cancel()
+	if w.held != nil {
+		w.rec.mu.Lock()
+		end, ok := w.rec.holdEnds[w.held.claim]
+		w.rec.mu.Unlock()
+		if ok && time.Until(end) > 2*time.Second {
+			w.extendLosingTheAnswer(ctx, w.held)
+			return
+		}
+	}
+	w.held = w.rec.newRequest(w.user, w.rec.hall(w.rnd), holdClaim, seatSet(1)<<w.rnd.IntN(hallSeats))
+	w.take(ctx, w.id, w.svc, w.held)
+}
+
+// extendFrom extends hold q through svc, as client of the history; an
+// unknown outcome is sent again once, while ctx lasts.
+func (w *seatWorker) extendFrom(ctx context.Context, client int, svc *Service, q *request) {
+	for try := 0; ; try++ {
+		call := w.rec.call(client, seatIn{Op: opExtend, Hall: q.hall, Claim: q.claim, Length: holdLength})
+		h, err := svc.ExtendHold(ctx, w.user, q.doc, holdLength)
+		if err == nil {
+			w.rec.mu.Lock()
+			w.rec.holdEnds[q.claim] = time.Now().Add(holdLength)
+			w.rec.mu.Unlock()
+			call.Return(seatOut{Status: h.Status, Until: h.HeldUntil.UnixNano()})
+			return
+		}
+		w.refused(call, err)
+		if try > 0 || ctx.Err() != nil || !unknownOutcome(err) {
+			return
+		}
+	}
+}
+
+// unknownOutcome: err leaves the request's outcome unknown to its client
+// (refused records it so).
+func unknownOutcome(err error) bool {
+	var se *SeatsError
+	return !errors.As(err, &se) && !errors.Is(err, ErrHoldExpired) && !errors.Is(err, ErrHoldNotFound) &&
+		!errors.Is(err, ErrBookingNotFound) && !errors.Is(err, ErrInvalidArgument) && !errors.Is(err, ErrForbidden) &&
+		!errors.Is(err, ErrScreeningNotFound) && !errors.Is(err, ErrScreeningStarted)
 }
 
 func (w *seatWorker) release(ctx context.Context, q *request) {
@@ -498,6 +601,76 @@ func (w *seatWorker) cancel(ctx context.Context, q *request) {
 		return
 	}
 	call.Return(seatOut{Status: b.Status})
+}
+
+// lossyTab is a user's other tab: a Service whose client reaches the
+// emulator through a proxy of its own, which loses the answer of the next
+// commit that writes an armed hold (it lands), then heals, so that the
+// call tries again on a fresh read.
+type lossyTab struct {
+	proxy *firelocktest.Proxy
+	svc   *Service
+	mu    sync.Mutex
+	armed map[string]chan struct{} // hold ID -> closed when its commit's answer is lost
+}
+
+func newLossyTab(t *testing.T, project string) *lossyTab {
+	t.Helper()
+	l := &lossyTab{proxy: firelocktest.NewProxy(t, os.Getenv("FIRESTORE_EMULATOR_HOST")), armed: map[string]chan struct{}{}}
+	conn, err := grpc.NewClient(l.proxy.Addr,
+		grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithPerRPCCredentials(emulators.Admin{}),
+		grpc.WithChainUnaryInterceptor(func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+			if c, ok := req.(*pb.CommitRequest); ok {
+				l.losing(c)
+			}
+			return invoker(ctx, method, req, reply, cc, opts...)
+		}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	c, err := firestore.NewClient(context.Background(), project, option.WithGRPCConn(conn))
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.svc = New(c)
+	t.Cleanup(l.svc.Close)
+	return l
+}
+
+// arm makes the next commit that writes hold holdID lose its answer; the
+// channel closes once it has gone out and landed.
+func (l *lossyTab) arm(holdID string) <-chan struct{} {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	ch := make(chan struct{})
+	l.armed[holdID] = ch
+	return ch
+}
+
+func (l *lossyTab) disarm(holdID string) {
+	l.mu.Lock()
+	delete(l.armed, holdID)
+	l.mu.Unlock()
+}
+
+// losing drops the answers from now on, and heals in a moment, if c
+// writes an armed hold.
+func (l *lossyTab) losing(c *pb.CommitRequest) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, wr := range c.Writes {
+		name := wr.GetUpdate().GetName()
+		id := name[strings.LastIndex(name, "/")+1:]
+		if ch, ok := l.armed[id]; ok && strings.HasSuffix(name, "/"+Holds+"/"+id) {
+			delete(l.armed, id)
+			l.proxy.DropAnswers(150 * time.Millisecond)
+			time.AfterFunc(400*time.Millisecond, l.proxy.Heal)
+			time.AfterFunc(60*time.Millisecond, func() { close(ch) }) // it has landed by then
+			return
+		}
+	}
 }
 
 // refused records an error: a refusal (nothing happened), or an unknown
@@ -647,7 +820,10 @@ func TestSeatHistoryIsLinearizable(t *testing.T) {
 // is not linearizable. A booking that writes its seats without their
 // preconditions overwrites another instance's booking of a seat; a confirm
 // that does not check its hold's end books a hold that ended, which shows
-// when confirms come around the end. (Whether a short random history shows
+// when confirms come around the end; an extension whose retry knows its
+// landed commit only by the heldUntil it wrote extends a second time once
+// another extension has moved it (issue #48.4), which shows when
+// extensions race while answers are lost. (Whether a short random history shows
 // a bug is chance, if likely: up to three are recorded, and the first
 // shown not linearizable ends the test.)
 func TestSeatLinearizabilityCatchesPlantedBugs(t *testing.T) {
@@ -659,6 +835,7 @@ func TestSeatLinearizabilityCatchesPlantedBugs(t *testing.T) {
 	}{
 		{"no seat precondition", func(s *Service) { s.hooks.noSeatPrecondition = true }, mixEverything, 4 * time.Second},
 		{"no hold end check", func(s *Service) { s.hooks.noHoldEndCheck = true }, mixConfirmAtTheEnd, 7 * time.Second},
+		{"an extension retried by its value", func(s *Service) { s.hooks.extendByValue = true }, mixExtendRaces, 4 * time.Second},
 	} {
 		t.Run(bug.name, func(t *testing.T) {
 			seed := linearize.Seed(t, 1)

@@ -28,9 +28,9 @@ import (
 //     seats that are booked; seat_held (no seat booked) exactly those under
 //     a live hold; seat_busy (it means "retry") may come at any time, but
 //     never once the request's document exists.
-//   - ExtendHold moves a live hold's end; ConfirmHold books a live hold's
-//     seats, and answers hold_expired once less than confirmMargin is left
-//     or the hold is released; ReleaseHold frees a held hold's seats that
+//   - ExtendHold moves a live hold's end, once a call; ConfirmHold books a
+//     live hold's seats; both answer hold_expired once less than
+//     confirmMargin is left or the hold is released; ReleaseHold frees a held hold's seats that
 //     still show it; CancelBooking frees a booking's seats. 404 for what was
 //     never made.
 //   - A read of the seat map shows each seat's document as the model has
@@ -339,7 +339,8 @@ func seatStep(s hallState, in seatIn, out seatOut) (bool, hallState) {
 			c.Until, c.UntilUnknown = out.Until, false
 			return true, s.with(in.Claim, c)
 		case answerExpired:
-			return made, ended(s, c, 0)
+			// Ended, or less than confirmMargin left by the answer's time.
+			return made, ended(s, c, confirmMargin)
 		case answerNotFound:
 			return !made, s
 		}
@@ -661,6 +662,8 @@ func TestSeatModel(t *testing.T) {
 		{"hold_expired for a confirmed hold", []seatModelOp{hold(1, a1, held(1, 6)), on(opConfirm, h(1), created(2)), on(opConfirm, h(1), refused(answerExpired, 0))}, porcupine.Illegal},
 		{"extend a live hold", []seatModelOp{hold(1, a1, held(1, 6)), on(opExtend, h(1), extended(9)), book(2, a1, refused(answerHeld, a1)), read(8.9, heldBy(h(1), 9))}, porcupine.Ok},
 		{"extend an ended hold", []seatModelOp{hold(1, a1, held(1, 6)), on(opExtend, h(1), extended(11.5))}, porcupine.Illegal},
+		{"an extension's hold_expired with less than the margin left", []seatModelOp{hold(1, a1, held(1, 6)), on(opExtend, h(1), refused(answerExpired, 0)), read(5.5, heldBy(h(1), 6))}, porcupine.Ok},
+		{"an extension's hold_expired with more left", []seatModelOp{hold(1, a1, held(1, 6)), on(opExtend, h(1), refused(answerExpired, 0)), read(4.5, heldBy(h(1), 6))}, porcupine.Illegal},
 		{"an extension seen ended and then revived", []seatModelOp{
 			hold(1, a1, held(1, 6)), read(6.2, heldBy(h(1), 6)), on(opExtend, h(1), extended(10.9)), read(6.3, heldBy(h(1), 10.9))}, porcupine.Illegal},
 		{"release frees the seats, once", []seatModelOp{

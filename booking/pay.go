@@ -18,13 +18,19 @@ import (
 // it: seats and money never diverge.
 
 // ReadHold returns uid's hold holdID as stored (one read), and whether it
-// holds its seats by Firestore's clock at the read, with at least a second
-// left (as StartPaying and ConfirmHold need). Errors: ErrInvalidArgument,
-// ErrHoldNotFound, ErrForbidden (another user's).
+// holds its seats by Firestore's clock at the read: a paying hold until its
+// heldUntil has passed, whether or not the sweep has marked it since (its
+// checkout may be handed out again until then: CONTRACT §10a); a held one
+// with at least a second left (as StartPaying and ConfirmHold need).
+// Errors: ErrInvalidArgument, ErrHoldNotFound, ErrForbidden (another
+// user's).
 func (s *Service) ReadHold(ctx context.Context, uid, holdID string) (h Hold, live bool, err error) {
 	h, snap, err := s.readHold(ctx, uid, holdID)
 	if err != nil {
 		return Hold{}, false, err
+	}
+	if h.Status == StatusPaying {
+		return h, h.live(snap.ReadTime), nil
 	}
 	return h, h.live(snap.ReadTime.Add(confirmMargin)), nil
 }
@@ -38,16 +44,18 @@ type Fence func(tx *firestore.Transaction) error
 // pay: it keeps its seats until server time now + payHold (never past
 // MaxHoldSinceCreate after its creation, never shorter than it was), and
 // record adds the payment record's writes to the same commit. started is
-// false, and nothing is written, when the hold is paying already (a retry;
-// the hold returned is as stored). Errors: ErrHoldNotFound, ErrForbidden,
-// ErrHoldConfirmed, ErrHoldExpired (it ended, or ends within a second),
-// ErrScreeningStarted.
+// false, and nothing is written, when the hold is paying already and lives
+// (a retry; the hold returned is as stored). Errors: ErrHoldNotFound,
+// ErrForbidden, ErrHoldConfirmed, ErrHoldExpired (it ended, or a held one
+// ends within a second), ErrScreeningStarted.
 func (s *Service) StartPaying(ctx context.Context, uid, holdID string, payHold time.Duration, pay HoldPayment, record func(tx *firestore.Transaction, h Hold, now time.Time) error) (_ Hold, started bool, err error) {
 	h, err := s.onHold(ctx, uid, holdID, func(tx *firestore.Transaction, h *Hold, docs heldDocs, now time.Time) error {
 		started = false
 		switch {
-		case h.Status == StatusPaying:
+		case h.Status == StatusPaying && h.live(now):
 			return nil
+		case h.Status == StatusPaying:
+			return ErrHoldExpired // its end passed; the sweep has not marked it yet
 		case h.Status == StatusOK:
 			return ErrHoldConfirmed
 		case !h.live(now.Add(confirmMargin)):
@@ -99,14 +107,17 @@ type PaidAction string
 const (
 	// PaidNothing: the payment was applied before (a duplicate event).
 	PaidNothing PaidAction = "nothing"
-	// PaidConfirm: the paying hold lives; it becomes a booking.
+	// PaidConfirm: the paying hold lives, and the gate allows it
+	// (Refused nil); it becomes a booking.
 	PaidConfirm PaidAction = "confirm"
-	// PaidLate: the hold has ended, and every one of its seats is free: the
-	// seats are booked all the same (a late payment accepted).
+	// PaidLate: the hold has ended, every one of its seats is free, and the
+	// screening's gate allows it (Refused nil): the seats are booked all
+	// the same (a late payment accepted).
 	PaidLate PaidAction = "late"
-	// PaidRefund: the seats cannot be had (taken, or released by the user,
-	// or the screening started): nothing is booked, and the payment goes
-	// back in full.
+	// PaidRefund: the seats cannot be had (taken, released by the user or
+	// by an operator's revoke, the screening started, or booking them
+	// would break a rule of the sale: PaidHold.Refused): nothing is
+	// booked, and the payment goes back in full.
 	PaidRefund PaidAction = "refund"
 )
 
@@ -123,6 +134,13 @@ type PaidHold struct {
 	SeatsFree bool
 	// Started: the screening has started (it takes no booking).
 	Started bool
+	// Refused is why the screening's gate refuses to book the hold for
+	// its payment at Now (Gate.PaidBooking: ErrNotAdmitted for a revoked
+	// pass; for a late payment also ErrSaleClosed, ErrSeatLimit), judged
+	// on the screening and the pass as this transaction read them; nil
+	// when it allows it, or the screening is not gated. Judged for a live
+	// paying hold, and for one that has ended whose seats are all free.
+	Refused error
 }
 
 // ConfirmPayment applies the completed payment paid of hold holdID, in one
@@ -154,6 +172,13 @@ func (s *Service) ConfirmPayment(ctx context.Context, holdID, executionID string
 				p.SeatsFree = false // booked, or under someone else's live hold
 			}
 		}
+		if (p.Live || p.SeatsFree) && s.gate != nil && s.gate.Gated(docs.screening) {
+			var pass *firestore.DocumentSnapshot
+			if len(docs.pass) > 0 {
+				pass = docs.pass[0]
+			}
+			p.Refused = s.gate.PaidBooking(docs.screening, pass, Claim{Kind: ClaimBooking, ID: h.ID, UID: h.UID, ScreeningID: h.ScreeningID, Seats: h.Seats}, !p.Live, now)
+		}
 		if fence != nil {
 			if err := fence(tx); err != nil {
 				return err
@@ -164,8 +189,8 @@ func (s *Service) ConfirmPayment(ctx context.Context, holdID, executionID string
 		}
 		switch action {
 		case PaidConfirm, PaidLate:
-			if p.Started || (action == PaidConfirm && !p.Live) || (action == PaidLate && !p.SeatsFree) {
-				return fmt.Errorf("booking: the till chose %s for hold %s, which cannot have it (live %v, seats free %v, started %v)", action, h.ID, p.Live, p.SeatsFree, p.Started)
+			if p.Started || p.Refused != nil || (action == PaidConfirm && !p.Live) || (action == PaidLate && !p.SeatsFree) {
+				return fmt.Errorf("booking: the till chose %s for hold %s, which cannot have it (live %v, seats free %v, started %v, refused: %v)", action, h.ID, p.Live, p.SeatsFree, p.Started, p.Refused)
 			}
 			b = confirmation(h)
 			b.Payment = &paid

@@ -19,8 +19,9 @@ type Till interface {
 	Payment(holdID string) *firestore.DocumentRef
 	// HoldEnded returns the updates of the payment record (as read in the
 	// transaction) of paying hold h, which ends unpaid now: by its user
-	// (EndedByUser) or by its time (EndedByTime). The Checkout Session is
-	// then due to be expired.
+	// (EndedByUser), by its time (EndedByTime), by its session
+	// (EndedByCheckout) or by an operator's revoke (EndedByRevoke). The
+	// Checkout Session is then due to be expired (but for EndedByCheckout).
 	HoldEnded(payment *firestore.DocumentSnapshot, h Hold, by EndedBy, now time.Time) ([]firestore.Update, error)
 	// BookingCancelled returns the updates of the payment record of paid
 	// booking b, which is being cancelled: its refund is then due.
@@ -34,6 +35,9 @@ type EndedBy string
 const (
 	EndedByUser EndedBy = "user" // ReleaseHold
 	EndedByTime EndedBy = "time" // it lapsed (ExpireHolds)
+	// EndedByRevoke: an operator revoked the user's pass, which released
+	// the hold (RevokeHold).
+	EndedByRevoke EndedBy = "revoke"
 	// EndedByCheckout: its Checkout Session expired, or its payment failed
 	// (EndPaying).
 	EndedByCheckout EndedBy = "checkout"

@@ -64,6 +64,15 @@ func TestCheckoutHoldOverHTTP(t *testing.T) {
 			t.Errorf("%s: %d %v, want %d %s", c.name, r.Status, r.Body, c.status, c.code)
 		}
 	}
+	// Without a returnUrl, only a browser on an allowed origin may leave it
+	// out (CONTRACT §10a): Stripe then sends the buyer back there.
+	foreign := func(r *http.Request) { r.Header.Set("Origin", "https://evil.example") }
+	if r := e.call("CheckoutHold", token(t, "pat"), map[string]any{"holdId": holdID}); r.Status != 400 || r.code() != "invalid_argument" {
+		t.Errorf("no returnUrl and no Origin: %d %v, want 400 invalid_argument", r.Status, r.Body)
+	}
+	if r := e.call("CheckoutHold", token(t, "pat"), map[string]any{"holdId": holdID}, foreign); r.Status != 400 || r.code() != "invalid_argument" {
+		t.Errorf("no returnUrl from a foreign Origin: %d %v, want 400 invalid_argument", r.Status, r.Body)
+	}
 	if d, _ := e.fs.Doc("payments/" + holdID).Get(context.Background()); d.Exists() {
 		t.Fatalf("a refused checkout wrote %v", d.Data())
 	}

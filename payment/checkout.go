@@ -72,6 +72,9 @@ type hooks struct {
 	beforeSettle func(holdID string)
 	// beforeDone runs in a webhook run's transaction before its done mark.
 	beforeDone func()
+	// beforePaying runs in a checkout's transaction that turns its hold
+	// paying, just before it commits.
+	beforePaying func()
 }
 
 // Option configures a Service.
@@ -143,21 +146,34 @@ type CheckoutRequest struct {
 // key derived from the hold and parameters that derive from the hold
 // alone, so every retry gets the same session from Stripe and Stripe being
 // out of reach changes nothing (ErrStripeUnavailable). Then one commit
-// turns the hold paying, moves its end to now + the price's payHoldSeconds
-// and writes payments/{holdId}. Errors: booking.ErrHoldNotFound,
+// turns the hold paying, moves its end to the later of its own and now +
+// the price's payHoldSeconds, and writes payments/{holdId}. Should that
+// commit be refused for good (the hold ended, was confirmed, its screening
+// started, its pass was revoked), the session is expired; should it fail
+// for a passing reason, the session is left for the retry, which Stripe
+// hands the same session (CONTRACT §10a). Errors: booking.ErrHoldNotFound,
 // ErrForbidden, ErrHoldExpired, ErrHoldConfirmed, ErrScreeningStarted,
-// ErrNotPriced, ErrStripeUnavailable, ErrNotConfigured.
+// ErrInvalidArgument (neither a return URL nor an origin), ErrNotPriced,
+// ErrStripeUnavailable, ErrNotConfigured.
 func (s *Service) Checkout(ctx context.Context, r CheckoutRequest) (Checkout, bool, error) {
 	if s.stripe == nil {
 		return Checkout{}, false, fmt.Errorf("%w: %s is not set", ErrNotConfigured, EnvSecretKey)
+	}
+	if r.ReturnURL == "" && r.Origin == "" {
+		return Checkout{}, false, fmt.Errorf("%w: a returnUrl, or the Origin of a browser on the app, says where Stripe sends the buyer back", booking.ErrInvalidArgument)
 	}
 	h, live, err := s.bookings.ReadHold(ctx, r.UID, r.HoldID)
 	if err != nil {
 		return Checkout{}, false, err
 	}
 	switch {
-	case h.Status == booking.StatusPaying:
+	case h.Status == booking.StatusPaying && live:
 		return s.checkoutOf(ctx, h)
+	case h.Status == booking.StatusPaying:
+		// Its end has passed, by the read's time: its seats may be
+		// someone else's, so its URL is not handed out again, whether or
+		// not the sweep has marked it yet (CONTRACT §10a).
+		return Checkout{}, false, booking.ErrHoldExpired
 	case h.Status == booking.StatusOK:
 		return Checkout{}, false, booking.ErrHoldConfirmed
 	case h.Status != booking.StatusHeld || !live:
@@ -190,12 +206,23 @@ func (s *Service) Checkout(ctx context.Context, r CheckoutRequest) (Checkout, bo
 		booking.HoldPayment{SessionID: cs.ID, Amount: amount, Currency: price.Currency},
 		func(tx *firestore.Transaction, _ booking.Hold, now time.Time) error {
 			rec.CreatedAt, rec.UpdatedAt = now, now
+			if h := s.hooks.beforePaying; h != nil {
+				h()
+			}
 			return tx.Create(s.ledger.Payment(r.HoldID), rec)
 		})
 	if err != nil {
-		// Nobody was given the session's URL: expire it, so it cannot be
-		// paid (best effort; it expires by itself at expires_at).
-		s.expireOrphan(ctx, cs.ID, r.HoldID, err)
+		if refusedForGood(err) {
+			// No retry can record the session: expire it, so it cannot be
+			// paid (best effort; it expires by itself at expires_at).
+			s.expireOrphan(ctx, cs.ID, r.HoldID, err)
+		}
+		// Otherwise the failure passes (a deadline, the caller gone, an
+		// abort, Firestore out of reach), and the commit may even have
+		// landed unheard: the retry gets this very session back from
+		// Stripe (the same key and parameters) and records it, or finds
+		// it recorded. Expired now, it would hand the buyer a dead
+		// checkoutUrl (CONTRACT §10a). Unrecorded, nobody has its URL.
 		return Checkout{}, false, err
 	}
 	if !started { // a concurrent attempt turned it paying: its session stands
@@ -205,6 +232,20 @@ func (s *Service) Checkout(ctx context.Context, r CheckoutRequest) (Checkout, bo
 		return s.checkoutOf(ctx, h)
 	}
 	return Checkout{HoldID: h.ID, CheckoutURL: rec.CheckoutURL, HeldUntil: h.HeldUntil, Amount: amount, Currency: price.Currency}, true, nil
+}
+
+// refusedForGood: StartPaying refused the hold for a reason every retry
+// meets again (the hold ended or is gone, was confirmed, its screening
+// started, its pass was revoked), so no retry records the session it
+// refused (CONTRACT §10a).
+func refusedForGood(err error) bool {
+	for _, final := range []error{booking.ErrHoldExpired, booking.ErrHoldConfirmed, booking.ErrScreeningStarted,
+		booking.ErrNotAdmitted, booking.ErrHoldNotFound, booking.ErrForbidden} {
+		if errors.Is(err, final) {
+			return true
+		}
+	}
+	return false
 }
 
 // checkoutOf answers the Checkout of paying hold h, from its record.

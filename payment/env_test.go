@@ -1,9 +1,11 @@
 package payment_test
 
 import (
+	"bytes"
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"slices"
@@ -45,7 +47,8 @@ func TestMain(m *testing.M) {
 // call is one HTTP request the Stripe client sent, as its transport saw it.
 type call struct {
 	Method, Path, Key string
-	Status            int // 0: no answer (an error)
+	Status            int       // 0: no answer (an error)
+	At                time.Time // when it was sent
 }
 
 // recorder records every request to Stripe (each attempt: stripe-go's own
@@ -57,8 +60,8 @@ type recorder struct {
 }
 
 func (r *recorder) RoundTrip(req *http.Request) (*http.Response, error) {
+	c := call{Method: req.Method, Path: req.URL.Path, Key: req.Header.Get("Idempotency-Key"), At: time.Now()}
 	resp, err := r.next.RoundTrip(req)
-	c := call{Method: req.Method, Path: req.URL.Path, Key: req.Header.Get("Idempotency-Key")}
 	if err == nil {
 		c.Status = resp.StatusCode
 	}
@@ -107,9 +110,104 @@ type env struct {
 	stripe   *recorder
 	secret   string
 	reader   *metric.ManualReader
+	// cfg and popts built pay (withGate builds it again).
+	cfg   payment.Config
+	popts []payment.Option
 }
 
 type envOption func(*payment.Config, *[]payment.Option)
+
+// withReplay puts a replayer (Stripe's idempotency, which stripe-mock does
+// not keep) between the Stripe client and stripe-mock, and a checkout page
+// whose URLs name the session they pay.
+func withReplay(r *replayer) envOption {
+	return func(c *payment.Config, _ *[]payment.Option) {
+		r.next = c.HTTPClient.Transport.(*recorder).next
+		c.HTTPClient.Transport.(*recorder).next = r
+		c.CheckoutPage = "http://checkout.test/pay"
+	}
+}
+
+// replayer answers a POST that carries an Idempotency-Key seen before as
+// Stripe does: with the first answer again, or, when the parameters
+// differ, 400 idempotency_error. afterCreate, if set, runs once a session
+// create's first answer is in, before the client has it: the moment
+// Stripe has made the session.
+type replayer struct {
+	next        http.RoundTripper
+	mu          sync.Mutex
+	seen        map[string]replayed
+	afterCreate func()
+}
+
+type replayed struct {
+	body   string // the request's parameters
+	status int
+	header http.Header
+	answer []byte
+}
+
+func (r *replayer) RoundTrip(req *http.Request) (*http.Response, error) {
+	key := req.Header.Get("Idempotency-Key")
+	if req.Method != http.MethodPost || key == "" {
+		return r.next.RoundTrip(req)
+	}
+	var body []byte
+	if req.Body != nil {
+		var err error
+		if body, err = io.ReadAll(req.Body); err != nil {
+			return nil, err
+		}
+		req.Body = io.NopCloser(bytes.NewReader(body))
+	}
+	if f, ok := req.Context().Value(cutAfterStripe{}).(func()); ok && req.URL.Path == "/v1/checkout/sessions" {
+		defer f() // the caller goes away once Stripe has answered
+	}
+	r.mu.Lock()
+	prev, ok := r.seen[key]
+	r.mu.Unlock()
+	if ok {
+		if prev.body != string(body) {
+			answer := []byte(`{"error":{"type":"idempotency_error","message":"Keys for idempotent requests can only be used with the same parameters they were first used with."}}`)
+			return &http.Response{StatusCode: http.StatusBadRequest, Header: http.Header{"Content-Type": {"application/json"}},
+				Body: io.NopCloser(bytes.NewReader(answer)), Request: req}, nil
+		}
+		return &http.Response{StatusCode: prev.status, Header: prev.header.Clone(), Body: io.NopCloser(bytes.NewReader(prev.answer)), Request: req}, nil
+	}
+	resp, err := r.next.RoundTrip(req)
+	if err != nil {
+		return nil, err
+	}
+	answer, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil {
+		return nil, err
+	}
+	resp.Body = io.NopCloser(bytes.NewReader(answer))
+	if resp.StatusCode < 500 { // Stripe keeps an answer it made, not a failure to make one
+		r.mu.Lock()
+		if r.seen == nil {
+			r.seen = map[string]replayed{}
+		}
+		r.seen[key] = replayed{body: string(body), status: resp.StatusCode, header: resp.Header.Clone(), answer: answer}
+		hook := r.afterCreate
+		if req.URL.Path == "/v1/checkout/sessions" {
+			r.afterCreate = nil
+		} else {
+			hook = nil
+		}
+		r.mu.Unlock()
+		if hook != nil {
+			hook()
+		}
+	}
+	return resp, nil
+}
+
+// cutAfterStripe is a context key: its value, a func(), runs once a
+// session create sent with that context has Stripe's answer (the
+// replayer's), before the client reads it: a caller that goes away then.
+type cutAfterStripe struct{}
 
 // withAPIURL points the Stripe client elsewhere (a fault proxy).
 func withAPIURL(u string) envOption {
@@ -154,11 +252,21 @@ func newEnvOn(t *testing.T, fs *firestore.Client, seed bool, opts ...envOption) 
 	for _, o := range opts {
 		o(&cfg, &popts)
 	}
+	e.cfg, e.popts = cfg, popts
 	ledger := payment.NewLedger(fs)
 	e.bookings = booking.New(fs, booking.WithTill(ledger))
 	t.Cleanup(e.bookings.Close)
 	e.pay = payment.New(fs, e.bookings, ledger, cfg, popts...)
 	return e
+}
+
+// withGate builds the env's bookings and payments again with g as
+// booking's gate (a sale).
+func (e *env) withGate(g booking.Gate) {
+	ledger := payment.NewLedger(e.fs)
+	e.bookings = booking.New(e.fs, booking.WithTill(ledger), booking.WithGate(g))
+	e.t.Cleanup(e.bookings.Close)
+	e.pay = payment.New(e.fs, e.bookings, ledger, e.cfg, e.popts...)
 }
 
 var reqN struct {

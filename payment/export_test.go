@@ -19,3 +19,8 @@ func BeforeSettle(s *Service, fn func(holdID string)) { s.hooks.beforeSettle = f
 // event's done mark is added to it (on each attempt), so a test can drop
 // the commit's answer.
 func BeforeDone(s *Service, fn func()) { s.hooks.beforeDone = fn }
+
+// BeforePaying runs fn in a checkout's transaction that turns its hold
+// paying (on each attempt), just before it commits, so a test can cut the
+// checkout off there.
+func BeforePaying(s *Service, fn func()) { s.hooks.beforePaying = fn }

@@ -36,6 +36,14 @@ const (
 	ReasonReleased = "released"
 	// ReasonCancelled: the paid booking was cancelled (CancelBooking).
 	ReasonCancelled = "cancelled"
+	// ReasonSaleClosed, ReasonSeatLimit: a late payment whose booking would
+	// break a rule of the screening's sale at that moment: an operator had
+	// closed it, or the user would go past maxSeatsPerUser (CONTRACT §10a).
+	ReasonSaleClosed = "sale_closed"
+	ReasonSeatLimit  = "seat_limit"
+	// ReasonRevoked: a payment for a hold that an operator's revoke
+	// released, or a late one of a user whose pass was revoked.
+	ReasonRevoked = "revoked"
 )
 
 // Record is a payment record, payments/{holdId}: the CONTRACT §10 fields,

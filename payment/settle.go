@@ -133,11 +133,26 @@ func (s *Service) record(ctx context.Context, ref *firestore.DocumentRef, run *j
 // release stands and the sweep expires the session within a minute.
 func (s *Service) ReleaseHold(ctx context.Context, uid, holdID string) (booking.Hold, error) {
 	h, err := s.bookings.ReleaseHold(ctx, uid, holdID)
+	return s.expireReleased(ctx, h, err)
+}
+
+// RevokeHold is ReleaseHold for an operator's revoke of the user's pass
+// (booking.Service.RevokeHold; a sale.HoldRevoker): a payment that
+// completes for the hold later is refunded as revoked.
+func (s *Service) RevokeHold(ctx context.Context, uid, holdID string) (booking.Hold, error) {
+	h, err := s.bookings.RevokeHold(ctx, uid, holdID)
+	return s.expireReleased(ctx, h, err)
+}
+
+// expireReleased expires the Checkout Session of h, a hold just released
+// (err nil), if it was paying (Settle); should Stripe be out of reach, the
+// release stands and the sweep expires the session.
+func (s *Service) expireReleased(ctx context.Context, h booking.Hold, err error) (booking.Hold, error) {
 	if err != nil || h.Payment == nil {
 		return h, err
 	}
-	if err := s.Settle(ctx, holdID); err != nil {
-		s.log.WarnContext(ctx, "released a paying hold; its Checkout Session is expired by the sweep", "holdId", holdID, "error", err.Error())
+	if err := s.Settle(ctx, h.ID); err != nil {
+		s.log.WarnContext(ctx, "released a paying hold; its Checkout Session is expired by the sweep", "holdId", h.ID, "error", err.Error())
 	}
 	return h, nil
 }

@@ -191,9 +191,11 @@ func (s *Service) applyPaid(ctx context.Context, run *jobs.Run, executionID, hol
 		paid.PaymentIntentID = cs.PaymentIntent.ID
 	}
 	refundDue := false
+	reason := "" // why a refund is due, as decided
 	_, action, err := s.bookings.ConfirmPayment(ctx, holdID, executionID, paid, fenceOf(run),
-		func(p booking.PaidHold) (booking.PaidAction, error) {
-			return s.decidePaid(p, cs.ID)
+		func(p booking.PaidHold) (a booking.PaidAction, err error) {
+			a, reason, err = s.decidePaid(p, cs.ID)
+			return a, err
 		},
 		func(tx *firestore.Transaction, p booking.PaidHold, a booking.PaidAction, b *booking.Booking) error {
 			rec, _, err := recordOf(p.Payment)
@@ -212,10 +214,6 @@ func (s *Service) applyPaid(ctx context.Context, run *jobs.Run, executionID, hol
 					ups = append(ups, firestore.Update{Path: "lateAccepted", Value: true})
 				}
 			case booking.PaidRefund:
-				reason := ReasonSeatsLost
-				if rec.EndedBy == string(booking.EndedByUser) || (p.Hold.Status == booking.StatusReleased && rec.EndedBy == "") {
-					reason = ReasonReleased
-				}
 				ups = append(ups, firestore.Update{Path: "refundDue", Value: true}, firestore.Update{Path: "refundReason", Value: reason})
 				refundDue = true
 			default:
@@ -262,38 +260,66 @@ func paidOutcome(a booking.PaidAction) string {
 	return OutcomeDuplicate
 }
 
-// decidePaid is the late-payment rule (CONTRACT §10), applied to a hold
-// and its payment record as one transaction read them: a payment applied
-// before changes nothing; one for a live paying hold confirms it; a late
-// one (the hold ended) books the seats if every one is still free and the
-// user did not release the hold, and is refunded otherwise.
-func (s *Service) decidePaid(p booking.PaidHold, sessionID string) (booking.PaidAction, error) {
+// decidePaid is the late-payment rule (CONTRACT §10, §10a), applied to a
+// hold and its payment record as one transaction read them: a payment
+// applied before changes nothing; one for a live paying hold confirms it,
+// unless an operator revoked the user's pass; a late one (the hold ended)
+// books the seats if every one is still free, the user did not release
+// the hold, an operator did not revoke it, and booking it breaks no rule
+// of the sale at that moment (the sale closed, the user's seat cap:
+// PaidHold.Refused); otherwise it is refunded, for the reason returned.
+func (s *Service) decidePaid(p booking.PaidHold, sessionID string) (booking.PaidAction, string, error) {
 	rec, ok, err := recordOf(p.Payment)
 	switch {
 	case err != nil:
-		return "", err
+		return "", "", err
 	case !ok || rec.SessionID != sessionID:
 		// Only a recorded session's URL was ever given to a buyer, and
 		// Stripe's idempotency makes one session per hold: this cannot be
 		// paid. Stripe keeps delivering it (an error), and the log says so.
-		return "", fmt.Errorf("%w: session %s was paid for hold %s, whose record names %q: refund it in Stripe's dashboard", errUnmatched, sessionID, p.Hold.ID, rec.SessionID)
+		return "", "", fmt.Errorf("%w: session %s was paid for hold %s, whose record names %q: refund it in Stripe's dashboard", errUnmatched, sessionID, p.Hold.ID, rec.SessionID)
 	case s.hooks.arrivalOrder && !p.Live:
-		return booking.PaidRefund, nil // planted: a completed event for a hold that is not paying is taken as lost
+		return booking.PaidRefund, refundReason(p, rec), nil // planted: a completed event for a hold that is not paying is taken as lost
 	case !s.hooks.noEventLease && (rec.Status == StatusPaid || rec.Status == StatusRefunded):
-		return booking.PaidNothing, nil
+		return booking.PaidNothing, "", nil
 	case p.Hold.Status == booking.StatusOK:
 		if s.hooks.noEventLease {
-			return booking.PaidRefund, nil // planted: a duplicate, not recognised, looks like a payment whose seats are taken
+			return booking.PaidRefund, refundReason(p, rec), nil // planted: a duplicate, not recognised, looks like a payment whose seats are taken
 		}
-		return "", fmt.Errorf("payment: hold %s is confirmed while its record is %s", p.Hold.ID, rec.Status)
-	case p.Live && !p.Started:
-		return booking.PaidConfirm, nil
-	case rec.EndedBy == string(booking.EndedByUser) || (p.Hold.Status == booking.StatusReleased && rec.EndedBy == ""):
-		return booking.PaidRefund, nil
-	case p.SeatsFree && !p.Started:
-		return booking.PaidLate, nil
+		return "", "", fmt.Errorf("payment: hold %s is confirmed while its record is %s", p.Hold.ID, rec.Status)
+	case p.Live && !p.Started && p.Refused == nil:
+		return booking.PaidConfirm, "", nil
 	}
-	return booking.PaidRefund, nil
+	if reason := refundReason(p, rec); reason != "" {
+		return booking.PaidRefund, reason, nil
+	}
+	return booking.PaidLate, "", nil
+}
+
+// refundReason is why a payment that cannot confirm a live paying hold
+// as it stands is refunded, or "" if it may be booked late: the hold
+// released by its user (ReasonReleased) or by an operator's revoke
+// (ReasonRevoked); seats taken since, or the screening started
+// (ReasonSeatsLost); or the sale's rule the booking would break
+// (PaidHold.Refused: ReasonSaleClosed, ReasonRevoked, ReasonSeatLimit).
+func refundReason(p booking.PaidHold, rec Record) string {
+	switch {
+	case rec.EndedBy == string(booking.EndedByRevoke):
+		return ReasonRevoked
+	case rec.EndedBy == string(booking.EndedByUser) || (p.Hold.Status == booking.StatusReleased && rec.EndedBy == ""):
+		return ReasonReleased
+	case !p.SeatsFree || p.Started:
+		return ReasonSeatsLost
+	case errors.Is(p.Refused, booking.ErrSaleClosed):
+		return ReasonSaleClosed
+	case errors.Is(p.Refused, booking.ErrNotAdmitted):
+		return ReasonRevoked
+	case errors.Is(p.Refused, booking.ErrSeatLimit):
+		return ReasonSeatLimit
+	case p.Refused != nil:
+		return ReasonSeatsLost // a refusal the gate did not name: the seats cannot be had
+	}
+	return ""
 }
 
 // applyEnded applies an expired or failed session: its paying hold is

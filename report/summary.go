@@ -83,7 +83,7 @@ func takings(ps []Payment) *Money {
 		if p.Status == payment.StatusRefunded {
 			m.Refunded++
 			m.Refunds += p.Amount
-			if p.RefundReason == payment.ReasonSeatsLost || p.RefundReason == payment.ReasonReleased {
+			if p.RefundReason != "" && p.RefundReason != payment.ReasonCancelled { // seats lost, released, revoked, a sale rule
 				m.LateRefunded++
 			}
 		}

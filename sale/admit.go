@@ -59,6 +59,9 @@ type admitState struct {
 	OpensAt time.Time `firestore:"opensAt"`
 	// Minute is the saleStats minute being counted.
 	Minute minuteStats `firestore:"minute"`
+	// Writes are the commit times of this document's writes before its
+	// last (writeBudget).
+	Writes []time.Time `firestore:"writes"`
 }
 
 // minuteStats is what a saleStats minute is counted from: the levels when
@@ -170,7 +173,12 @@ type saleRun struct {
 	// looks again then, so that an idle sale's change of state waits for
 	// publishEvery, not for the idle tick.
 	pending time.Time
-	due     time.Time // when to step it next (local clock: scheduling only)
+	// held: when (Firestore's clock) the sale's state may be written
+	// again, its write budget spent (zero: now); the step waits for it,
+	// writing nothing. rankHeld: the same for the ranking; the step goes on
+	// without a new page, and looks again then.
+	held, rankHeld time.Time
+	due            time.Time // when to step it next (local clock: scheduling only)
 }
 
 // Run admits until the local clock reaches until (the next tick of the
@@ -507,8 +515,12 @@ func (a *Admitter) step(r *saleRun) (time.Duration, bool, error) {
 		o.log.Info("sale: the sale's configuration is valid again; admitting", "screeningId", r.id)
 		r.bad = ""
 	}
+	r.held, r.rankHeld = time.Time{}, time.Time{}
 	if startsAt, ok := snap.Data()["startsAt"].(time.Time); (ok && !t0.Before(startsAt)) || controlOf(snap).Closed {
-		return 0, true, a.close(r, m.cfg, sc, scErr == nil)
+		if err := a.close(r, m.cfg, sc, scErr == nil); err != nil || r.held.IsZero() {
+			return 0, true, err
+		}
+		return max(r.held.Sub(t0)+10*time.Millisecond, 10*time.Millisecond), false, nil // the budget: close a moment later
 	}
 	if m.valid && !r.counter {
 		if err := a.ensureCounter(ctx, r.id, cfg); err != nil {
@@ -570,6 +582,13 @@ func (a *Admitter) step(r *saleRun) (time.Duration, bool, error) {
 	}
 	if next := o.minuteStart(t0).Add(o.minute).Sub(t0); r.st.Minute.Key != "" {
 		wake = min(wake, next+10*time.Millisecond) // the minute's figures on time
+	}
+	if !r.rankHeld.IsZero() {
+		wake = min(wake, r.rankHeld.Sub(t0)+10*time.Millisecond) // the next page then
+	}
+	if !r.held.IsZero() {
+		// This step wrote nothing: it is all still to do, once it may.
+		wake = r.held.Sub(t0) + 10*time.Millisecond
 	}
 	return max(wake, 10*time.Millisecond), false, nil
 }
@@ -764,8 +783,9 @@ func (a *Admitter) admit(r *saleRun, m mode, c counts, heads []*firestore.Docume
 	var st admitState
 	var pub, cur *Public // published now; the numbers as of now
 	var pending time.Time
+	var held time.Time
 	err := a.s.client.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
-		pub, cur, st, pending = nil, nil, admitState{}, time.Time{}
+		pub, cur, st, pending, held = nil, nil, admitState{}, time.Time{}, time.Time{}
 		stSnap, err := readState(tx, a.stateRef(r.id), &st)
 		if err != nil {
 			return err
@@ -774,6 +794,13 @@ func (a *Admitter) admit(r *saleRun, m mode, c counts, heads []*firestore.Docume
 			return err
 		}
 		now := stSnap.ReadTime
+		if !o.budget.allows(st.Writes, stSnap, now) {
+			// The state has taken its writes for the window: this step
+			// admits, expires and publishes nothing; the next one, once it
+			// may write, does it all.
+			held = o.budget.from(st.Writes, stSnap)
+			return nil
+		}
 		// The screening again, in the transaction: a pause or a new
 		// configuration that commits before this admission decides it, and
 		// one that comes after waits for it (the read's lock), so nobody is
@@ -905,10 +932,15 @@ func (a *Admitter) admit(r *saleRun, m mode, c counts, heads []*firestore.Docume
 		if !changed {
 			return nil
 		}
+		st.Writes = o.budget.after(st.Writes, stSnap)
 		return tx.Set(a.stateRef(r.id), st)
 	})
 	if err != nil {
 		return err
+	}
+	if !held.IsZero() {
+		r.held = held
+		return nil
 	}
 	a.metrics.admitted(ctx, r.id, st.Admitted-r.st.Admitted)
 	r.st = st
@@ -981,6 +1013,7 @@ func (a *Admitter) close(r *saleRun, cfg Config, sc booking.Screening, known boo
 	}
 	return a.s.client.RunTransaction(r.sctx, func(ctx context.Context, tx *firestore.Transaction) error {
 		var st admitState
+		r.held = time.Time{}
 		stSnap, err := readState(tx, a.stateRef(r.id), &st)
 		if err != nil {
 			return err
@@ -992,6 +1025,10 @@ func (a *Admitter) close(r *saleRun, cfg Config, sc booking.Screening, known boo
 			return nil
 		}
 		now := stSnap.ReadTime
+		if b := a.s.o.budget; !b.allows(st.Writes, stSnap, now) {
+			r.held = b.from(st.Writes, stSnap) // closed a moment later
+			return nil
+		}
 		if st.Minute.Key != "" && c.minute != nil && c.minute.key == st.Minute.Key {
 			if err := tx.Set(a.minuteRef(r.id, st.Minute.Key), figures(st, c, c.live, now)); err != nil {
 				return err
@@ -1006,6 +1043,7 @@ func (a *Admitter) close(r *saleRun, cfg Config, sc booking.Screening, known boo
 		if err := tx.Set(a.s.client.Collection(Sales).Doc(r.id), p); err != nil {
 			return err
 		}
+		st.Writes = a.s.o.budget.after(st.Writes, stSnap)
 		return tx.Set(a.stateRef(r.id), st)
 	})
 }

@@ -158,6 +158,45 @@ func (s *Service) Admit(screening, pass *firestore.DocumentSnapshot, c booking.C
 	return ups, nil
 }
 
+// PaidBooking judges whether a completed payment may book hold c at
+// Firestore time now (CONTRACT §10a), on the screening and the pass as the
+// payment's transaction read them. A pass an operator revoked refuses it,
+// live or late (booking.ErrNotAdmitted): the revoke's commit ended the
+// pass and its holds are being released, so a payment that completes
+// after it is refunded, as one for a hold it released is. A late one (the
+// hold has ended, its seats all free) is refused also after an operator
+// closed the sale (booking.ErrSaleClosed), and when the user would go past
+// maxSeatsPerUser, counting their live holds and bookings as Admit does
+// (booking.ErrSeatLimit). A hold made before the sale had its gate (no
+// pass) is judged by the close only; so is the cap of a sale that cannot
+// be read (misconfigured). An ended pass refuses nothing: a hold made
+// under a pass may be paid after the pass ends.
+func (s *Service) PaidBooking(screening, pass *firestore.DocumentSnapshot, c booking.Claim, late bool, now time.Time) error {
+	if pass != nil && pass.Exists() {
+		if _, revoked := pass.Data()[FieldRevokedAt]; revoked {
+			return fmt.Errorf("%w: an operator revoked your pass", booking.ErrNotAdmitted)
+		}
+	}
+	if !late {
+		return nil
+	}
+	if controlOf(screening).Closed {
+		return fmt.Errorf("%w: an operator closed it", booking.ErrSaleClosed)
+	}
+	if pass == nil || !pass.Exists() {
+		return nil
+	}
+	cfg, err := s.config(screening)
+	if err != nil {
+		return nil
+	}
+	if t := tallyOf(pass, now, c.ID); t.seats+len(c.Seats) > cfg.MaxSeatsPerUser {
+		return fmt.Errorf("%w: %d of your %d seats are held or booked already; %d more is too many",
+			booking.ErrSeatLimit, t.seats, cfg.MaxSeatsPerUser, len(c.Seats))
+	}
+	return nil
+}
+
 // Settle returns the tally's updates of the pass for a change to a hold or
 // booking admitted before (nil when the pass does not exist or never
 // counted it): an extended or late-placed hold counts until its new end; a
@@ -180,7 +219,8 @@ func (s *Service) Settle(pass *firestore.DocumentSnapshot, c booking.Change, now
 	if _, revoked := d[FieldRevokedAt]; revoked && counted && (c.Kind == booking.HoldPaying || (c.Kind == booking.HoldConfirmed && !c.Paid)) {
 		// The revoke's commit marked the place; its holds are being
 		// released. A confirm or a checkout after the revoke's answer
-		// must not keep them.
+		// must not keep them (a payment is refused before it gets here:
+		// PaidBooking).
 		return nil, fmt.Errorf("%w: an operator revoked your pass, and its holds are released", booking.ErrNotAdmitted)
 	}
 	switch c.Kind {

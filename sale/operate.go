@@ -81,10 +81,13 @@ type Outcome struct {
 	Changed bool `json:"-"`
 }
 
-// HoldReleaser releases a user's hold; *booking.Service is one. Revoke
-// releases the revoked user's live holds through it.
-type HoldReleaser interface {
-	ReleaseHold(ctx context.Context, uid, holdID string) (booking.Hold, error)
+// HoldRevoker releases a user's hold for an operator's revoke;
+// *booking.Service is one (and *payment.Service, which also expires a
+// paying hold's session). Revoke releases the revoked user's live holds
+// through it, so a payment that completes for one later is refunded as
+// revoked (CONTRACT §10a).
+type HoldRevoker interface {
+	RevokeHold(ctx context.Context, uid, holdID string) (booking.Hold, error)
 }
 
 // Operate runs an operator's action on a sale, in one transaction with its
@@ -118,7 +121,7 @@ type HoldReleaser interface {
 // (an unknown action, a field that does not belong to the action, a
 // revoke without a place), ErrInvalidSale, door.ErrInvalidDoor,
 // ErrStarted, ErrClosed.
-func (s *Service) Operate(ctx context.Context, op Operation, holds HoldReleaser) (Outcome, error) {
+func (s *Service) Operate(ctx context.Context, op Operation, holds HoldRevoker) (Outcome, error) {
 	if err := checkOperation(op); err != nil {
 		return Outcome{}, err
 	}
@@ -284,11 +287,11 @@ func (s *Service) Operate(ctx context.Context, op Operation, holds HoldReleaser)
 		return Outcome{}, err
 	}
 	if len(release) > 0 && holds == nil {
-		return out, errors.New("sale: revoke: the user holds seats, and no HoldReleaser was given to release them")
+		return out, errors.New("sale: revoke: the user holds seats, and no HoldRevoker was given to release them")
 	}
 	var errs []error
 	for _, id := range release {
-		if _, err := holds.ReleaseHold(ctx, op.UID, id); err != nil {
+		if _, err := holds.RevokeHold(ctx, op.UID, id); err != nil {
 			errs = append(errs, fmt.Errorf("release hold %s: %w", id, err))
 		}
 	}

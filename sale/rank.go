@@ -5,6 +5,7 @@ import (
 	"context"
 	"math"
 	"slices"
+	"time"
 
 	"cloud.google.com/go/firestore"
 )
@@ -20,6 +21,9 @@ type rankState struct {
 	Frontier string     `firestore:"frontier"`
 	Done     bool       `firestore:"done"`
 	Marks    []rankMark `firestore:"marks"`
+	// Writes are the commit times of this document's writes before its
+	// last (writeBudget).
+	Writes []time.Time `firestore:"writes"`
 }
 
 // rankMark is an order with the number of places before it in the line.
@@ -54,13 +58,19 @@ func (a *Admitter) rankPage(r *saleRun) error {
 	ctx := r.sctx
 	draws := a.s.client.Collection(Draws).Where("screeningId", "==", r.id)
 	var rs rankState
+	var held time.Time
 	err := a.s.client.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
-		rs = rankState{}
-		if _, err := readState(tx, a.rankingRef(r.id), &rs); err != nil {
+		rs, held = rankState{}, time.Time{}
+		snap, err := readState(tx, a.rankingRef(r.id), &rs)
+		if err != nil {
 			return err
 		}
 		if err := r.lease.Guard(tx); err != nil {
 			return err
+		}
+		if b := a.s.o.budget; !b.allows(rs.Writes, snap, snap.ReadTime) {
+			held = b.from(rs.Writes, snap) // the next page a moment later
+			return nil
 		}
 		page := rankPage
 		if rs.Ranked == 0 && !rs.Done {
@@ -111,10 +121,15 @@ func (a *Admitter) rankPage(r *saleRun) error {
 			}
 		}
 		rs.Done = rs.Done || len(docs) < page
+		rs.Writes = a.s.o.budget.after(rs.Writes, snap)
 		return tx.Set(a.rankingRef(r.id), rs)
 	})
 	if err != nil {
 		return err
+	}
+	if !held.IsZero() {
+		r.rankHeld = held
+		return nil
 	}
 	r.rank = rs
 	return nil

@@ -140,7 +140,7 @@ func TestAConfigureRepairsASaleWithAStrayField(t *testing.T) {
 	}
 }
 
-// confirmingReleaser is a HoldReleaser through which each revoked hold's
+// confirmingReleaser is a HoldRevoker through which each revoked hold's
 // user tries to confirm it just before it is released: the window between
 // a revoke's commit and the release of the holds.
 type confirmingReleaser struct {
@@ -149,12 +149,12 @@ type confirmingReleaser struct {
 	confirmed []error
 }
 
-func (r *confirmingReleaser) ReleaseHold(ctx context.Context, uid, holdID string) (booking.Hold, error) {
+func (r *confirmingReleaser) RevokeHold(ctx context.Context, uid, holdID string) (booking.Hold, error) {
 	_, _, err := r.bk.ConfirmHold(ctx, uid, holdID)
 	r.mu.Lock()
 	r.confirmed = append(r.confirmed, err)
 	r.mu.Unlock()
-	return r.bk.ReleaseHold(ctx, uid, holdID)
+	return r.bk.RevokeHold(ctx, uid, holdID)
 }
 
 // A revoked user cannot confirm a hold once the revoke has committed, even

@@ -186,20 +186,20 @@ func TestARevokeRacedByTheUsersBotsWins(t *testing.T) {
 }
 
 // proxiedReleaser releases nothing: the network went down right after the
-// revoke's commit (ReleaseHold goes through a proxy that drops every
+// revoke's commit (RevokeHold goes through a proxy that drops every
 // answer).
 type proxiedReleaser struct {
 	p  *firelocktest.Proxy
 	bk *booking.Service
 }
 
-func (r proxiedReleaser) ReleaseHold(ctx context.Context, uid, holdID string) (booking.Hold, error) {
+func (r proxiedReleaser) RevokeHold(ctx context.Context, uid, holdID string) (booking.Hold, error) {
 	if err := r.p.DropAnswers(100 * time.Millisecond); err != nil {
 		return booking.Hold{}, err
 	}
 	ctx, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
-	return r.bk.ReleaseHold(ctx, uid, holdID)
+	return r.bk.RevokeHold(ctx, uid, holdID)
 }
 
 // A revoke whose holds could not be released (its releases lost on the

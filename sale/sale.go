@@ -185,6 +185,7 @@ type options struct {
 	log        *slog.Logger
 	meter      meterOption // WithMeterProvider
 	takings    Takings     // WithTakings
+	budget     writeBudget // WithWriteBudget
 }
 
 // Option configures a Service.
@@ -236,6 +237,14 @@ func WithHandover(d time.Duration) Option { return func(o *options) { o.handover
 // an idle one (idle, default 5 s).
 func WithTick(busy, idle time.Duration) Option {
 	return func(o *options) { o.tick, o.idleTick = busy, idle }
+}
+
+// WithWriteBudget sets how many writes the admitter's own documents of a
+// sale (saleStates/{id}, saleRankings/{id}) take in any window, counted by
+// their commit times (default 10 in any 10 s: CONTRACT §7's write a
+// second). Tests with short ticks shorten the window with them.
+func WithWriteBudget(n int, window time.Duration) Option {
+	return func(o *options) { o.budget = writeBudget{n: max(n, 1), window: window} }
 }
 
 // WithLogger sets where misconfigured sales and admitter trouble are
@@ -293,7 +302,8 @@ func New(client *firestore.Client, opts ...Option) *Service {
 	o := options{
 		rateWindow: time.Minute, minPass: MinPass, joinWindow: time.Second, passMargin: time.Second,
 		lease: DefaultAdmitterLease, handover: 15 * time.Second, tick: time.Second, idleTick: 5 * time.Second, minute: time.Minute,
-		log: slog.New(slog.NewJSONHandler(os.Stderr, nil)),
+		budget: defaultWriteBudget,
+		log:    slog.New(slog.NewJSONHandler(os.Stderr, nil)),
 	}
 	for _, opt := range opts {
 		opt(&o)

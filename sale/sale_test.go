@@ -53,7 +53,7 @@ func (s *syncBuffer) String() string {
 func testOptions(log *syncBuffer) []Option {
 	return []Option{
 		WithRateWindow(2 * time.Second), WithMinPass(time.Second), WithJoinWindow(500 * time.Millisecond),
-		WithAdmitterLease(2 * time.Second), WithTick(100*time.Millisecond, 300*time.Millisecond),
+		WithAdmitterLease(2 * time.Second), WithTick(100*time.Millisecond, 300*time.Millisecond), WithWriteBudget(10, time.Second),
 		WithPassMargin(100 * time.Millisecond), WithLogger(slog.New(slog.NewJSONHandler(log, nil))),
 	}
 }

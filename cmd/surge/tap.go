@@ -93,6 +93,7 @@ func (t *commitTap) forward(_ any, in grpc.ServerStream) error {
 			}
 		}
 	}()
+	var answer []byte // a Commit's answer: its commit time
 	for first := true; ; first = false {
 		var m []byte
 		err := out.RecvMsg(&m)
@@ -100,13 +101,16 @@ func (t *commitTap) forward(_ any, in grpc.ServerStream) error {
 			if h, herr := out.Header(); herr == nil {
 				in.SendHeader(h)
 			}
+			if err == nil && commit {
+				answer = m
+			}
 		}
 		if err != nil {
 			in.SetTrailer(out.Trailer())
 			if commit && errors.Is(err, io.EOF) { // answered OK: its writes applied
 				select {
 				case req := <-request:
-					t.record(req)
+					t.record(req, answer)
 				default:
 				}
 			}
@@ -121,12 +125,19 @@ func (t *commitTap) forward(_ any, in grpc.ServerStream) error {
 	}
 }
 
-func (t *commitTap) record(req []byte) {
+// record hands the writes of Commit req to onWrite, at the commit's time
+// as its answer says (Firestore's clock: the commits themselves are
+// counted per window, not their answers, which the network may bunch).
+func (t *commitTap) record(req, answer []byte) {
 	var c pb.CommitRequest
 	if proto.Unmarshal(req, &c) != nil {
 		return
 	}
 	now := time.Now()
+	var r pb.CommitResponse
+	if proto.Unmarshal(answer, &r) == nil && r.GetCommitTime() != nil {
+		now = r.GetCommitTime().AsTime()
+	}
 	t.writes.Add(int64(len(c.Writes)))
 	for _, w := range c.Writes {
 		switch op := w.Operation.(type) {

@@ -29,10 +29,13 @@ type Stats struct {
 	mu sync.Mutex
 	c  Counts
 	// OnWrite, if set, is called with every document a Commit wrote, once
-	// the commit answered success, e.g. to find the hottest documents. A
-	// refused commit (a failed precondition, an aborted transaction) wrote
-	// nothing, so it is not counted: Firestore's per-document write rate and
-	// its bill count applied writes.
+	// the commit answered success, e.g. to find the hottest documents, and
+	// the commit's time (Firestore's clock, as the answer says: writes
+	// counted per window are the commits themselves, not their answers,
+	// which the network may bunch up). A refused commit (a failed
+	// precondition, an aborted transaction) wrote nothing, so it is not
+	// counted: Firestore's per-document write rate and its bill count
+	// applied writes.
 	OnWrite func(doc string, at time.Time)
 }
 
@@ -147,9 +150,12 @@ func (s *Stats) unary(ctx context.Context, method string, req, reply any, cc *gr
 	if c, ok := req.(*pb.CommitRequest); ok && err == nil {
 		writes = len(c.Writes)
 		if f := s.OnWrite; f != nil {
-			now := time.Now()
+			at := time.Now()
+			if r, ok := reply.(*pb.CommitResponse); ok && r.GetCommitTime() != nil {
+				at = r.GetCommitTime().AsTime()
+			}
 			for _, w := range c.Writes {
-				f(docOf(w), now)
+				f(docOf(w), at)
 			}
 		}
 	}

@@ -26,9 +26,10 @@ func TestCountsAppliedWritesAndDocumentsRead(t *testing.T) {
 	var s rpcstats.Stats
 	var mu sync.Mutex
 	var written []string
-	s.OnWrite = func(doc string, _ time.Time) {
+	var at []time.Time
+	s.OnWrite = func(doc string, t time.Time) {
 		mu.Lock()
-		written = append(written, doc)
+		written, at = append(written, doc), append(at, t)
 		mu.Unlock()
 	}
 	c, err := rpcstats.NewClient(ctx, firelocktest.ProjectID(t), &s)
@@ -54,6 +55,15 @@ func TestCountsAppliedWritesAndDocumentsRead(t *testing.T) {
 		t.Fatalf("OnWrite saw %v, want only %s", written, a.Path)
 	}
 	mu.Unlock()
+	// The time OnWrite gets is the commit's, by Firestore's clock: the
+	// document's update time.
+	snap, err := a.Get(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !snap.UpdateTime.Equal(at[0]) {
+		t.Fatalf("OnWrite's time %v, the write's update time %v", at[0], snap.UpdateTime)
+	}
 
 	before = s.Snapshot()
 	if _, err := c.GetAll(ctx, []*firestore.DocumentRef{a, b}); err != nil {
