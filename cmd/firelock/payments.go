@@ -140,7 +140,8 @@ func (a *app) paymentsShowCmd() *cobra.Command {
 		Short: "Shows one payment",
 		Long: `Shows the payment of one hold (payments/HOLD): its buyer, screening, seats, Stripe
 Checkout Session and PaymentIntent, amount, state, and the booking it made or the
-refund it got and why (seats_lost, released, cancelled).`,
+refund it got and why (seats_lost, released, revoked, sale_closed,
+seat_limit, cancelled).`,
 		Example: `$ firelock payments show 5f0c8a...
 hold             5f0c8a...
 state            paid
