@@ -1,4 +1,7 @@
 # The commands of the README.
+# Each line of `make test` is a stage: scripts/stage.sh times it.
+STAGE = ./scripts/stage.sh
+
 .PHONY: run test deps bench surge soak bin/firelock
 
 # Everything on loopback: emulators, every function, Pub/Sub wiring, demo
@@ -16,21 +19,23 @@ run: deps
 # runs the browser test of that path alone. Last, the
 # README's shell blocks run as written against `make run` (its default ports).
 test: deps
-	gofmt -l . | (! grep .) || (echo "gofmt needed on the files above" >&2; exit 1)
-	go vet ./...
-	cd web && npm run --silent check
-	go test -race -count=1 -timeout 20m ./...
-	cd examples && go vet ./... && go test -race -count=1 ./...
-	FIRELOCK_OVERLOAD=1 go test -count=1 -run '^TestAdmitterKeepsItsLeaseWhileTheServerIsPastItsCap$$' ./functions/
-	go run ./cmd/firelock-local -port 0 -web preview -web-port 0 -schedule '' -env-file '' -log web/test-results/functions.log -- \
+	@rm -f test-results/stages.txt
+	$(STAGE) format sh -c 'gofmt -l . | (! grep .) || (echo "gofmt needed on the files above" >&2; exit 1)'
+	$(STAGE) vet go vet ./...
+	$(STAGE) web-check sh -c 'cd web && npm run --silent check'
+	$(STAGE) go-test go test -race -count=1 -timeout 20m ./...
+	$(STAGE) examples sh -c 'cd examples && go vet ./... && go test -race -count=1 ./...'
+	$(STAGE) overload env FIRELOCK_OVERLOAD=1 go test -count=1 -run '^TestAdmitterKeepsItsLeaseWhileTheServerIsPastItsCap$$' ./functions/
+	$(STAGE) web go run ./cmd/firelock-local -port 0 -web preview -web-port 0 -schedule '' -env-file '' -log web/test-results/functions.log -- \
 		sh -c 'cd web && npm run --silent test && npm run --silent e2e' || \
 		{ echo "--- the functions' last log lines (web/test-results/functions.log):" >&2; \
 		  tail -n 40 web/test-results/functions.log >&2; exit 1; }
-	go run ./cmd/firelock-local -port 0 -web preview -web-port 0 -schedule '' -env-file '' -appcheck enforce -log web/test-results/functions-appcheck.log -- \
+	$(STAGE) web-appcheck go run ./cmd/firelock-local -port 0 -web preview -web-port 0 -schedule '' -env-file '' -appcheck enforce -log web/test-results/functions-appcheck.log -- \
 		sh -c 'cd web && npm run --silent e2e:appcheck' || \
 		{ echo "--- the functions' last log lines (web/test-results/functions-appcheck.log):" >&2; \
 		  tail -n 40 web/test-results/functions-appcheck.log >&2; exit 1; }
-	FIRELOCK_README_TEST=1 go test -count=1 -run '^TestREADME' ./internal/testkit/readme/
+	$(STAGE) readme env FIRELOCK_README_TEST=1 go test -count=1 -run '^TestREADME' ./internal/testkit/readme/
+	@echo "stages (seconds; docs/testing.md keeps the budget):" && cat test-results/stages.txt
 
 deps:
 	@./scripts/deps.sh
