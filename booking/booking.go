@@ -48,7 +48,7 @@ const (
 	Bookings        = "bookings"
 	MaxSeats        = 10       // per booking
 	MaxRequestID    = 128      // bytes
-	CounterShards   = 10       // a new screening's tickets-sold shards: about 10 bookings/s sustained
+	CounterShards   = 40       // a new screening's tickets-sold shards: about 40 bookings/s sustained (docs/bench.md)
 	StatusBooked    = "booked" // a seat document's status
 	StatusHeld      = "held"   // a seat's or a hold's status
 	StatusOK        = "confirmed"

@@ -19,6 +19,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strings"
 	"sync"
@@ -84,11 +85,50 @@ func main() {
 	flag.IntVar(&cfg.rounds, "rounds", 20, "rounds of the race scenarios (the baseline runs at most 5)")
 	flag.StringVar(&only, "only", "", "run only scenarios of this group (lock, counter, booking, optimistic, metrics)")
 	flag.StringVar(&jsonPath, "json", "bench-results.json", "where to write the JSON results")
+	cpuProfile := flag.String("cpuprofile", "", "write the bench process's CPU profile here (go tool pprof -top FILE)")
+	mutexProfile := flag.String("mutexprofile", "", "write the bench process's mutex contention profile here")
 	flag.Parse()
-	if err := run(cfg, only, jsonPath); err != nil {
+	stop, err := startProfiles(*cpuProfile, *mutexProfile)
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
+	err = run(cfg, only, jsonPath)
+	stop()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+// startProfiles starts the profiles asked for; the returned func writes
+// them. The client side shares the machine's cores with the emulator, so
+// what the clients burn is what the emulator does not get.
+func startProfiles(cpuPath, mutexPath string) (stop func(), err error) {
+	var cpu *os.File
+	if cpuPath != "" {
+		if cpu, err = os.Create(cpuPath); err != nil {
+			return nil, err
+		}
+		if err := pprof.StartCPUProfile(cpu); err != nil {
+			return nil, err
+		}
+	}
+	if mutexPath != "" {
+		runtime.SetMutexProfileFraction(5)
+	}
+	return func() {
+		if cpu != nil {
+			pprof.StopCPUProfile()
+			cpu.Close()
+		}
+		if mutexPath != "" {
+			if f, err := os.Create(mutexPath); err == nil {
+				pprof.Lookup("mutex").WriteTo(f, 0)
+				f.Close()
+			}
+		}
+	}, nil
 }
 
 func run(cfg config, only, jsonPath string) error {
