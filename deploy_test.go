@@ -19,7 +19,7 @@ import (
 // pendingFunctions are in deploy.sh's table ahead of their Go handlers,
 // which other branches add (CONTRACT §13 and §14). Once one is registered
 // (in functions.HTTPFunctions), it leaves this list.
-var pendingFunctions = []string{"SaleState"}
+var pendingFunctions = []string{}
 
 // deployedHTTPFunctions is every HTTP function deploy.sh deploys with
 // payments: those the functions register, and the pending ones.

@@ -108,6 +108,7 @@ func newEnvOn(t *testing.T, fs *firestore.Client) *env {
 	mux.HandleFunc("/CheckIn", api.CheckIn)
 	mux.HandleFunc("/TransferTicket", api.TransferTicket)
 	mux.HandleFunc("/TicketKeys", api.TicketKeys)
+	mux.HandleFunc("/SaleState", func(w http.ResponseWriter, r *http.Request) { api.SaleState(w, r) }) // api.States may be swapped by a test
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
 	return &env{t: t, fs: fs, api: api, srv: srv, log: buf}

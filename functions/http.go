@@ -49,12 +49,13 @@ func init() {
 	functions.HTTP("CheckIn", limited("CheckIn", func(a *API) http.HandlerFunc { return a.CheckIn }))
 	functions.HTTP("TransferTicket", limited("TransferTicket", func(a *API) http.HandlerFunc { return a.TransferTicket }))
 	functions.HTTP("TicketKeys", limited("TicketKeys", func(a *API) http.HandlerFunc { return a.TicketKeys }))
+	functions.HTTP("SaleState", limited("SaleState", func(a *API) http.HandlerFunc { return a.SaleState }))
 }
 
 // HTTPFunctions names every HTTP function (CONTRACT §3, §7, §8, §10, §13),
 // for deploy.sh and the local run.
 var HTTPFunctions = []string{"BookSeats", "CancelBooking", "HoldSeats", "ExtendHold", "ConfirmHold", "ReleaseHold", "JoinQueue", "OperateSale", "CheckoutHold", "StripeWebhook",
-	"CheckIn", "TransferTicket", "TicketKeys"}
+	"CheckIn", "TransferTicket", "TicketKeys", "SaleState"}
 
 // MaxBody bounds request bodies.
 const MaxBody = 16 << 10
@@ -69,8 +70,11 @@ type API struct {
 	// TicketKeySet is what GET /TicketKeys serves the public half of
 	// (NewAPI: ticket.KeysFromEnv).
 	TicketKeySet *ticket.Keys
-	Jobs         *jobs.Runner
-	Auth         Users
+	// States answers GET /SaleState (CONTRACT §14; NewAPI: one per
+	// instance).
+	States *sale.StateCache
+	Jobs   *jobs.Runner
+	Auth   Users
 	// Accounts finds the account a ticket is transferred to (NewAPI:
 	// Firebase Auth's GetUserByEmail).
 	Accounts ticket.Users
@@ -204,7 +208,7 @@ func NewAPIWithLogger(ctx context.Context, fs *firestore.Client, authProject str
 		users = emulatorUsers{Client: ac, projectID: authProject}
 	}
 	return &API{Bookings: bookings, Sales: sales, Payments: payments, Tickets: tickets, Door: door.New(fs, keys), TicketKeySet: keys,
-		Jobs: jobs.New(fs, table), Auth: users, Accounts: authAccounts{ac}, Log: log,
+		States: sale.NewStateCache(fs), Jobs: jobs.New(fs, table), Auth: users, Accounts: authAccounts{ac}, Log: log,
 		CORS: CORSFromEnv(), Project: authProject, AppCheck: appCheck}, nil
 }
 

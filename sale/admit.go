@@ -37,8 +37,8 @@ type Public struct {
 // Mark is a point along the waiting line: about Ahead places that have
 // not been admitted sort before Order.
 type Mark struct {
-	Order string `firestore:"order"`
-	Ahead int64  `firestore:"ahead"`
+	Order string `firestore:"order" json:"order"`
+	Ahead int64  `firestore:"ahead" json:"ahead"`
 }
 
 // admitState is a sale's private admission state, saleStates/{screeningId},

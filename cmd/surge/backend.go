@@ -156,6 +156,8 @@ func handlerOf(api *functions.API, name string) http.HandlerFunc {
 		return api.TransferTicket
 	case "TicketKeys":
 		return api.TicketKeys
+	case "SaleState":
+		return api.SaleState
 	}
 	panic("surge: no handler for function " + name) // functions.HTTPFunctions names one this file does not know
 }
