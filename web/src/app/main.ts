@@ -7,8 +7,10 @@
  *
  * A screening with a sale (§7) shows the waiting room instead of the map:
  * join, a countdown to the opening, "about N ahead of you" from the public
- * `sales/{id}`, and, live from the user's own place `queue/{queueId}`, the
- * map once admitted, with the pass's countdown. The per-seat listener is
+ * state of `sales/{id}`, polled from SaleState (§14, salestate.ts), and,
+ * from the user's own place `queue/{queueId}` (read while far back,
+ * listened to near the front), the map once admitted, with the pass's
+ * countdown. The per-seat listener is
  * open only while the pass is live: waiting users never open it.
  *
  * A priced screening (§10) is held, then paid through Stripe Checkout: the
