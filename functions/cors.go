@@ -57,14 +57,22 @@ func (c *CORS) applyMethods(w http.ResponseWriter, r *http.Request, methods stri
 		h.Set("Access-Control-Allow-Origin", origin)
 		// A page may read only the safelisted headers of a cross-origin
 		// answer; a 503's Retry-After is not one of them.
-		h.Set("Access-Control-Expose-Headers", "Retry-After")
+		expose := "Retry-After"
+		if strings.HasPrefix(methods, "GET") {
+			expose += ", ETag" // SaleState's polls send it back as If-None-Match (CONTRACT §14)
+		}
+		h.Set("Access-Control-Expose-Headers", expose)
 	}
 	if r.Method != http.MethodOptions {
 		return false
 	}
 	if allowed {
 		h.Set("Access-Control-Allow-Methods", methods)
-		h.Set("Access-Control-Allow-Headers", "Authorization, Content-Type, X-Firebase-AppCheck")
+		allow := "Authorization, Content-Type, X-Firebase-AppCheck"
+		if strings.HasPrefix(methods, "GET") {
+			allow += ", If-None-Match"
+		}
+		h.Set("Access-Control-Allow-Headers", allow)
 		h.Set("Access-Control-Max-Age", "3600")
 	}
 	w.WriteHeader(http.StatusNoContent)

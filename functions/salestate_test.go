@@ -114,15 +114,23 @@ func TestSaleStateAnswersThePublicState(t *testing.T) {
 	if n := stats.Snapshot().Reads; n > 2 { // the answers above came within a second or two
 		t.Errorf("%d reads for answers within about a second", n)
 	}
-	// A sold out sale with nobody waiting moves little: kept longer, at
-	// most 15 s at the CDN.
+	// A sold out sale moves little: kept 5 s; a closed one 15 s, the most
+	// the CDN keeps it.
 	time.Sleep(1100 * time.Millisecond)
 	if _, err := e.fs.Doc("sales/s1").Set(ctx, sale.Public{State: sale.StateSoldOut, OpensAt: opens, Admitted: 200, UpdatedAt: updated}); err != nil {
 		t.Fatal(err)
 	}
-	if b := getState(t, e, http.MethodGet, "?screening=s1", nil); b.status != http.StatusOK || b.header.Get("Cache-Control") != "public, max-age=15, s-maxage=15" ||
-		b.header.Get("ETag") == etag || !strings.Contains(b.body, `"marks":[]`) || !strings.Contains(b.body, `"refreshSeconds":15`) {
+	if b := getState(t, e, http.MethodGet, "?screening=s1", nil); b.status != http.StatusOK || b.header.Get("Cache-Control") != "public, max-age=5, s-maxage=5" ||
+		b.header.Get("ETag") == etag || !strings.Contains(b.body, `"marks":[]`) || !strings.Contains(b.body, `"refreshSeconds":5`) {
 		t.Errorf("sold out: %d %v %s", b.status, b.header, b.body)
+	}
+	time.Sleep(5100 * time.Millisecond)
+	if _, err := e.fs.Doc("sales/s1").Set(ctx, sale.Public{State: sale.StateClosed, OpensAt: opens, Admitted: 200, UpdatedAt: updated}); err != nil {
+		t.Fatal(err)
+	}
+	if b := getState(t, e, http.MethodGet, "?screening=s1", nil); b.status != http.StatusOK || b.header.Get("Cache-Control") != "public, max-age=15, s-maxage=15" ||
+		!strings.Contains(b.body, `"state":"closed"`) {
+		t.Errorf("closed: %d %v %s", b.status, b.header, b.body)
 	}
 }
 

@@ -22,6 +22,9 @@ import (
 const (
 	RefreshMoving = 1 * time.Second
 	RefreshIdle   = 15 * time.Second
+	// RefreshHeld: paused or sold out, nothing moves until an operator
+	// resumes or a hold lapses, which then shows within about this.
+	RefreshHeld = 5 * time.Second
 	// aroundOpening: within this of opensAt, the answer refreshes every
 	// RefreshMoving.
 	aroundOpening = time.Minute
@@ -157,7 +160,7 @@ func (c *StateCache) read(ctx context.Context, id string) (*StateAnswer, error) 
 	if p.Marks == nil {
 		p.Marks = []Mark{}
 	}
-	refresh := RefreshFor(p.State, p.OpensAt, p.Waiting, now)
+	refresh := RefreshFor(p.State, p.OpensAt, now)
 	p.RefreshSeconds = int(refresh / time.Second)
 	body, err := json.Marshal(p)
 	if err != nil {
@@ -168,20 +171,24 @@ func (c *StateCache) read(ctx context.Context, id string) (*StateAnswer, error) 
 }
 
 // RefreshFor is refreshSeconds of CONTRACT §14 for a sale in state,
-// opening at opensAt, with waiting people, at now: RefreshMoving while
-// admissions may move (open with people waiting) and within a minute of
-// the opening; otherwise RefreshIdle, or less so that the answer is not
-// kept into the minute before the opening.
-func RefreshFor(state string, opensAt time.Time, waiting int64, now time.Time) time.Duration {
-	if state == StateOpen && waiting > 0 {
+// opening at opensAt, at now: RefreshMoving while the sale is open and
+// within a minute of
+// the opening; RefreshHeld while paused or sold out; otherwise
+// RefreshIdle, or less so that the answer is not kept into the minute
+// before the opening.
+func RefreshFor(state string, opensAt time.Time, now time.Time) time.Duration {
+	if state == StateOpen { // admissions, passes and seats move
 		return RefreshMoving
 	}
 	untilOpening := opensAt.Sub(now) - aroundOpening
 	if untilOpening < RefreshMoving && now.Sub(opensAt) < aroundOpening {
 		return RefreshMoving // around the opening
 	}
-	if state == StateScheduled && untilOpening < RefreshIdle {
+	switch {
+	case state == StateScheduled && untilOpening < RefreshIdle:
 		return max(RefreshMoving, untilOpening.Truncate(time.Second))
+	case state == StatePaused || state == StateSoldOut:
+		return RefreshHeld
 	}
 	return RefreshIdle
 }

@@ -7,8 +7,10 @@
  *
  * A screening with a sale (§7) shows the waiting room instead of the map:
  * join, a countdown to the opening, "about N ahead of you" from the public
- * `sales/{id}`, and, live from the user's own place `queue/{queueId}`, the
- * map once admitted, with the pass's countdown. The per-seat listener is
+ * state of `sales/{id}`, polled from SaleState (§14, salestate.ts), and,
+ * from the user's own place `queue/{queueId}` (read while far back,
+ * listened to near the front), the map once admitted, with the pass's
+ * countdown. The per-seat listener is
  * open only while the pass is live: waiting users never open it.
  *
  * A priced screening (§10) is held, then paid through Stripe Checkout: the
@@ -16,7 +18,7 @@
  * here, the payment's state shows live from `payments/{holdId}`.
  */
 import { type User, sendEmailVerification } from "firebase/auth";
-import { type FirestoreError, type Timestamp, type Unsubscribe, collection, doc, onSnapshot, query, where } from "firebase/firestore";
+import { type FirestoreError, type Timestamp, type Unsubscribe, collection, doc, getDoc, onSnapshot, query, where } from "firebase/firestore";
 import { Api, ApiError, type Booking, type Hold } from "./api";
 import { BestCard, flash } from "./best";
 import { type HoldAction, type HoldPhase, showHold } from "./holds";
@@ -24,6 +26,7 @@ import { type PaymentDoc, money, paymentState, paymentWords, totalOf } from "./p
 import { buildHall } from "./hall";
 import { orderRef } from "./ticketview";
 import { services } from "./config";
+import { placeIsNear, pollSaleState, saleStateBase, waitOf } from "./salestate";
 import {
   DEFAULT_MAX_SEATS_PER_USER,
   type Place,
@@ -57,6 +60,9 @@ interface HoldView {
   /** Being paid for (§10): its checkout session is open. */
   paying?: boolean;
 }
+
+/** The user's place document, queue/{queueId}. */
+type PlaceData = { status: PlaceStatus; order?: string; joinedAt?: Timestamp; admittedAt?: Timestamp; passUntil?: Timestamp; revokedAt?: Timestamp };
 
 async function main(): Promise<void> {
   const params = new URLSearchParams(location.search);
@@ -113,6 +119,7 @@ async function main(): Promise<void> {
   let stopSeats: Unsubscribe | undefined;
   let stopSale: Unsubscribe | undefined;
   let stopPlace: Unsubscribe | undefined;
+  let placeReading = false; // a get of the place is under way
   let shownQueueState: QueueState | undefined; // as last painted, while the sale is on
   const shownHolds = new Map<string, HoldPhase>(); // each hold's phase as last painted
 
@@ -446,39 +453,38 @@ async function main(): Promise<void> {
 
     const onSale = screening?.sale !== undefined;
     if (onSale && !stopSale) {
-      stopSale = onSnapshot(
-        doc(db, "sales", screeningId),
-        (snap) => {
-          sale = snap.exists() ? (snap.data() as SaleDoc) : undefined;
+      // CONTRACT §14: the sale's public state is polled from SaleState (the CDN's), never listened to.
+      stopSale = pollSaleState(
+        saleStateBase(functionsURL),
+        screeningId,
+        (next) => {
+          sale = next;
           if (sale) clock.sawAtLeast(sale.updatedAt.toMillis());
+          rereadPlace(); // after the draw, and when admittedThrough reaches the place
           paint();
         },
-        (err) => status.error("unavailable", `The waiting room stopped updating (${err.code}). Reload the page.`),
-      );
+        () => waitOf(myPlace(), sale, screening?.sale),
+        () => undefined, // the next poll tries again
+      ).stop;
     } else if (!onSale && stopSale) {
       stopSale();
       stopSale = undefined;
       sale = undefined;
     }
 
+    // While waiting far from the front, the place is read (a get), not
+    // listened to: once at first, once after the draw, and when
+    // admittedThrough reaches it (rereadPlace); near the front, or
+    // admitted, it is listened to.
+    const near = placeIsNear(myPlace(), sale, screening?.sale);
+    if (onSale && user && placeId !== undefined && !stopPlace && placeSeen === undefined && !near) readPlace();
     // placeSeen === null: the rules refused the place (nobody reads a place
     // that does not exist), so the user has none; listen again after a join.
-    if (onSale && user && placeId !== undefined && !stopPlace && placeSeen !== null) {
+    if (onSale && user && placeId !== undefined && !stopPlace && placeSeen !== null && near) {
       stopPlace = onSnapshot(
         doc(db, "queue", placeId),
         (snap) => {
-          const d = snap.data() as
-            | { status: PlaceStatus; order?: string; joinedAt?: Timestamp; admittedAt?: Timestamp; passUntil?: Timestamp; revokedAt?: Timestamp }
-            | undefined;
-          for (const t of [d?.joinedAt, d?.admittedAt, d?.revokedAt]) if (t) clock.sawAtLeast(t.toMillis());
-          placeSeen = d
-            ? {
-                status: d.status,
-                ...(d.order ? { order: d.order } : {}),
-                ...(d.passUntil ? { passUntilMs: d.passUntil.toMillis() } : {}),
-                ...(d.revokedAt ? { revoked: true } : {}),
-              }
-            : null;
+          seePlace(snap.data() as PlaceData | undefined);
           paint();
         },
         (err) => {
@@ -499,6 +505,47 @@ async function main(): Promise<void> {
       stopPlace();
       stopPlace = undefined;
     }
+  }
+
+  /** The user's place as a document gives it (listened to or read). */
+  function seePlace(d: PlaceData | undefined): void {
+    for (const t of [d?.joinedAt, d?.admittedAt, d?.revokedAt]) if (t) clock.sawAtLeast(t.toMillis());
+    placeSeen = d
+      ? {
+          status: d.status,
+          ...(d.order ? { order: d.order } : {}),
+          ...(d.passUntil ? { passUntilMs: d.passUntil.toMillis() } : {}),
+          ...(d.revokedAt ? { revoked: true } : {}),
+        }
+      : null;
+  }
+
+  /** Reads the user's place once (one get), unless a read is under way or it is listened to. */
+  function readPlace(): void {
+    const id = placeId;
+    if (id === undefined || placeReading || stopPlace) return;
+    placeReading = true;
+    getDoc(doc(db, "queue", id))
+      .then(
+        (snap) => {
+          if (placeId === id) seePlace(snap.data() as PlaceData | undefined);
+        },
+        (err: unknown) => {
+          // Refused: no place (nobody reads a place that does not exist), unless JoinQueue said there is one.
+          if (placeId === id && (err as FirestoreError).code === "permission-denied" && placeAnswered === undefined) placeSeen = null;
+        },
+      )
+      .finally(() => {
+        placeReading = false;
+        paint();
+      });
+  }
+
+  /** A new sale state: the place is read again after the draw (it has no order yet) and when admittedThrough reaches it. */
+  function rereadPlace(): void {
+    const p = myPlace();
+    if (!sale || !p || p.status !== "waiting" || stopPlace) return;
+    if ((p.order === undefined && sale.state !== "scheduled") || (p.order !== undefined && sale.admittedThrough !== "" && p.order <= sale.admittedThrough)) readPlace();
   }
 
   /** The user's holds, each as showHold says: live with its countdown and actions, or ended in words. */

@@ -1,0 +1,156 @@
+/**
+ * The sale's public state from the edge (CONTRACT §14): while waiting the
+ * page listens to nothing; it polls `GET /SaleState` (with the last ETag,
+ * so an unchanged state is a 304) every `refreshSeconds` while its place is
+ * within about a minute of admission, and less often the further back it
+ * is, at least every 30 s.
+ */
+import { Timestamp } from "firebase/firestore";
+import { type Place, type SaleConfig, type SaleDoc, type SaleState, aheadOf, waitMs } from "./queue";
+
+/** The answer of GET /SaleState. */
+interface SaleStateAnswer {
+  state: SaleState;
+  opensAt: string;
+  waiting: number;
+  admitted: number;
+  active: number;
+  seatsLeft: number;
+  admittedThrough: string;
+  marks: { order: string; ahead: number }[];
+  updatedAt: string;
+  refreshSeconds: number;
+}
+
+/** The longest a waiting page goes without polling. */
+export const MAX_POLL_MS = 30_000;
+
+/** Within this of its admission, a place polls every refreshSeconds. */
+export const NEAR_MS = 60_000;
+
+/**
+ * How long to wait before the next poll: `refreshSeconds` while the
+ * estimated wait is unknown or within NEAR_MS, and a quarter of the wait
+ * beyond that, at most MAX_POLL_MS (never less than refreshSeconds).
+ */
+export function nextPollMs(refreshSeconds: number, waitMs: number | undefined): number {
+  const refresh = Math.max(1, refreshSeconds) * 1000;
+  if (waitMs === undefined || !Number.isFinite(waitMs) || waitMs <= NEAR_MS) return refresh;
+  return Math.max(refresh, Math.min(MAX_POLL_MS, waitMs / 4));
+}
+
+/** A SaleState answer as the page's SaleDoc. */
+export function saleDocOf(a: SaleStateAnswer): SaleDoc {
+  const ts = (s: string) => Timestamp.fromMillis(Date.parse(s) || 0);
+  return {
+    state: a.state,
+    opensAt: ts(a.opensAt),
+    waiting: a.waiting,
+    admitted: a.admitted,
+    active: a.active,
+    seatsLeft: a.seatsLeft,
+    admittedThrough: a.admittedThrough,
+    marks: a.marks,
+    updatedAt: ts(a.updatedAt),
+  };
+}
+
+/**
+ * Polls SaleState of screeningId at baseURL until stopped: `onState` gets
+ * each new state (undefined: the sale has none yet or no longer), `waitMs`
+ * says the page's estimated wait (undefined: unknown) to pace the polls,
+ * and `onError` a poll that failed (the next poll tries again). Returns the
+ * stop function; `poke` polls at once.
+ */
+export function pollSaleState(
+  baseURL: string,
+  screeningId: string,
+  onState: (sale: SaleDoc | undefined) => void,
+  waitMs: () => number | undefined,
+  onError: (err: unknown) => void,
+): { stop: () => void; poke: () => void } {
+  let etag: string | undefined;
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  let stopped = false;
+  let refreshSeconds = 1;
+  const url = `${baseURL}/SaleState?screening=${encodeURIComponent(screeningId)}`;
+  const poll = async (): Promise<void> => {
+    timer = undefined;
+    try {
+      // no-store: the page keeps the ETag itself, so an unchanged state comes back as a 304 from the CDN.
+      const res = await fetch(url, { cache: "no-store", headers: etag ? { "If-None-Match": etag } : {} });
+      if (stopped) return;
+      if (res.status === 200) {
+        const a = (await res.json()) as SaleStateAnswer;
+        etag = res.headers.get("ETag") ?? undefined;
+        refreshSeconds = a.refreshSeconds;
+        onState(saleDocOf(a));
+      } else if (res.status === 404 || res.status === 409) {
+        etag = undefined;
+        onState(undefined);
+      } else if (res.status !== 304) {
+        onError(new Error(`SaleState answered ${String(res.status)}`));
+      }
+    } catch (err) {
+      if (!stopped) onError(err);
+    }
+    if (!stopped) timer = setTimeout(() => void poll(), nextPollMs(refreshSeconds, waitMs()));
+  };
+  void poll();
+  return {
+    stop: () => {
+      stopped = true;
+      if (timer !== undefined) clearTimeout(timer);
+    },
+    poke: () => {
+      if (stopped || timer === undefined) return;
+      clearTimeout(timer);
+      void poll();
+    },
+  };
+}
+
+/**
+ * The estimated wait of a place in the sale, in ms, to pace the polls:
+ * undefined (poll every refreshSeconds) when unknown, e.g. before the
+ * draw, or when the place is near the front (placeIsNear).
+ */
+export function waitOf(
+  place: Place | null | undefined,
+  sale: SaleDoc | undefined,
+  cfg: Pick<SaleConfig, "admitPerMinute" | "maxActive" | "passSeconds"> | undefined,
+): number | undefined {
+  if (!place || !sale || !cfg || place.status !== "waiting" || placeIsNear(place, sale, cfg)) return undefined;
+  const ahead = aheadOf(place.order, sale);
+  return ahead === undefined ? undefined : waitMs(ahead, cfg);
+}
+
+/**
+ * Whether the page listens to its place: once it is not waiting (admitted,
+ * done, expired: the pass's changes show live), or while it waits near the
+ * front of an open or paused sale: at most 2 × admitPerMinute ahead (what
+ * the sale may admit in two minutes; the estimate by the rate errs long,
+ * as passes end early). Far back, or before the draw, it reads the place
+ * instead.
+ */
+export function placeIsNear(
+  place: Place | null | undefined,
+  sale: SaleDoc | undefined,
+  cfg: Pick<SaleConfig, "admitPerMinute"> | undefined,
+): boolean {
+  if (!place) return false;
+  if (place.status !== "waiting") return true;
+  if (!sale || !cfg || (sale.state !== "open" && sale.state !== "paused")) return false;
+  const ahead = aheadOf(place.order, sale);
+  return ahead !== undefined && ahead <= 2 * cfg.admitPerMinute;
+}
+
+/**
+ * Where the page polls SaleState: deployed (the functions at
+ * cloudfunctions.net or run.app), its own origin, whose Hosting rewrite
+ * sends /SaleState to the function through the CDN (firebase.json); else
+ * (the local run) the functions' URL.
+ */
+export function saleStateBase(functionsURL: string): string {
+  return /^https:\/\/[^/]+\.(cloudfunctions\.net|run\.app)$/.test(functionsURL) ? "" : functionsURL;
+}
