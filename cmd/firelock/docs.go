@@ -17,7 +17,7 @@ const docsHeader = `# The command line: ` + "`firelock`" + ` (CONTRACT §8)
 <!-- Generated from cmd/firelock by ` + "`go generate ./cmd/firelock`" + ` (firelock gendocs):
      edit the commands' help text, not this file. A test fails when they differ. -->
 
-` + "`cmd/firelock`" + ` runs sales, operates locks and grants the operator claim. Build it once
+` + "`cmd/firelock`" + ` runs sales, operates locks and grants the operator and scanner claims. Build it once
 with ` + "`make bin/firelock`" + ` (or ` + "`go install ./cmd/firelock`" + `) and run ` + "`bin/firelock ...`" + `: ` + "`go run`" + `
 replaces a program's exit codes with its own (1), so scripts should run the built
 program. What the actions do to the people in line is in [operating.md](operating.md);
@@ -37,6 +37,7 @@ firelock locks list [--collection C] [--prefix P] [-o json]
 firelock locks show PATH [-o json]
 firelock locks release PATH --force --reason R (--token T | --owner O --acquired-at T)
 firelock operators grant|revoke EMAIL
+firelock scanners grant|revoke EMAIL
 firelock completion bash|zsh|fish|powershell
 ` + "```" + `
 

@@ -5,6 +5,7 @@
 //	firelock sale list
 //	firelock locks list|show|release ...
 //	firelock operators grant|revoke EMAIL
+//	firelock scanners grant|revoke EMAIL
 //
 // With no flags it talks to the local bundle (`make run`): the emulators
 // named by FIRESTORE_EMULATOR_HOST and FIREBASE_AUTH_EMULATOR_HOST, or,
@@ -156,7 +157,7 @@ func (a *app) root() *cobra.Command {
 	pf.StringVar(&a.project, "project", "", "the Google Cloud project to talk to, with Application Default Credentials (default: the local bundle of make run); an emulator variable that is set wins")
 	pf.StringVar(&a.as, "as", "", "your email, for the sale's log and the lock log (default $FIRELOCK_OPERATOR)")
 	pf.DurationVar(&a.timeout, "timeout", defaultTimeout, "how long the command may wait for Firestore and Auth (sale watch: for its first numbers)")
-	root.AddCommand(a.saleCmd(), a.locksCmd(), a.operatorsCmd(), a.paymentsCmd(), a.gendocsCmd())
+	root.AddCommand(a.saleCmd(), a.locksCmd(), a.operatorsCmd(), a.scannersCmd(), a.paymentsCmd(), a.gendocsCmd())
 	root.SetOut(a.stdout) // before the completion command, which keeps its writer
 	root.SetErr(a.stderr)
 	root.InitDefaultCompletionCmd()
@@ -173,7 +174,7 @@ func groupRunE(cmd *cobra.Command, args []string) error {
 	return usageError{}
 }
 
-// group is a noun: sale, locks, operators.
+// group is a noun: sale, locks, operators, scanners.
 func group(use, short string, verbs ...*cobra.Command) *cobra.Command {
 	c := &cobra.Command{Use: use, Short: short, Args: cobra.ArbitraryArgs, RunE: groupRunE}
 	c.AddCommand(verbs...)

@@ -243,11 +243,17 @@ func TestLockVerbs(t *testing.T) {
 }
 
 // operators grant and revoke set and clear the custom claim, keeping others.
-func TestOperatorsGrantAndRevoke(t *testing.T) {
+func TestOperatorsGrantAndRevoke(t *testing.T) { testRoleGrantAndRevoke(t, "operators", "operator") }
+
+// scanners grant and revoke do the same with the claim scanner (CONTRACT
+// §13), and leave the operator claim alone.
+func TestScannersGrantAndRevoke(t *testing.T) { testRoleGrantAndRevoke(t, "scanners", "scanner") }
+
+func testRoleGrantAndRevoke(t *testing.T, group, claim string) {
 	c := newCLI(t)
 	t.Setenv("GOOGLE_CLOUD_PROJECT", emulators.AuthProject)
 	ctx := context.Background()
-	email := "olive-" + strings.ToLower(c.project[5:]) + "@example.com"
+	email := group + "-" + strings.ToLower(c.project[5:]) + "@example.com"
 	_, uid, err := emulators.SignIn(email, "secret-olive")
 	if err != nil {
 		t.Fatal(err)
@@ -263,16 +269,21 @@ func TestOperatorsGrantAndRevoke(t *testing.T) {
 	if err := ac.SetCustomUserClaims(ctx, uid, map[string]any{"tier": "gold"}); err != nil {
 		t.Fatal(err)
 	}
-	c.must("operators", "grant", email)
+	if out := c.must(group, "grant", email); !strings.Contains(out, "granted the "+claim+" claim of "+email) {
+		t.Errorf("%s grant says %q", group, out)
+	}
 	u, err := ac.GetUser(ctx, uid)
-	if err != nil || u.CustomClaims["operator"] != true || u.CustomClaims["tier"] != "gold" {
+	if err != nil || u.CustomClaims[claim] != true || u.CustomClaims["tier"] != "gold" || len(u.CustomClaims) != 2 {
 		t.Fatalf("claims after grant: %v (%v)", u.CustomClaims, err)
 	}
-	c.must("operators", "revoke", email)
-	if u, _ := ac.GetUser(ctx, uid); u.CustomClaims["operator"] != nil || u.CustomClaims["tier"] != "gold" {
+	c.must(group, "revoke", email)
+	if u, _ := ac.GetUser(ctx, uid); u.CustomClaims[claim] != nil || u.CustomClaims["tier"] != "gold" {
 		t.Fatalf("claims after revoke: %v", u.CustomClaims)
 	}
-	if code, _, errOut := c.run("operators", "grant", "nobody-"+c.project+"@example.com"); code != exitRefused || !strings.Contains(errOut, "no Firebase Auth user") {
+	if code, _, errOut := c.run(group, "grant", "not-an-email"); code != exitUsage || !strings.Contains(errOut, "not an email") {
+		t.Errorf("grant to not-an-email: exit %d, %q", code, errOut)
+	}
+	if code, _, errOut := c.run(group, "grant", "nobody-"+c.project+"@example.com"); code != exitRefused || !strings.Contains(errOut, "no Firebase Auth user") {
 		t.Fatalf("grant to nobody: exit %d, %q", code, errOut)
 	}
 }

@@ -5,31 +5,49 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/firelock/firelock/internal/operators"
+	"github.com/firelock/firelock/internal/claims"
 	"github.com/spf13/cobra"
 )
 
-func (a *app) operatorsCmd() *cobra.Command {
-	c := group("operators", "Grants and revokes the operator claim", a.operatorCmd(true), a.operatorCmd(false))
-	c.Long = "Sets or clears the custom claim operator: true of a Firebase Auth user, keeping their\n" +
+// role is a custom claim that the command line grants and revokes:
+// operator (CONTRACT §8) and scanner (§13).
+type role struct {
+	group   string // the command: operators, scanners
+	claim   string // the custom claim set to true
+	does    string // what the claim lets a user do, after "Makes a user "
+	example string // an email for the examples
+}
+
+var (
+	operatorRole = role{"operators", claims.Operator, "an operator of sales", "olive@example.com"}
+	scannerRole  = role{"scanners", claims.Scanner, "a scanner at the door (CheckIn and the scanner app's own writes, CONTRACT §13)", "sam@example.com"}
+)
+
+func (a *app) operatorsCmd() *cobra.Command { return a.roleCmd(operatorRole) }
+
+func (a *app) scannersCmd() *cobra.Command { return a.roleCmd(scannerRole) }
+
+func (a *app) roleCmd(r role) *cobra.Command {
+	c := group(r.group, "Grants and revokes the "+r.claim+" claim", a.roleChangeCmd(r, true), a.roleChangeCmd(r, false))
+	c.Long = "Sets or clears the custom claim " + r.claim + ": true of a Firebase Auth user, keeping their\n" +
 		"other custom claims. It takes effect with the user's next ID token (a new sign-in; the\n" +
-		"console asks for a fresh one when someone signs in). An unknown email exits 1."
+		"console and the scanner app ask for a fresh one when someone signs in). An unknown email exits 1."
 	return c
 }
 
-func (a *app) operatorCmd(grant bool) *cobra.Command {
-	name, what, short := "revoke", "revoked", "Takes the operator claim back from a user"
-	long := "Takes the custom claim operator back from the Firebase Auth user with EMAIL (other custom\nclaims stay)."
+func (a *app) roleChangeCmd(r role, grant bool) *cobra.Command {
+	name, what, short := "revoke", "revoked", "Takes the "+r.claim+" claim back from a user"
+	long := "Takes the custom claim " + r.claim + " back from the Firebase Auth user with EMAIL (other custom\nclaims stay)."
 	if grant {
-		name, what, short = "grant", "granted", "Makes a user an operator of sales"
-		long = "Makes the Firebase Auth user with EMAIL an operator of sales: the custom claim\noperator: true (other custom claims stay)."
+		name, what, short = "grant", "granted", "Makes a user "+strings.SplitN(r.does, " (", 2)[0]
+		long = "Makes the Firebase Auth user with EMAIL " + r.does + ": the custom claim\n" + r.claim + ": true (other custom claims stay)."
 	}
 	cmd := &cobra.Command{
 		Use:   name + " EMAIL",
 		Short: short,
 		Long:  long + " It takes effect with the user's next ID token (sign in again).\nAn unknown email exits 1.",
-		Example: "$ firelock operators " + name + " olive@example.com --project my-project\n" +
-			what + " the operator claim of olive@example.com (uid 5kq...); it takes effect with their next ID token",
+		Example: "$ firelock " + r.group + " " + name + " " + r.example + " --project my-project\n" +
+			what + " the " + r.claim + " claim of " + r.example + " (uid 5kq...); it takes effect with their next ID token",
 		Args:        positional(1, 1),
 		Annotations: map[string]string{annAuthOnly: "true"},
 	}
@@ -45,14 +63,14 @@ func (a *app) operatorCmd(grant bool) *cobra.Command {
 		}
 		var uid string
 		if grant {
-			uid, err = operators.Grant(ctx, ac, args[0])
+			uid, err = claims.Grant(ctx, ac, args[0], r.claim)
 		} else {
-			uid, err = operators.Revoke(ctx, ac, args[0])
+			uid, err = claims.Revoke(ctx, ac, args[0], r.claim)
 		}
 		if err != nil {
-			return fmt.Errorf("%s", strings.TrimPrefix(err.Error(), "operators: "))
+			return fmt.Errorf("%s", strings.TrimPrefix(err.Error(), "claims: "))
 		}
-		fmt.Fprintf(a.stdout, "%s the operator claim of %s (uid %s); it takes effect with their next ID token\n", what, args[0], uid)
+		fmt.Fprintf(a.stdout, "%s the %s claim of %s (uid %s); it takes effect with their next ID token\n", what, r.claim, args[0], uid)
 		return nil
 	})
 	return cmd
