@@ -6,13 +6,79 @@ import { type Sale, createScreening, createUser, expect, runAdmitter, setSale, s
 
 /**
  * The documents a page asks Firestore's Listen channel to watch: every
- * target added (by path), and those still open (added, not yet removed).
- * The web SDK's getDoc is a target too, removed after its one answer: a
- * read, not a listener. (A read the rules refuse is removed by the server,
- * unseen here.)
+ * target added (by path), and those still open (added, and removed neither
+ * by the page nor by the server). The web SDK's getDoc is a target too,
+ * removed by the page after its one answer: a read, not a listener. A read
+ * the rules refuse is removed by the server (a REMOVE targetChange in the
+ * channel's answer stream), which an init script taps from the page's
+ * XMLHttpRequests: without it, a refused read would look open for ever.
  */
-function watchListenTargets(page: Page): { added: string[]; open: Map<number, { name: string; seq: number }> } {
-  const seen = { added: [] as string[], open: new Map<number, { name: string; seq: number }>() };
+async function watchListenTargets(page: Page): Promise<{ added: string[]; openSince: (seq: number) => Promise<string[]> }> {
+  const added: string[] = [];
+  const open = new Map<number, { name: string; seq: number }>();
+  await page.addInitScript(() => {
+    const removed = new Set<number>();
+    (window as unknown as { __serverRemovedTargets: Set<number> }).__serverRemovedTargets = removed;
+    /** Every targetChange object in a stream's text, by brace matching (the stream is length-prefixed JSON chunks). */
+    const scan = (text: string): void => {
+      for (let at = text.indexOf('"targetChange"'); at >= 0; at = text.indexOf('"targetChange"', at + 1)) {
+        const start = text.indexOf("{", at);
+        if (start < 0) return;
+        let depth = 0;
+        let inString = false;
+        let end = -1;
+        for (let i = start; i < text.length && end < 0; i++) {
+          const c = text[i];
+          if (inString) {
+            if (c === "\\") i++;
+            else if (c === '"') inString = false;
+          } else if (c === '"') inString = true;
+          else if (c === "{") depth++;
+          else if (c === "}" && --depth === 0) end = i;
+        }
+        if (end < 0) return; // not all of it has arrived yet
+        try {
+          const change = JSON.parse(text.slice(start, end + 1)) as { targetChangeType?: string; targetIds?: number[] };
+          if (change.targetChangeType === "REMOVE") for (const id of change.targetIds ?? []) removed.add(id);
+        } catch {
+          // not a target change after all
+        }
+      }
+    };
+    // The channel's answers come by fetch streams or by XMLHttpRequest, as the SDK chooses: both are tapped.
+    const fetchFirst = window.fetch.bind(window);
+    window.fetch = async (input: RequestInfo | URL, init?: RequestInit): Promise<Response> => {
+      const res = await fetchFirst(input, init);
+      const url = input instanceof Request ? input.url : String(input);
+      if (url.includes("/google.firestore.v1.Firestore/Listen/channel") && res.body) {
+        const reader = res.clone().body?.getReader();
+        const decoder = new TextDecoder();
+        let text = "";
+        const pump = async (): Promise<void> => {
+          for (;;) {
+            const { done, value } = (await reader?.read()) ?? { done: true, value: undefined };
+            if (done) return;
+            text += decoder.decode(value, { stream: true });
+            scan(text);
+          }
+        };
+        void pump().catch(() => undefined);
+      }
+      return res;
+    };
+    window.XMLHttpRequest = class extends XMLHttpRequest {
+      override open(method: string, url: string | URL, async = true, user?: string | null, password?: string | null): void {
+        if (String(url).includes("/google.firestore.v1.Firestore/Listen/channel")) {
+          const read = () => {
+            if (this.readyState >= 3 && (this.responseType === "" || this.responseType === "text")) scan(this.responseText);
+          };
+          this.addEventListener("readystatechange", read);
+          this.addEventListener("progress", read);
+        }
+        super.open(method, url, async, user, password);
+      }
+    };
+  });
   page.on("request", (req) => {
     if (!req.url().includes("/google.firestore.v1.Firestore/Listen/channel")) return;
     const body = req.postData();
@@ -20,15 +86,22 @@ function watchListenTargets(page: Page): { added: string[]; open: Map<number, { 
     for (const [key, value] of new URLSearchParams(body)) {
       if (!/^req\d+___data__$/.test(key)) continue;
       const msg = JSON.parse(value) as { addTarget?: { targetId?: number; documents?: { documents?: string[] }; query?: { parent?: string } }; removeTarget?: number };
-      if (msg.removeTarget !== undefined) seen.open.delete(msg.removeTarget);
+      if (msg.removeTarget !== undefined) open.delete(msg.removeTarget);
       const t = msg.addTarget;
       if (!t) continue;
       const name = t.documents?.documents?.map((d) => d.replace(/^.*\/documents\//, "")).join(",") ?? `query:${(t.query?.parent ?? "").replace(/^.*\/documents\/?/, "")}`;
-      seen.open.set(t.targetId ?? -1, { name, seq: seen.added.length });
-      seen.added.push(name);
+      open.set(t.targetId ?? -1, { name, seq: added.length });
+      added.push(name);
     }
   });
-  return seen;
+  return {
+    added,
+    /** The targets added at or after seq and still open, neither the page nor the server having removed them. */
+    openSince: async (seq) => {
+      const removedByServer = new Set(await page.evaluate(() => [...(window as unknown as { __serverRemovedTargets: Set<number> }).__serverRemovedTargets]));
+      return [...open.entries()].filter(([id, t]) => t.seq >= seq && !removedByServer.has(id)).map(([, t]) => t.name);
+    },
+  };
 }
 
 test("a page waiting far from the front listens to neither sales/{id} nor its place: it polls SaleState, and is let in when its turn comes", async ({ open }) => {
@@ -39,7 +112,7 @@ test("a page waiting far from the front listens to neither sales/{id} nor its pl
   const admitter = runAdmitter();
   try {
     const page = await open();
-    const targets = watchListenTargets(page);
+    const targets = await watchListenTargets(page);
     const polls: string[] = [];
     page.on("request", (req) => {
       if (new URL(req.url()).pathname.endsWith("/SaleState")) polls.push(req.url());
@@ -53,12 +126,21 @@ test("a page waiting far from the front listens to neither sales/{id} nor its pl
     await expect(page.locator("[data-opens-countdown]")).toHaveText(/^[0-4]:[0-5]\d$/);
     await expect(queue).toHaveAttribute("data-sale-state", "scheduled");
     await expect(queue).toHaveAttribute("data-seats-left", "4"); // the admitter published; the page learnt it by polling
-    await page.waitForTimeout(3000); // a few polls' worth of waiting
     // Never a listener on sales/{id}; the place read (a one-shot target) at most twice (before and after the join), none left open.
+    // The page's one-shot reads settle (each removed by the page after its answer, or by the server if refused), however loaded
+    // the machine; a listener never does. Then nothing is open over a window of several polls, checked every second.
     const waitingDoc = (t: string) => t.startsWith("sales/") || t.startsWith("queue/");
+    const listenersSinceJoin = async () => (await targets.openSince(beforeJoin)).filter(waitingDoc);
+    const addedSinceJoin = () => `targets added since the join: ${targets.added.slice(beforeJoin).join(", ")}`;
+    await expect.poll(listenersSinceJoin, { message: `the reads settle; ${addedSinceJoin()}`, timeout: 15_000 }).toEqual([]);
+    // The window: at least 3 s, and two more SaleState polls (each could make the page think itself near and listen).
+    const pollsSettled = polls.length;
+    for (let second = 0; second < 3 || polls.length < pollsSettled + 2; second++) {
+      expect(second, "two more SaleState polls within 45 s").toBeLessThan(45);
+      await page.waitForTimeout(1000);
+      expect(await listenersSinceJoin(), `listeners opened since the join; ${addedSinceJoin()}`).toEqual([]);
+    }
     const added = targets.added.slice(beforeJoin).filter(waitingDoc);
-    const stillOpen = [...targets.open.values()].filter((t) => t.seq >= beforeJoin && waitingDoc(t.name)).map((t) => t.name);
-    expect(stillOpen, `listeners opened since the join: ${targets.added.slice(beforeJoin).join(", ")}`).toEqual([]);
     expect(targets.added.filter((t) => t.startsWith("sales/")), "sales/{id} never listened to").toEqual([]);
     expect(added.length, `the place read at most twice since the join: ${added.join(", ")}`).toBeLessThanOrEqual(2);
     expect(polls.length, "SaleState polls while waiting").toBeGreaterThan(0);
