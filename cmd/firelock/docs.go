@@ -38,6 +38,8 @@ firelock locks show PATH [-o json]
 firelock locks release PATH --force --reason R (--token T | --owner O --acquired-at T)
 firelock operators grant|revoke EMAIL
 firelock scanners grant|revoke EMAIL
+firelock door status SCREENING [-o json]
+firelock tickets show ID|CODE [--keys FILE|URL] [-o json]
 firelock completion bash|zsh|fish|powershell
 ` + "```" + `
 

@@ -6,6 +6,8 @@
 //	firelock locks list|show|release ...
 //	firelock operators grant|revoke EMAIL
 //	firelock scanners grant|revoke EMAIL
+//	firelock door status SCREENING
+//	firelock tickets show ID|CODE
 //
 // With no flags it talks to the local bundle (`make run`): the emulators
 // named by FIRESTORE_EMULATOR_HOST and FIREBASE_AUTH_EMULATOR_HOST, or,
@@ -157,7 +159,7 @@ func (a *app) root() *cobra.Command {
 	pf.StringVar(&a.project, "project", "", "the Google Cloud project to talk to, with Application Default Credentials (default: the local bundle of make run); an emulator variable that is set wins")
 	pf.StringVar(&a.as, "as", "", "your email, for the sale's log and the lock log (default $FIRELOCK_OPERATOR)")
 	pf.DurationVar(&a.timeout, "timeout", defaultTimeout, "how long the command may wait for Firestore and Auth (sale watch: for its first numbers)")
-	root.AddCommand(a.saleCmd(), a.locksCmd(), a.operatorsCmd(), a.scannersCmd(), a.paymentsCmd(), a.gendocsCmd())
+	root.AddCommand(a.saleCmd(), a.locksCmd(), a.operatorsCmd(), a.scannersCmd(), a.doorCmd(), a.ticketsCmd(), a.paymentsCmd(), a.gendocsCmd())
 	root.SetOut(a.stdout) // before the completion command, which keeps its writer
 	root.SetErr(a.stderr)
 	root.InitDefaultCompletionCmd()
