@@ -522,7 +522,10 @@ test.describe("the charts in the operator's zone", () => {
 
   test("the charts show the limits, the paused stretch and the changes from the log, joins beside admissions, seats sold, held and left, each minute by its start with its zone; the console gives the wait of a join now", async ({ open }) => {
     const base = Math.floor(Date.now() / 60_000) * 60_000 - 10 * 60_000; // the first minute's start
+    // A screening that began two hours ago: no admitter (another test's, beside this one) looks after
+    // it and publishes its own sales/{id} over the one written below (sale.discoverWindow).
     const screening = await createScreening({
+      startsAt: new Date(Date.now() - 2 * 3_600_000),
       sale: { opensAt: new Date(base - 5 * 60_000), admitPerMinute: 6, maxActive: 4, passSeconds: 120 },
     });
     const n = (v: number) => ({ integerValue: String(v) });
