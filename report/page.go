@@ -17,6 +17,7 @@ import (
 
 	"cloud.google.com/go/firestore"
 	"github.com/firelock/firelock/booking"
+	"github.com/firelock/firelock/door"
 	"github.com/firelock/firelock/internal/when"
 	"github.com/firelock/firelock/payment"
 	"github.com/firelock/firelock/sale"
@@ -47,6 +48,9 @@ type Report struct {
 	Limits  []Limits   `json:"limits"`
 	Log     []LogEntry `json:"log"`
 	Minutes []Minute   `json:"minutes"`
+	// Attendance is the door's count (CONTRACT §13); nil for a screening
+	// without a door or tickets.
+	Attendance *Attendance `json:"attendance,omitempty"`
 
 	sale  *Sale
 	story story
@@ -67,7 +71,50 @@ func Build(ctx context.Context, fs *firestore.Client, id string, now time.Time) 
 	if snap, err := fs.Collection(sale.Sales).Doc(id).Get(ctx); err == nil {
 		state, _ = snap.Data()["state"].(string)
 	}
-	return New(st, title, state, now), nil
+	r := New(st, title, state, now)
+	if r.Attendance, err = ReadAttendance(ctx, fs, id); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// Attendance is what the door let in (CONTRACT §13): tickets expected
+// (valid), in and out now, not yet in (the no-shows so far), and each
+// gate's scans, conflicts among them.
+type Attendance struct {
+	Expected  int64            `json:"expected"`
+	In        int64            `json:"in"`
+	Out       int64            `json:"out"`
+	NotYet    int64            `json:"notYet"`
+	Conflicts int64            `json:"conflicts"`
+	Gates     []GateAttendance `json:"gates"`
+}
+
+// GateAttendance is one gate's recorded scans, by what they came to.
+type GateAttendance struct {
+	Gate      string `json:"gate"`
+	Scans     int64  `json:"scans"`
+	Admitted  int64  `json:"admitted"`
+	Exited    int64  `json:"exited"`
+	Conflicts int64  `json:"conflicts"` // offline admissions of tickets already in
+}
+
+// ReadAttendance counts screening id's door with aggregation queries
+// (door.Service.Status): nil when it has neither a door nor tickets.
+func ReadAttendance(ctx context.Context, fs *firestore.Client, id string) (*Attendance, error) {
+	st, err := door.New(fs, nil).Status(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if st.Door == nil && st.Expected == 0 && st.In == 0 && st.Out == 0 {
+		return nil, nil
+	}
+	a := &Attendance{Expected: st.Expected, In: st.In, Out: st.Out, NotYet: max(0, st.Expected-st.In-st.Out), Gates: []GateAttendance{}}
+	for _, g := range st.Gates {
+		a.Gates = append(a.Gates, GateAttendance(g))
+		a.Conflicts += g.Conflicts
+	}
+	return a, nil
 }
 
 // New judges a sale read with Read, at now.
@@ -202,6 +249,17 @@ func (r *Report) Figures() []Line {
 			Note: fmt.Sprintf("%s in (%s), %s refunded (%s); %s, %d late and booked, %d late and refunded",
 				plural(m.Paid, "payment", "payments"), payment.Format(m.Revenue, m.Currency), plural(m.Refunded, "payment", "payments"), payment.Format(m.Refunds, m.Currency),
 				plural(m.Checkouts, "checkout", "checkouts"), m.LateAccepted, m.LateRefunded)})
+	}
+	if a := r.Attendance; a != nil {
+		var gates []string
+		for _, g := range a.Gates {
+			gates = append(gates, fmt.Sprintf("%s %d in, %d %s", g.Gate, g.Admitted, g.Conflicts, map[bool]string{true: "conflict", false: "conflicts"}[g.Conflicts == 1]))
+		}
+		note := fmt.Sprintf("%d not yet in, %d out now", a.NotYet, a.Out)
+		if len(gates) > 0 {
+			note += "; by gate: " + strings.Join(gates, ", ")
+		}
+		lines = append(lines, Line{Key: "attendance", Label: "In at the door", Value: fmt.Sprintf("%d of %d", a.In, a.Expected), Note: note})
 	}
 	return lines
 }

@@ -755,6 +755,12 @@ func (a *app) report(ctx context.Context, id, htmlOut, csvDir, output string) er
 	fmt.Fprintf(w, "most admitted in 60 s\t%d (rate %d)\n", m.MaxAdmittedPerMinute, r.Rate)
 	fmt.Fprintf(w, "most passes at once\t%d (maxActive %d)\n", m.MaxLivePasses, r.MaxActive)
 	fmt.Fprintf(w, "minutes recorded\t%d\n", len(r.Minutes))
+	if a := r.Attendance; a != nil {
+		fmt.Fprintf(w, "in at the door\t%d of %d tickets (%d not yet in, %d out now)\n", a.In, a.Expected, a.NotYet, a.Out)
+		for _, g := range a.Gates {
+			fmt.Fprintf(w, "gate %s\t%d scans: %d admitted, %d exited, %d conflicts\n", g.Gate, g.Scans, g.Admitted, g.Exited, g.Conflicts)
+		}
+	}
 	return w.Flush()
 }
 
