@@ -2,13 +2,6 @@
 # Each line of `make test` is a stage: scripts/stage.sh times it.
 STAGE = ./scripts/stage.sh
 
-# The Go packages whose tests take longest (docs/testing.md), named first so
-# that go test starts them first: go runs packages in the order named, two
-# at a time on two cores, and ./... adds the rest once each. Started last,
-# as ./... alone orders them, lock and sale kept the stage 2 minutes
-# longer than its packages' time over two.
-LONG_PACKAGES = ./sale/ ./lock/ . ./functions/ ./booking/ ./cmd/surge/
-
 .PHONY: run test deps bench surge soak bin/firelock
 
 # Everything on loopback: emulators, every function, Pub/Sub wiring, demo
@@ -30,7 +23,7 @@ test: deps
 	$(STAGE) format sh -c 'gofmt -l . | (! grep .) || (echo "gofmt needed on the files above" >&2; exit 1)'
 	$(STAGE) vet go vet ./...
 	$(STAGE) web-check sh -c 'cd web && npm run --silent check'
-	$(STAGE) go-test go test -race -count=1 -timeout 20m $(LONG_PACKAGES) ./...
+	$(STAGE) go-test go test -race -count=1 -timeout 20m ./...
 	$(STAGE) examples sh -c 'cd examples && go vet ./... && go test -race -count=1 ./...'
 	$(STAGE) overload env FIRELOCK_OVERLOAD=1 go test -count=1 -run '^TestAdmitterKeepsItsLeaseWhileTheServerIsPastItsCap$$' ./functions/
 	$(STAGE) web go run ./cmd/firelock-local -port 0 -web preview -web-port 0 -schedule '' -env-file '' -log web/test-results/functions.log -- \
