@@ -88,7 +88,11 @@ func TestErrorsSayWhatHappened(t *testing.T) {
 		name: "Guard after the keep-alive's context ended",
 		run: func(t *testing.T) outcome {
 			c := firelocktest.NewClient(t)
-			lease, err := newLocker(t, c, lock.WithLeaseDuration(3*time.Second)).TryAcquire(context.Background(), "k")
+			// A lease of 9 s: the renewal that finds the document gone has
+			// 6 s to answer before the lease would run out untold (on 3 s,
+			// a loaded machine's renewal came back late and the cause was
+			// "not renewed", not "gone").
+			lease, err := newLocker(t, c, lock.WithLeaseDuration(9*time.Second)).TryAcquire(context.Background(), "k")
 			if err != nil {
 				t.Fatal(err)
 			}
