@@ -1,4 +1,5 @@
-import { createScreening, createUser, expect, signIn, test } from "./bundle";
+import { type Page } from "@playwright/test";
+import { createScreening, createUser, env, expect, signIn, test } from "./bundle";
 
 // On a phone the demo screening's map fits the screen, with no sideways
 // scrolling and seats a finger can tap: at 360 and 390 px the 20-seat rows
@@ -51,4 +52,84 @@ test("a screening that does not exist is said once, with nothing to book", async
     await expect(p.locator(sel).first()).toBeHidden();
   }
   await p.screenshot({ path: "test-results/screenshots/screening-not-found.png" });
+});
+
+// The action bar (issue #50.1): at 360×740 and 390×844 the selection, the
+// hold and the paying hold, each with its total and the one next step,
+// stay inside the viewport after every tap, from the first seat to the
+// payment; at 1280 px the side panel has them and the bar is not shown.
+const halls = { rows: ["A", "B", "C", "D", "E", "F", "G", "H", "I", "J"], seatsPerRow: 20, title: "Metropolis", price: { amount: 900, currency: "eur", rows: { A: 1500, B: 1500 } } };
+
+/** The bar's total and button, both inside the viewport, with these words. */
+async function barInView(p: Page, want: { total: string; button: string }): Promise<void> {
+  const vp = p.viewportSize();
+  if (!vp) throw new Error("no viewport");
+  const bar = p.locator("[data-actionbar]");
+  await expect(bar.locator("[data-bar-total]")).toHaveText(want.total);
+  await expect(bar.locator("[data-bar-action]")).toHaveText(want.button);
+  const els = want.total === "" ? [] : [bar.locator("[data-bar-total]")];
+  for (const el of [...els, bar.locator("[data-bar-action]")]) {
+    const box = await el.boundingBox();
+    expect(box, `${want.button}: bar element shown`).not.toBeNull();
+    if (!box) return;
+    expect(box.y, `${want.button}: above the top`).toBeGreaterThanOrEqual(0);
+    expect(box.y + box.height, `${want.button}: below the bottom of ${String(vp.height)} px`).toBeLessThanOrEqual(vp.height);
+    expect(box.x + box.width, `${want.button}: past the right edge`).toBeLessThanOrEqual(vp.width);
+  }
+}
+
+for (const viewport of [
+  { width: 360, height: 740 },
+  { width: 390, height: 844 },
+]) {
+  test(`the action bar keeps the total and the next step in view at ${String(viewport.width)}×${String(viewport.height)}`, async ({ open }) => {
+    const screening = await createScreening(halls);
+    const user = await createUser("phone");
+    const p = await open();
+    await p.setViewportSize(viewport);
+    await p.goto(`/?screening=${screening}`);
+    await barInView(p, { total: "", button: "Sign in" });
+    await signIn(p, user);
+    await barInView(p, { total: "", button: "Find 2 seats" });
+    await p.locator('[data-seat="E9"]').click();
+    await barInView(p, { total: "€9.00", button: "Hold 1 seat" });
+    await p.locator('[data-seat="E10"]').click();
+    await barInView(p, { total: "€18.00", button: "Hold 2 seats" });
+    await p.locator('[data-seat="A1"]').click();
+    await barInView(p, { total: "€33.00", button: "Hold 3 seats" });
+    await p.locator('[data-seat="A1"]').click();
+    await barInView(p, { total: "€18.00", button: "Hold 2 seats" });
+    await p.screenshot({ path: `test-results/screenshots/phone-${String(viewport.width)}-choosing.png` });
+    await p.locator("[data-bar-action]").click();
+    await expect(p.locator('[data-seat="E10"]')).toHaveAttribute("data-state", "mine-held");
+    await barInView(p, { total: "€18.00", button: "Pay" });
+    await expect(p.locator("[data-bar-text]")).toContainText("E9 and E10 held for you");
+    await p.screenshot({ path: `test-results/screenshots/phone-${String(viewport.width)}-held.png` });
+    await p.locator("[data-bar-action]").click();
+    await p.waitForURL((u) => u.pathname === "/checkout");
+    await p.screenshot({ path: `test-results/screenshots/phone-${String(viewport.width)}-checkout.png` });
+    await p.goBack();
+    await expect(p.locator("[data-hold]")).toHaveAttribute("data-payment-state", "paying");
+    await barInView(p, { total: "€18.00", button: "Continue to payment" });
+    await p.screenshot({ path: `test-results/screenshots/phone-${String(viewport.width)}-paying.png` });
+    await p.locator("[data-bar-action]").click();
+    await p.waitForURL((u) => u.pathname === "/checkout");
+    await p.locator('[data-checkout="pay"]').click();
+    await p.waitForURL((u) => u.href.startsWith(env.web) && u.pathname === "/");
+    await expect(p.locator('[data-seat="E10"]')).toHaveAttribute("data-state", "mine-booked");
+    await barInView(p, { total: "", button: "Find 2 seats" });
+    await p.screenshot({ path: `test-results/screenshots/phone-${String(viewport.width)}-paid.png` });
+  });
+}
+
+test("at 1280 px the side panel has the selection and the bar is not shown", async ({ open }) => {
+  const screening = await createScreening(halls);
+  const user = await createUser("desk");
+  const p = await open();
+  await p.goto(`/?screening=${screening}`);
+  await signIn(p, user);
+  await p.locator('[data-seat="E9"]').click();
+  await expect(p.locator("#selection")).toContainText("E9");
+  await expect(p.locator("[data-actionbar]")).toBeHidden();
+  await expect(p.locator('[data-action="hold"]')).toBeVisible();
 });

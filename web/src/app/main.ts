@@ -19,6 +19,7 @@
  */
 import { type User, sendEmailVerification } from "firebase/auth";
 import { type FirestoreError, type Timestamp, type Unsubscribe, collection, doc, getDoc, onSnapshot, query, where } from "firebase/firestore";
+import { type BarStep, nextStep } from "./actionbar";
 import { Api, ApiError, type Booking, type Hold } from "./api";
 import { BestCard, flash } from "./best";
 import { type HoldAction, type HoldPhase, showHold } from "./holds";
@@ -296,7 +297,54 @@ async function main(): Promise<void> {
     paintBookings();
     paintPayments();
     paintQueue();
+    paintBar();
   }
+
+  /** The phone's action bar: what is in hand, its total, and the one next step (shown by style.css on a narrow screen only). */
+  let barStep: BarStep | undefined;
+  function paintBar(): void {
+    const at = now();
+    barStep = nextStep({
+      signedIn: user !== null,
+      choosing: mapShown(),
+      selection: [...selected].sort(seatOrder),
+      // An operator's revoke released the holds (showHold): nothing to pay.
+      holds: screening?.sale !== undefined && myPlace()?.revoked === true ? [] : [...myHolds().values()].sort((a, b) => a.heldUntilMs - b.heldUntilMs),
+      price: screening?.price,
+      nowMs: at,
+      findCount: user !== null && mapShown() ? bestCard.count : undefined,
+    });
+    const bar = $("#actionbar");
+    bar.hidden = barStep === undefined;
+    if (!barStep) return;
+    setText($("[data-bar-text]", bar), barStep.text);
+    setText($("[data-bar-total]", bar), barStep.total);
+    const button = $as(HTMLButtonElement, "[data-bar-action]", bar);
+    button.hidden = barStep.action === undefined;
+    button.dataset.barAction = barStep.action ?? "";
+    setText(button, barStep.label);
+    button.disabled = busy && barStep.action !== "sign-in";
+  }
+  $("[data-bar-action]").addEventListener("click", () => {
+    const step = barStep;
+    switch (step?.action) {
+      case "sign-in":
+        document.querySelector<HTMLElement>('[data-field="email"]')?.focus();
+        return;
+      case "hold":
+        void holdSelected();
+        return;
+      case "find":
+        void holdBest(bestCard.count);
+        return;
+      case "pay":
+        if (step.holdId) void payHold(step.holdId);
+        return;
+      case "confirm":
+        if (step.holdId) void confirmHold(step.holdId);
+        return;
+    }
+  });
 
   /** The waiting room: hidden without a sale; with one, the queue screen, and the map only while it shows. */
   function paintQueue(): void {
@@ -713,9 +761,12 @@ async function main(): Promise<void> {
     });
   });
 
-  holdButton.addEventListener("click", () => {
+  holdButton.addEventListener("click", () => void holdSelected());
+
+  /** Holds the selected seats. */
+  function holdSelected(): Promise<void> {
     const seats = [...selected].sort(seatOrder);
-    void act(`Holding ${seatList(seats)}…`, async () => {
+    return act(`Holding ${seatList(seats)}…`, async () => {
       const hold = await api.holdSeats(screeningId, seats, holdSeconds);
       const heldUntilMs = Date.parse(hold.heldUntil);
       // heldUntil = the server's commit time + holdSeconds, before the answer came.
@@ -724,7 +775,7 @@ async function main(): Promise<void> {
       for (const s of seats) selected.delete(s);
       return `${seatList(hold.seats)} ${hold.seats.length === 1 ? "is" : "are"} yours for ${countdown(heldUntilMs - now())}. ${screening?.price ? "Pay to book." : "Confirm to book."}`;
     });
-  });
+  }
 
   /** Best available (CONTRACT §11): the server chooses and holds `count` seats; they flash on the map as the user's. */
   function holdBest(count: number): Promise<void> {
