@@ -21,8 +21,9 @@ import { type BarStep, nextStep } from "./actionbar";
 import { Api, ApiError, type Booking, type Hold } from "./api";
 import { BestCard, flash } from "./best";
 import { type HoldAction, type HoldPhase, showHold } from "./holds";
-import { type PaymentDoc, money, paymentState, paymentWords, totalOf } from "./pay";
+import { type PaymentDoc, money, paymentState, paymentWords, seatPrice, totalOf } from "./pay";
 import { buildHall } from "./hall";
+import { MapZoom } from "./mapzoom";
 import { orderRef } from "./ticketview";
 import { services } from "./config";
 import {
@@ -70,6 +71,7 @@ async function main(): Promise<void> {
   const api = new Api(functionsURL, () => auth.currentUser, { appCheckToken });
 
   const mapEl = $("#seatmap");
+  const zoom = new MapZoom($("#mapview"), mapEl, $("#zoom"), $as(HTMLButtonElement, '[data-action="zoom-in"]'), $as(HTMLButtonElement, '[data-action="zoom-out"]'));
   const bookButton = $as(HTMLButtonElement, '[data-action="book"]');
   const holdButton = $as(HTMLButtonElement, '[data-action="hold"]');
   holdButton.textContent = `Hold for ${String(Math.round(holdSeconds / 60)) || "<1"} min`;
@@ -165,10 +167,9 @@ async function main(): Promise<void> {
   // ---- the map ----
 
   /**
-   * The map in blocks split at the aisle (a hall of 12 seats a row or more
-   * has one in the middle): side by side on a wide screen, as the hall is,
-   * and one above the other on a phone, so that every seat fits the width
-   * at a size a finger can tap, with no sideways scrolling.
+   * The map, a row drawn as one row (the aisle in the middle of a row of 12
+   * seats or more); wider than the screen, it pans and zooms in its own box
+   * (mapzoom.ts), its seats a finger's size at the first zoom.
    */
   function buildMap(s: Screening): void {
     seatButtons.clear();
@@ -183,6 +184,7 @@ async function main(): Promise<void> {
     const first = seatButtons.values().next().value;
     if (first) first.tabIndex = 0;
     paint();
+    zoom.reset();
   }
 
   /** Arrow keys move between seats; the map is one tab stop (roving tabindex). */
@@ -250,8 +252,9 @@ async function main(): Promise<void> {
       if (b.dataset.state !== state) b.dataset.state = state;
       const row = seat.replace(/\d+$/, "");
       const num = seat.slice(row.length);
-      b.setAttribute("aria-label", `Row ${row}, seat ${num}, ${STATE_WORDS[state]}`);
-      b.setAttribute("aria-pressed", String(state === "selected"));
+      const cost = screening?.price ? `${money(seatPrice(screening.price, seat), screening.price.currency)}, ` : "";
+      setAttr(b, "aria-label", `Row ${row}, seat ${num}, ${cost}${STATE_WORDS[state]}`);
+      setAttr(b, "aria-pressed", String(state === "selected"));
       // Taken seats and a visitor's map stay clickable (a click explains,
       // or does nothing): the label says the state, and nothing waits for
       // a seat to become "enabled".
@@ -943,6 +946,11 @@ async function main(): Promise<void> {
 /** Sets an element's text only when it changes (screen readers announce changes of a timer). */
 function setText(el: HTMLElement, text: string): void {
   if (el.textContent !== text) el.textContent = text;
+}
+
+/** Sets an attribute only when it changes (paint runs every second over every seat). */
+function setAttr(el: HTMLElement, name: string, value: string): void {
+  if (el.getAttribute(name) !== value) el.setAttribute(name, value);
 }
 
 main().catch((err: unknown) => {
