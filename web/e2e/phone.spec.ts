@@ -1,5 +1,5 @@
 import { type Page } from "@playwright/test";
-import { createScreening, createUser, env, expect, signIn, test } from "./bundle";
+import { createScreening, createUser, env, expect, runAdmitter, signIn, test } from "./bundle";
 
 // On a phone the hall is drawn as it is (issue #50.2): a row is one row, its
 // seats a finger's size (24 px or more) at the first zoom, and the hall pans
@@ -222,4 +222,46 @@ test("at 1280 px the side panel has the selection and the bar is not shown", asy
   await expect(p.locator("#selection")).toContainText("E9");
   await expect(p.locator("[data-actionbar]")).toBeHidden();
   await expect(p.locator('[data-action="hold"]')).toBeVisible();
+});
+
+// Prices before choosing (issue #50.3): the categories of price.rows as the
+// free seats' colours with a legend, a tapped seat's price above it, and the
+// price range on the sale's waiting and admitted screens.
+test("prices before choosing: colours and a legend by row, a tapped seat's price, and the range on the sale's screens", async ({ open }) => {
+  const screening = await createScreening(halls);
+  const user = await createUser("prices");
+  const p = await open();
+  await p.setViewportSize({ width: 360, height: 740 });
+  await p.goto(`/?screening=${screening}`);
+  const legend = p.locator("#price-legend li");
+  await expect(legend).toHaveText(["€15.00 rows A–B", "€9.00 rows C–J"]);
+  await expect(p.locator('[data-seat="A1"]')).toHaveAttribute("data-cat", "0");
+  await expect(p.locator('[data-seat="C1"]')).toHaveAttribute("data-cat", "");
+  await expect(p.locator('[data-seat="B10"]')).toHaveAttribute("aria-label", "Row B, seat 10, €15.00, free");
+  await signIn(p, user);
+  await p.locator('[data-seat="B10"]').click();
+  await expect(p.locator("#seat-tip")).toHaveText("B10 · €15.00");
+  await expect(p.locator("#seat-tip")).toBeInViewport();
+  await p.locator("#hall").scrollIntoViewIfNeeded();
+  await p.screenshot({ path: "test-results/screenshots/prices-360.png" });
+
+  const sale = { opensAt: new Date(Date.now() + 3_000), admitPerMinute: 60, maxActive: 5, passSeconds: 300 };
+  const onSale = await createScreening({ ...halls, sale });
+  const q = await open();
+  await q.setViewportSize({ width: 360, height: 740 });
+  await q.goto(`/?screening=${onSale}`);
+  await signIn(q, await createUser("waiting"));
+  await expect(q.locator("[data-price-range]")).toHaveText("Tickets €9.00 to €15.00, by row.");
+  await q.locator('[data-action="join"]').click();
+  await expect(q.locator("#queue")).toHaveAttribute("data-queue-state", "waiting");
+  await expect(q.locator("[data-price-range]")).toBeVisible();
+  await q.screenshot({ path: "test-results/screenshots/prices-waiting-360.png" });
+  const admitter = runAdmitter();
+  try {
+    await expect(q.locator("#queue")).toHaveAttribute("data-queue-state", "admitted", { timeout: 60_000 });
+  } finally {
+    await admitter.stop();
+  }
+  await expect(q.locator("[data-price-range]")).toHaveText("Tickets €9.00 to €15.00, by row.");
+  await q.screenshot({ path: "test-results/screenshots/prices-admitted-360.png" });
 });

@@ -21,7 +21,7 @@ import { type BarStep, nextStep } from "./actionbar";
 import { Api, ApiError, type Booking, type Hold } from "./api";
 import { BestCard, flash } from "./best";
 import { type HoldAction, type HoldPhase, showHold } from "./holds";
-import { type PaymentDoc, money, paymentState, paymentWords, seatPrice, totalOf } from "./pay";
+import { type PaymentDoc, type PriceCategory, money, paymentState, paymentWords, priceCategories, priceRange, rowsWords, seatPrice, totalOf } from "./pay";
 import { buildHall } from "./hall";
 import { MapZoom } from "./mapzoom";
 import { orderRef } from "./ticketview";
@@ -177,7 +177,10 @@ async function main(): Promise<void> {
     seatGrid(s).flat().forEach((seat, i) => seatIndex.set(seat, i));
     const made = buildHall(s, (seat, number) => {
       const b = h("button", { type: "button", class: "seat", "data-seat": seat, tabindex: "-1" }, String(number));
-      b.addEventListener("click", () => toggle(seat));
+      b.addEventListener("click", () => {
+        toggle(seat);
+        showTip(seat);
+      });
       return b;
     }, mapEl);
     for (const [seat, b] of made) seatButtons.set(seat, b);
@@ -216,6 +219,30 @@ async function main(): Promise<void> {
     b.focus();
   });
 
+  /** A tapped seat's price (and state, when it cannot be chosen), above it for a moment. */
+  let tipTimer: ReturnType<typeof setTimeout> | undefined;
+  function showTip(seat: string): void {
+    const tip = $("#seat-tip");
+    const b = seatButtons.get(seat);
+    const price = screening?.price;
+    clearTimeout(tipTimer);
+    if (!b || !price) {
+      tip.hidden = true;
+      return;
+    }
+    const state = stateOf(seat);
+    const words = state === "free" || state === "selected" ? "" : ` · ${STATE_WORDS[state]}`;
+    tip.textContent = `${seat} · ${money(seatPrice(price, seat), price.currency)}${words}`;
+    tip.hidden = false;
+    const hall = $("#hall").getBoundingClientRect();
+    const r = b.getBoundingClientRect();
+    const half = tip.offsetWidth / 2;
+    const x = Math.min(Math.max(r.left + r.width / 2 - hall.left, half + 4), hall.width - half - 4);
+    tip.style.left = `${String(x)}px`;
+    tip.style.top = `${String(r.top - hall.top - tip.offsetHeight - 6)}px`;
+    tipTimer = setTimeout(() => (tip.hidden = true), 2500);
+  }
+
   function toggle(seat: string): void {
     if (!user) {
       status.error("unauthenticated", "Sign in to choose seats. Anyone can look at the map.");
@@ -242,6 +269,7 @@ async function main(): Promise<void> {
     let free = 0;
     const at = now();
     const m = mine(at);
+    const cats = paintPrices();
     for (const [seat, b] of seatButtons) {
       let state = stateOf(seat, m, at);
       if (selected.has(seat) && state !== "selected") {
@@ -250,6 +278,7 @@ async function main(): Promise<void> {
       }
       if (state === "free" || state === "selected") free++;
       if (b.dataset.state !== state) b.dataset.state = state;
+      setAttr(b, "data-cat", cats.get(seat.replace(/\d+$/, "")) ?? "");
       const row = seat.replace(/\d+$/, "");
       const num = seat.slice(row.length);
       const cost = screening?.price ? `${money(seatPrice(screening.price, seat), screening.price.currency)}, ` : "";
@@ -294,6 +323,47 @@ async function main(): Promise<void> {
     paintPayments();
     paintQueue();
     paintBar();
+  }
+
+  /**
+   * The screening's prices before choosing (issue #50.3): its categories as
+   * colours of the free seats with a legend (two or more), and the range on
+   * the sale's screens. Returns each row's category (`data-cat`).
+   */
+  let shownPrices = "";
+  function paintPrices(): Map<string, string> {
+    const price = screening?.price;
+    const rows = screening?.rows ?? [];
+    const cats: PriceCategory[] = price ? priceCategories(price, rows) : [];
+    // The cheapest rows keep the plain free colour; dearer ones take a category's.
+    const catOf = (c: PriceCategory) => (c.cat === cats.length - 1 ? undefined : String(Math.min(c.cat, 3)));
+    const byRow = new Map<string, string>();
+    for (const c of cats) for (const r of c.rows) byRow.set(r, catOf(c) ?? "");
+    const key = price ? JSON.stringify([price, rows]) : "";
+    if (key !== shownPrices) {
+      shownPrices = key;
+      const legend = $("#price-legend");
+      legend.hidden = cats.length === 0 || !price;
+      legend.replaceChildren(
+        ...cats.map((c) =>
+          h(
+            "li",
+            {},
+            ...(cats.length > 1 ? [h("span", catOf(c) === undefined ? { class: "swatch", "data-sample": "free" } : { class: "swatch", "data-sample-cat": catOf(c) ?? "" })] : []),
+            h("strong", {}, price ? money(c.amount, price.currency) : ""),
+            cats.length > 1 ? ` ${rowsWords(c.rows, rows)}` : " every seat",
+          ),
+        ),
+      );
+    }
+    const range = $("[data-price-range]");
+    const st = saleState();
+    range.hidden = !price || st === "soldout" || st === "closed";
+    if (price) {
+      const [lo, hi] = priceRange(price, rows);
+      setText(range, lo === hi ? `Tickets ${money(lo, price.currency)} each.` : `Tickets ${money(lo, price.currency)} to ${money(hi, price.currency)}, by row.`);
+    }
+    return byRow;
   }
 
   /** The phone's action bar: what is in hand, its total, and the one next step (shown by style.css on a narrow screen only). */
