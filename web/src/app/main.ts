@@ -24,6 +24,7 @@ import { type HoldAction, type HoldPhase, showHold } from "./holds";
 import { type PaymentDoc, type PriceCategory, money, paymentState, paymentWords, priceCategories, priceRange, rowsWords, seatPrice, totalOf } from "./pay";
 import { buildHall } from "./hall";
 import { MapZoom } from "./mapzoom";
+import { whenWords } from "./when";
 import { orderRef } from "./ticketview";
 import { services } from "./config";
 import {
@@ -917,8 +918,7 @@ async function main(): Promise<void> {
       screening = s;
       document.title = `${s.title} · firelock cinema`;
       $("#title").textContent = s.title;
-      const starts = s.startsAt.toDate();
-      $("#when").textContent = starts.toLocaleString(undefined, { weekday: "long", day: "numeric", month: "long", hour: "2-digit", minute: "2-digit" });
+      $("#when").textContent = whenWords(s.startsAt.toMillis(), s.timeZone);
       if (changed) buildMap(s); // paints, which opens the listeners the screening calls for
       else paint();
     },

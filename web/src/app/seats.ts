@@ -25,6 +25,8 @@ export interface Screening {
   sale?: SaleConfig;
   /** CONTRACT §10: seats are paid for; without it the screening is free. */
   price?: Price;
+  /** The screening's own IANA zone, when it names one: its times are written in it (when.ts). */
+  timeZone?: string;
 }
 
 /** The most seats a hall has (booking.MaxHallSeats): the server refuses a larger layout as malformed. */
