@@ -208,7 +208,36 @@ for (const viewport of [
     await p.waitForURL((u) => u.href.startsWith(env.web) && u.pathname === "/");
     await expect(p.locator('[data-seat="E10"]')).toHaveAttribute("data-state", "mine-booked");
     await barInView(p, { total: "", button: "Find 2 seats" });
+    // The order to keep (issue #50.6): its reference, the film, the seats, what was paid and when, its tickets.
+    const order = p.locator("[data-order]");
+    await expect(order).toBeVisible();
+    await expect(order).toBeInViewport();
+    const ref = (await order.locator("[data-order-ref]").innerText()).trim();
+    expect(ref).toMatch(/^[A-Z0-9]{4}-[A-Z0-9]{4}$/);
+    await expect(order.locator("[data-order-seats]")).toHaveText("E9 and E10");
+    await expect(order.locator("[data-order-paid]")).toHaveText(/^€18\.00, \w{3} \d{1,2} \w{3}, \d\d:\d\d \S+$/);
+    await expect(order.locator("[data-order-film]")).toHaveText(/^Metropolis, \w{3} \d{1,2} \w{3}, \d\d:\d\d \S+$/);
+    await expect(order.locator("[data-order-tickets]")).toHaveAttribute("href", /tickets\.html\?booking=/);
+    await expect(p.locator('[data-booking] [data-action="tickets"]')).toContainText(ref);
     await p.screenshot({ path: `test-results/screenshots/phone-${String(viewport.width)}-paid.png` });
+
+    // Cancelling a paid booking asks first, naming the refund (issue #50.5), and "Keep it" keeps it.
+    const booking = p.locator("[data-booking]");
+    await booking.locator('[data-action="cancel"]').click();
+    await expect(booking.locator("[data-cancel-question]")).toHaveText("Cancel E9 and E10 and refund €18.00?");
+    await expect(booking.locator('[data-action="cancel-refund"]')).toBeFocused();
+    await p.screenshot({ path: `test-results/screenshots/phone-${String(viewport.width)}-cancel-asks.png` });
+    await booking.locator('[data-action="cancel-keep"]').click();
+    await expect(booking.locator("[data-cancel-question]")).toBeHidden();
+    await expect(p.locator('[data-seat="E10"]')).toHaveAttribute("data-state", "mine-booked");
+    await booking.locator('[data-action="cancel"]').click();
+    await booking.locator('[data-action="cancel-refund"]').click();
+    await expect(p.locator("[data-status]")).toHaveText("Cancelled E9 and E10 and refunded €18.00 in full.");
+    await expect(p.locator("[data-status]")).toHaveAttribute("data-code", "ok");
+    await expect(p.locator('[data-seat="E10"]')).toHaveAttribute("data-state", "free");
+    await expect(order).toBeHidden();
+    await p.locator("[data-status]").scrollIntoViewIfNeeded();
+    await p.screenshot({ path: `test-results/screenshots/phone-${String(viewport.width)}-cancelled.png` });
   });
 }
 

@@ -103,6 +103,7 @@ async function main(): Promise<void> {
   const payments = new Map<string, PaymentDoc>(); // the user's payments for this screening, by hold (§10)
   // Back from the checkout page: ?checkout=paid|cancelled&hold=<holdId>.
   const returned = { outcome: params.get("checkout"), hold: params.get("hold") };
+  const paidHold = returned.outcome === "paid" ? returned.hold : null;
   if (returned.outcome) {
     params.delete("checkout");
     params.delete("hold");
@@ -119,6 +120,8 @@ async function main(): Promise<void> {
   let stopPlace: Unsubscribe | undefined;
   let shownQueueState: QueueState | undefined; // as last painted, while the sale is on
   const shownHolds = new Map<string, HoldPhase>(); // each hold's phase as last painted
+  const confirmingCancel = new Set<string>(); // paid bookings whose cancel asks "and refund?"
+  let orderShown: string | undefined; // the booking just paid for, shown as the order to keep
 
   const now = () => clock.now();
   const myPlace = () => placeSeen ?? placeAnswered ?? null;
@@ -695,16 +698,65 @@ async function main(): Promise<void> {
     for (const bk of items) {
       let li = list.querySelector<HTMLElement>(`[data-booking="${CSS.escape(bk.bookingId)}"]`);
       if (!li) {
+        const id = bk.bookingId;
         const cancel = h("button", { type: "button", "data-action": "cancel" }, "Cancel");
         cancel.setAttribute("aria-label", `Cancel the booking of ${seatList(bk.seats)}`);
-        cancel.addEventListener("click", () => void cancelBooking(bk.bookingId));
+        // A paid booking asks first, naming the refund (issue #50.5); a free one cancels at once.
+        cancel.addEventListener("click", () => {
+          if (myBookings().get(id)?.payment) {
+            confirmingCancel.add(id);
+            paint();
+            document.querySelector<HTMLElement>(`[data-booking="${CSS.escape(id)}"] [data-action="cancel-refund"]`)?.focus();
+          } else {
+            void cancelBooking(id);
+          }
+        });
+        const refund = h("button", { type: "button", class: "danger", "data-action": "cancel-refund" });
+        refund.addEventListener("click", () => {
+          confirmingCancel.delete(id);
+          void cancelBooking(id);
+        });
+        const keep = h("button", { type: "button", "data-action": "cancel-keep" }, "Keep it");
+        keep.addEventListener("click", () => {
+          confirmingCancel.delete(id);
+          paint();
+          document.querySelector<HTMLElement>(`[data-booking="${CSS.escape(id)}"] [data-action="cancel"]`)?.focus();
+        });
         // The order's tickets (CONTRACT §13), by its reference.
-        const tickets = h("a", { class: "nav-link", href: `tickets.html?booking=${encodeURIComponent(bk.bookingId)}`, "data-action": "tickets" }, `Tickets · order ${orderRef(bk.bookingId)}`);
-        li = h("li", { "data-booking": bk.bookingId }, h("span", { class: "seats" }, seatList(bk.seats)), tickets, h("span", { class: "buttons" }, cancel));
+        const tickets = h("a", { class: "nav-link", href: `tickets.html?booking=${encodeURIComponent(id)}`, "data-action": "tickets" }, `Tickets · order ${orderRef(id)}`);
+        li = h(
+          "li",
+          { "data-booking": id },
+          h("span", { class: "seats" }, seatList(bk.seats)),
+          tickets,
+          h("span", { class: "buttons" }, cancel),
+          h("div", { class: "confirm", "data-cancel-confirm": "", role: "group", "aria-label": "Cancel and refund?" }, h("p", { "data-cancel-question": "" }), h("span", { class: "buttons" }, refund, keep)),
+        );
         list.append(li);
       }
+      const asking = confirmingCancel.has(bk.bookingId) && bk.payment !== undefined;
+      const refund = bk.payment ? money(bk.payment.amount, bk.payment.currency) : "";
+      $(".buttons", li).hidden = asking;
+      $("[data-cancel-confirm]", li).hidden = !asking;
+      setText($("[data-cancel-question]", li), `Cancel ${seatList(bk.seats)} and refund ${refund}?`);
+      setText($('[data-action="cancel-refund"]', li), `Cancel and refund ${refund}`);
       for (const b of li.querySelectorAll("button")) b.disabled = busy;
     }
+    paintOrder();
+  }
+
+  /** After paying (issue #50.6), the order to keep: its reference, the film, the seats, what was paid and when, and its tickets. */
+  function paintOrder(): void {
+    const box = $("#order");
+    const bk = orderShown === undefined ? undefined : myBookings().get(orderShown);
+    box.hidden = !bk || !bk.payment;
+    if (!bk?.payment) return;
+    setText($("[data-order-ref]", box), orderRef(bk.bookingId));
+    setText($("[data-order-film]", box), screening ? `${screening.title}, ${whenWords(screening.startsAt.toMillis(), screening.timeZone)}` : "");
+    setText($("[data-order-seats]", box), seatList(bk.seats));
+    const paid = money(bk.payment.amount, bk.payment.currency);
+    setText($("[data-order-paid]", box), bk.createdAtMs === undefined ? paid : `${paid}, ${whenWords(bk.createdAtMs, screening?.timeZone)}`);
+    $as(HTMLAnchorElement, "[data-order-tickets]", box).href = `tickets.html?booking=${encodeURIComponent(bk.bookingId)}`;
   }
 
   /** The user's payments for this screening (§10), live: `data-payment-state` on each. */
@@ -879,10 +931,14 @@ async function main(): Promise<void> {
   }
 
   function cancelBooking(bookingId: string): Promise<void> {
-    return act("Cancelling your booking…", async () => {
+    const paid = myBookings().get(bookingId)?.payment;
+    return act(paid ? "Cancelling your booking and refunding it…" : "Cancelling your booking…", async () => {
       const b = await api.cancelBooking(bookingId);
       forget(bookingId);
-      return `Cancelled your booking of ${seatList(b.seats)}.`;
+      // CONTRACT §10: a paid booking is refunded in full as it is cancelled.
+      return paid
+        ? `Cancelled ${seatList(b.seats)} and refunded ${money(paid.amount, paid.currency)} in full.`
+        : `Cancelled your booking of ${seatList(b.seats)}.`;
     });
   }
 
@@ -951,8 +1007,15 @@ async function main(): Promise<void> {
           (snap) => {
             bookings.clear();
             for (const d of snap.docs) {
-              const data = d.data() as { seats: string[]; status: "confirmed" | "cancelled" };
-              bookings.set(d.id, { bookingId: d.id, screeningId, seats: data.seats, status: data.status });
+              const data = d.data() as { seats: string[]; status: "confirmed" | "cancelled"; payment?: { amount: number; currency: string }; createdAt?: Timestamp };
+              bookings.set(d.id, {
+                bookingId: d.id,
+                screeningId,
+                seats: data.seats,
+                status: data.status,
+                ...(data.payment ? { payment: { amount: data.payment.amount, currency: data.payment.currency } } : {}),
+                ...(data.createdAt ? { createdAtMs: data.createdAt.toMillis() } : {}),
+              });
               answeredBookings.delete(d.id);
             }
             for (const id of gone) if (!bookings.has(id) && !holds.has(id)) gone.delete(id);
@@ -993,6 +1056,11 @@ async function main(): Promise<void> {
               returned.hold = null;
               if (returned.outcome === "cancelled" && paymentState(back) !== "paid") status.ok("You left the checkout without paying, so nothing was charged and the seats were let go.");
               else status.ok(paymentWords(back));
+            }
+            // Back from paying: the order shows once its payment is booked (the webhook may come after the page).
+            const paidFor = paidHold === null ? undefined : payments.get(paidHold);
+            if (orderShown === undefined && paidFor && paymentState(paidFor) === "paid" && paidFor.bookingId) {
+              orderShown = paidFor.bookingId;
             }
             paint();
           },
