@@ -1,5 +1,5 @@
 import { type Page } from "@playwright/test";
-import { createScreening, createUser, env, expect, runAdmitter, signIn, test } from "./bundle";
+import { createScreening, createUser, env, expect, patchDoc, runAdmitter, signIn, test } from "./bundle";
 
 // On a phone the hall is drawn as it is (issue #50.2): a row is one row, its
 // seats a finger's size (24 px or more) at the first zoom, and the hall pans
@@ -293,4 +293,22 @@ test("prices before choosing: colours and a legend by row, a tapped seat's price
   }
   await expect(q.locator("[data-price-range]")).toHaveText("Tickets €9.00 to €15.00, by row.");
   await q.screenshot({ path: "test-results/screenshots/prices-admitted-360.png" });
+});
+
+// Best available explains itself (issue #50.7): the answer says why those
+// seats, by the server's order of rows (the screening's preference first).
+test("best available says why those seats: row D is the preferred row", async ({ open }) => {
+  const screening = await createScreening({ rows: ["A", "B", "C", "D", "E", "F", "G", "H", "I", "J"], seatsPerRow: 20, title: "Metropolis" });
+  await patchDoc(`screenings/${screening}`, { preference: { arrayValue: { values: [{ stringValue: "D" }] } } });
+  const p = await open();
+  await p.setViewportSize({ width: 360, height: 740 });
+  await p.goto(`/?screening=${screening}`);
+  await signIn(p, await createUser("best"));
+  await p.locator('[data-field="count"]').selectOption("3");
+  await expect(p.locator("[data-bar-action]")).toHaveText("Find 3 seats");
+  await p.locator("[data-bar-action]").click();
+  await expect(p.locator("[data-status]")).toHaveAttribute("data-code", "ok");
+  await expect(p.locator("[data-status]")).toHaveText(/^We found D9, D10 and D11 for you\. The best block of 3 left: row D is this screening's preferred row\. They are yours for \d:\d\d\. Confirm to book\.$/);
+  await p.locator("[data-status]").scrollIntoViewIfNeeded();
+  await p.screenshot({ path: "test-results/screenshots/best-why-360.png" });
 });

@@ -19,7 +19,7 @@ import { type User, sendEmailVerification } from "firebase/auth";
 import { type FirestoreError, type Timestamp, type Unsubscribe, collection, doc, onSnapshot, query, where } from "firebase/firestore";
 import { type BarStep, nextStep } from "./actionbar";
 import { Api, ApiError, type Booking, type Hold } from "./api";
-import { BestCard, flash } from "./best";
+import { BestCard, bestWhy, flash } from "./best";
 import { type HoldAction, type HoldPhase, showHold } from "./holds";
 import { type PaymentDoc, type PriceCategory, money, paymentState, paymentWords, priceCategories, priceRange, rowsWords, seatPrice, totalOf } from "./pay";
 import { buildHall } from "./hall";
@@ -868,7 +868,9 @@ async function main(): Promise<void> {
         for (const s of hold.seats) selected.delete(s);
         paint();
         flash(hold.seats.flatMap((s) => seatButtons.get(s) ?? []));
-        return `We found ${seatList(hold.seats)} for you: ${hold.seats.length === 1 ? "it is" : "they are"} yours for ${countdown(heldUntilMs - now())}. ${screening?.price ? "Pay to book." : "Confirm to book."}`;
+        // Why these seats (issue #50.7): the server's order of rows, said.
+        const why = screening ? ` ${capital(bestWhy(screening.rows, Array.isArray(screening.preference) ? screening.preference : undefined, hold.seats))}.` : "";
+        return `We found ${seatList(hold.seats)} for you.${why} ${hold.seats.length === 1 ? "It is" : "They are"} yours for ${countdown(heldUntilMs - now())}. ${screening?.price ? "Pay to book." : "Confirm to book."}`;
       },
       count,
     );
@@ -1084,6 +1086,11 @@ async function main(): Promise<void> {
 /** Sets an element's text only when it changes (screen readers announce changes of a timer). */
 function setText(el: HTMLElement, text: string): void {
   if (el.textContent !== text) el.textContent = text;
+}
+
+/** The sentence with its first letter capitalized. */
+function capital(s: string): string {
+  return s.charAt(0).toUpperCase() + s.slice(1);
 }
 
 /** Sets an attribute only when it changes (paint runs every second over every seat). */
