@@ -94,7 +94,7 @@ func (r *Report) legend(s chartSpec) template.HTML {
 	if len(r.configChanges()) > 0 {
 		key("change", "configuration changed")
 	}
-	parts = append(parts, `<span class="muted">minutes by their start, `+template.HTMLEscapeString(r.Zone)+`</span>`)
+	parts = append(parts, `<span class="muted">minutes by their start, `+template.HTMLEscapeString(r.ZoneName())+`</span>`)
 	return template.HTML(strings.Join(parts, " ")) //nolint:gosec // fixed markup and escaped text
 }
 
@@ -159,7 +159,7 @@ func (r *Report) svg(s chartSpec) template.HTML {
 		}
 		x0, x1 := xAt(p.From), xAt(p.To)
 		fmt.Fprintf(&b, `<rect class="paused" x="%.1f" y="%.1f" width="%.1f" height="%.1f"><title>paused %s to %s</title></rect>`,
-			x0, chartTop, math.Max(1, x1-x0), chartH-chartBase-chartTop, when.Clock(p.From.In(r.loc)), when.Clock(p.To.In(r.loc)))
+			x0, chartTop, math.Max(1, x1-x0), chartH-chartBase-chartTop, when.ClockWords(p.From.In(r.loc)), when.ClockWords(p.To.In(r.loc)))
 	}
 	for v := 0.0; v <= ymax+step/2; v += step {
 		fmt.Fprintf(&b, `<line class="grid" x1="%.1f" x2="%.1f" y1="%.1f" y2="%.1f"/>`, chartLeft, chartW-chartRight, y(v), y(v))
@@ -226,7 +226,7 @@ func (r *Report) svg(s chartSpec) template.HTML {
 		}
 		x := xAt(e.At)
 		fmt.Fprintf(&b, `<line class="change" x1="%.1f" x2="%.1f" y1="%.1f" y2="%.1f"><title>%s: %s</title></line>`,
-			x, x, chartTop, chartH-chartBase, when.Clock(e.At.In(r.loc)), template.HTMLEscapeString(e.Change(r.loc)))
+			x, x, chartTop, chartH-chartBase, when.ClockWords(e.At.In(r.loc)), template.HTMLEscapeString(e.Change(r.loc, when.Exact)))
 	}
 	b.WriteString(`</svg>`)
 	return template.HTML(b.String()) //nolint:gosec // numbers, fixed markup and escaped text

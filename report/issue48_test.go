@@ -76,3 +76,26 @@ func TestTheReportOfAScreeningWithoutASale(t *testing.T) {
 		t.Fatalf("the report of a screening without a sale: %v, %v; want sale.ErrNoSale", r, err)
 	}
 }
+
+// The page writes its times in the screening's own zone when it names one
+// (issue #50.4), with the zone's short name, whatever the operator's zone.
+func TestTheReportWritesTimesInTheScreeningsZone(t *testing.T) {
+	fs := firelocktest.NewClient(t)
+	ctx := context.Background()
+	opens := time.Date(2026, 11, 28, 15, 0, 0, 0, time.UTC)
+	if _, err := fs.Collection(booking.Screenings).Doc("zoned").Set(ctx, map[string]any{
+		"title": "Nosferatu", "startsAt": opens.Add(2 * time.Hour), "rows": []string{"A"}, "seatsPerRow": 4, "timeZone": "America/New_York",
+		"sale": map[string]any{"opensAt": opens, "admitPerMinute": 60, "maxActive": 2}}); err != nil {
+		t.Fatal(err)
+	}
+	r, err := Build(ctx, fs, "zoned", opens.Add(time.Minute).In(time.FixedZone("CET", 3600)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := r.Opening().Label, "Opened Sat 28 Nov, 10:00:00 EST"; got != want {
+		t.Errorf("the opening: %q, want %q", got, want)
+	}
+	if got := r.ZoneName(); got != "EST" {
+		t.Errorf("the page's zone: %q, want EST", got)
+	}
+}

@@ -58,7 +58,8 @@ type Report struct {
 }
 
 // Build reads the sale of screening id and judges it, at now; the page
-// shows times in now's location.
+// shows times in the screening's own zone when it names a valid IANA one
+// (`timeZone`), else in now's location.
 func Build(ctx context.Context, fs *firestore.Client, id string, now time.Time) (*Report, error) {
 	st, err := Read(ctx, fs, id)
 	if err != nil {
@@ -67,6 +68,11 @@ func Build(ctx context.Context, fs *firestore.Client, id string, now time.Time) 
 	var title, state string
 	if snap, err := fs.Collection(booking.Screenings).Doc(id).Get(ctx); err == nil {
 		title, _ = snap.Data()["title"].(string)
+		if tz, _ := snap.Data()["timeZone"].(string); tz != "" {
+			if loc, err := time.LoadLocation(tz); err == nil {
+				now = now.In(loc)
+			}
+		}
 	}
 	if snap, err := fs.Collection(sale.Sales).Doc(id).Get(ctx); err == nil {
 		state, _ = snap.Data()["state"].(string)
@@ -147,8 +153,13 @@ func cmpOr(v, def int) int {
 	return v
 }
 
-// When is t as the page shows every time: date, time and zone.
-func (r *Report) When(t time.Time) string { return when.Format(t.In(r.loc)) }
+// When is t as the page shows every time, as the web app does: day, time
+// to the second and the zone's short name ("Mon 2 Mar, 11:00:00 CET").
+func (r *Report) When(t time.Time) string { return when.Exact(t.In(r.loc)) }
+
+// ZoneName is the short name of the zone the page's times are in, at the
+// time the report was written ("CET").
+func (r *Report) ZoneName() string { return when.Short(r.GeneratedAt.In(r.loc)) }
 
 // minuteLabel is a minute's start, as the charts and the table label it:
 // "11:05", with the date when the minutes span several days.
@@ -362,7 +373,7 @@ func (r *Report) LogLines() []LogLine {
 		if e.Reason != "" {
 			reason = "“" + e.Reason + "”"
 		}
-		out[i] = LogLine{Key: fmt.Sprintf("log-%d", i+1), When: r.When(e.At), Who: e.Who(), Action: e.Action, Change: e.Change(r.loc), Reason: reason}
+		out[i] = LogLine{Key: fmt.Sprintf("log-%d", i+1), When: r.When(e.At), Who: e.Who(), Action: e.Action, Change: e.Change(r.loc, when.Exact), Reason: reason}
 	}
 	return out
 }
@@ -469,7 +480,7 @@ table[data-report=log] td:nth-child(1){color:#9aa3b5;text-align:left}}
 {{end}}</table></div>{{else}}<p class="muted" data-line="log-none">Nothing logged: no operator acted on this sale.</p>{{end}}
 
 <h2>Minutes</h2>
-<div class="scroll"><table class="minutes" data-report="minutes"><tr data-line="minutes-head"><th>minute from ({{.Zone}})</th>{{range .Columns}}<th class="n">{{.}}</th>{{end}}</tr>
+<div class="scroll"><table class="minutes" data-report="minutes"><tr data-line="minutes-head"><th>minute from ({{.ZoneName}})</th>{{range .Columns}}<th class="n">{{.}}</th>{{end}}</tr>
 {{range .MinuteRows}}<tr data-line="{{.Key}}"{{if .Paused}} class="paused"{{end}}><td>{{.Label}}</td>{{range .Cells}}<td class="n">{{.}}</td>{{end}}</tr>
 {{end}}<tr class="total" data-line="minutes-total"><td>total</td>{{range .MinuteTotals}}<td class="n">{{.}}</td>{{end}}<td colspan="5"></td></tr>
 </table></div>
@@ -538,7 +549,7 @@ func (r *Report) CSV(dir string) error {
 	logRows := [][]string{{"at", "uid", "email", "action", "change", "reason"}}
 	for _, e := range r.Log {
 		at := e.At
-		logRows = append(logRows, []string{ts(&at), e.UID, e.Email, e.Action, e.Change(time.UTC), e.Reason})
+		logRows = append(logRows, []string{ts(&at), e.UID, e.Email, e.Action, e.Change(time.UTC, when.Format), e.Reason})
 	}
 	for i, rows := range [][][]string{minutes, places, bookings, logRows} {
 		name := CSVFiles[i]

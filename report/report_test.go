@@ -26,7 +26,7 @@ import (
 func TestMain(m *testing.M) { os.Exit(firelocktest.Main(m)) }
 
 // The sale of the report test, minute by minute (times after the opening
-// at 10:00:00 UTC; the report is written at 10:08:00 in UTC+01:00):
+// at 10:00:00 UTC; the report is written at 10:08:00 in CET, UTC+01:00):
 //
 //	-5m      olive creates the sale: 60 a minute, 2 passes at once, 120 s each, 4 seats
 //	-3m..-30s  e1, e2, e3, w1 join early
@@ -49,7 +49,7 @@ func TestMain(m *testing.M) { os.Exit(firelocktest.Main(m)) }
 //	+7m30s   l6 joins, and waits
 var (
 	opensAt = time.Date(2026, 3, 2, 10, 0, 0, 0, time.UTC)
-	zone    = time.FixedZone("", 3600)
+	zone    = time.FixedZone("CET", 3600)
 	now     = opensAt.Add(8 * time.Minute).In(zone)
 )
 
@@ -264,11 +264,11 @@ func checkHTML(t *testing.T, r *Report) {
 		t.Fatal(err)
 	}
 	page := b.String()
-	w := func(d time.Duration) string { return at(d).In(zone).Format("2006-01-02 15:04:05") + " UTC+01:00" }
+	w := func(d time.Duration) string { return at(d).In(zone).Format("Mon 2 Jan, 15:04:05") + " CET" }
 	want := map[string]string{
 		"title":        "Nosferatu (rep1)",
-		"opening":      "Opened 2026-03-02 11:00:00 UTC+01:00 · 60 admitted a minute at most, 3 passes at once, 120 s each, 4 seats a person",
-		"state":        "State paused, as last published · report written 2026-03-02 11:08:00 UTC+01:00",
+		"opening":      "Opened Mon 2 Mar, 11:00:00 CET · 60 admitted a minute at most, 3 passes at once, 120 s each, 4 seats a person",
+		"state":        "State paused, as last published · report written Mon 2 Mar, 11:08:00 CET",
 		"sold":         "Sold 5 of 10 seats",
 		"joined":       "Joined 10 8 admitted, 1 still waiting, 1 revoked while waiting",
 		"conversion":   "Admitted who booked 37.5% 3 of 8",
@@ -287,13 +287,13 @@ func checkHTML(t *testing.T, r *Report) {
 		"refill":       "A pass ending while every slot was taken, to the next admission (paused time left out), p50 / max 1.5 s / 30.5 s over 3; 1 over the 2 s promise",
 		"refill-worst": "The slowest refill 30.5 s after the pass of l1@example.com ended at " + w(150*time.Second) + " queue id " + qid("l1"),
 		"log-head":     "when who action change why",
-		"log-1":        w(-5*time.Minute) + " olive@example.com configure opensAt 2026-03-02 11:00:00 UTC+01:00, admitPerMinute 60, maxActive 2, passSeconds 120, maxSeatsPerUser 4 “on sale at eleven”",
+		"log-1":        w(-5*time.Minute) + " olive@example.com configure opensAt Mon 2 Mar, 11:00:00 CET, admitPerMinute 60, maxActive 2, passSeconds 120, maxSeatsPerUser 4 “on sale at eleven”",
 		"log-2":        w(90*time.Second) + " olive@example.com revoke w1@example.com (uid w1): waiting → expired “two accounts”",
 		"log-3":        w(3*time.Minute) + " olive@example.com pause “payment provider down”",
 		"log-4":        w(4*time.Minute) + " olive@example.com resume “payments are back”",
 		"log-5":        w(305*time.Second) + " olive@example.com configure maxActive 2 → 3 “a third box office”",
 		"log-6":        w(440*time.Second) + " olive@example.com pause “checking the hall”",
-		"minutes-head": "minute from (UTC+01:00) joins admissions expired revoked holds bookings waiting active seats held seats sold seats left",
+		"minutes-head": "minute from (CET) joins admissions expired revoked holds bookings waiting active seats held seats sold seats left",
 	}
 	var total [6]int
 	for _, m := range wantMinutes {

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"cloud.google.com/go/firestore"
-	"github.com/firelock/firelock/internal/when"
 	"github.com/firelock/firelock/sale"
 )
 
@@ -56,9 +55,9 @@ func (e LogEntry) Who() string {
 	return e.UID
 }
 
-// Change says what an entry changed, in words, with times in loc:
-// "maxActive 2 → 3"; a revoke names the person by email and uid.
-func (e LogEntry) Change(loc *time.Location) string {
+// Change says what an entry changed, in words, with times in loc written
+// by format: "maxActive 2 → 3"; a revoke names the person by email and uid.
+func (e LogEntry) Change(loc *time.Location, format func(time.Time) string) string {
 	word := func(k string, v any) string {
 		switch x := v.(type) {
 		case nil:
@@ -66,12 +65,12 @@ func (e LogEntry) Change(loc *time.Location) string {
 		case string:
 			if k == "opensAt" {
 				if t, err := time.Parse(time.RFC3339Nano, x); err == nil {
-					return when.Format(t.In(loc))
+					return format(t.In(loc))
 				}
 			}
 			return x
 		case time.Time:
-			return when.Format(x.In(loc))
+			return format(x.In(loc))
 		case float64:
 			return fmt.Sprint(int64(x))
 		}

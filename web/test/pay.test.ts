@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { minorUnits, money, paymentState, paymentWords, seatPrice, totalOf, type Price } from "../src/app/pay";
+import { minorUnits, money, paymentState, paymentWords, priceCategories, priceRange, rowsWords, seatPrice, totalOf, type Price } from "../src/app/pay";
 
 const price: Price = { amount: 1250, currency: "eur", rows: { A: 1500, B: 1500 } };
 
@@ -44,5 +44,26 @@ describe("payment states", () => {
     );
     expect(paymentWords({ ...p, status: "paid", lateAccepted: true }, "en")).toContain("still free");
     expect(paymentWords({ ...p, status: "paid" }, "en")).toBe("Paid €25.00. Your seats are booked.");
+  });
+});
+
+describe("price categories (issue #50.3)", () => {
+  const hall = ["A", "B", "C", "D", "E"];
+  it("each amount with its rows, dearest first", () => {
+    expect(priceCategories({ amount: 900, currency: "eur", rows: { A: 1500, B: 1500, Z: 2000 } }, hall)).toEqual([
+      { amount: 1500, rows: ["A", "B"], cat: 0 },
+      { amount: 900, rows: ["C", "D", "E"], cat: 1 },
+    ]);
+    expect(priceCategories({ amount: 1250, currency: "eur" }, hall)).toEqual([{ amount: 1250, rows: hall, cat: 0 }]);
+  });
+  it("the range of a hall's prices", () => {
+    expect(priceRange({ amount: 900, currency: "eur", rows: { A: 1500 } }, hall)).toEqual([900, 1500]);
+    expect(priceRange({ amount: 900, currency: "eur", rows: { A: 1500 } }, ["B"])).toEqual([900, 900]);
+  });
+  it("rows in words, spans of the hall's order", () => {
+    expect(rowsWords(["A", "B"], hall)).toBe("rows A–B");
+    expect(rowsWords(["C"], hall)).toBe("row C");
+    expect(rowsWords(["A", "B", "E"], hall)).toBe("rows A–B and E");
+    expect(rowsWords(["A", "C", "E"], hall)).toBe("rows A, C and E");
   });
 });

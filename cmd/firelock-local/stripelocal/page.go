@@ -16,6 +16,7 @@ import (
 
 	"cloud.google.com/go/firestore"
 	"github.com/firelock/firelock/booking"
+	"github.com/firelock/firelock/internal/when"
 	"github.com/firelock/firelock/payment"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -166,11 +167,11 @@ type line struct {
 }
 
 type view struct {
-	Title, HoldID, SessionID, State, Total, Message, BackURL, Left, LookupURL string
-	Lines                                                                     []line
-	Open, Problem                                                             bool
-	HeldUntilMs, NowMs, PollMs                                                int64
-	LapsedMessage                                                             string
+	Title, When, HoldID, SessionID, State, Total, Message, BackURL, Left, LookupURL string
+	Lines                                                                           []line
+	Open, Problem                                                                   bool
+	HeldUntilMs, NowMs, PollMs                                                      int64
+	LapsedMessage                                                                   string
 }
 
 // show renders the page; problem (a delivery that failed) is its one
@@ -194,6 +195,7 @@ func (p *Page) show(w http.ResponseWriter, r *http.Request, holdID, sessionID, p
 		v.Message, v.Problem = problem, true
 	}
 	v.Title, _ = c.screening.Data()["title"].(string)
+	v.When = screeningWhen(c.screening.Data())
 	seats := slices.Clone(c.rec.Seats)
 	slices.SortFunc(seats, compareSeats)
 	for _, seat := range seats {
@@ -302,6 +304,7 @@ button.pay{background:#635bff;border-color:#635bff;color:#fff;font-weight:600}
 <p class="sub">Local stand-in for Stripe Checkout · <span class="badge">test mode</span></p>
 <p class="merchant">firelock cinema</p>
 <h1>{{.Title}}</h1>
+{{if .When}}<p class="sub" data-checkout-when>{{.When}}</p>{{end}}
 <p class="amount">{{.Total}}</p>
 <table>
 {{range .Lines}}<tr data-checkout-line="{{.Seat}}"><td>Seat {{.Seat}}</td><td>{{.Amount}}</td></tr>
@@ -372,3 +375,19 @@ button.pay{background:#635bff;border-color:#635bff;color:#fff;font-weight:600}
 </script>
 </main></body></html>
 `))
+
+// screeningWhen is the screening's start as every page writes it (issue
+// #50.4, internal/when): "Sat 28 Nov, 16:00 CET", in the screening's own
+// zone when it names a valid one (`timeZone`), else the machine's.
+func screeningWhen(d map[string]any) string {
+	at, ok := d["startsAt"].(time.Time)
+	if !ok {
+		return ""
+	}
+	if tz, _ := d["timeZone"].(string); tz != "" {
+		if loc, err := time.LoadLocation(tz); err == nil {
+			return when.Words(at.In(loc))
+		}
+	}
+	return when.Words(at.Local())
+}

@@ -27,3 +27,21 @@ func TestCountdownIsMinutesAndSecondsNeverNegative(t *testing.T) {
 		}
 	}
 }
+
+// The checkout page writes the screening's time as every page does (issue
+// #50.4): in its own zone when it names one, with the zone's short name.
+func TestCheckoutWritesTheScreeningsTimeWithItsZone(t *testing.T) {
+	at := time.Date(2026, 11, 28, 15, 0, 0, 0, time.UTC)
+	if got, want := screeningWhen(map[string]any{"startsAt": at, "timeZone": "Europe/Berlin"}), "Sat 28 Nov, 16:00 CET"; got != want {
+		t.Errorf("in Berlin: %q, want %q", got, want)
+	}
+	if got, want := screeningWhen(map[string]any{"startsAt": at, "timeZone": "Europe/London"}), "Sat 28 Nov, 15:00 GMT"; got != want {
+		t.Errorf("in London: %q, want %q", got, want)
+	}
+	if got := screeningWhen(map[string]any{"startsAt": at, "timeZone": "Not/AZone"}); got == "" {
+		t.Error("an unknown zone: no time at all, want the machine's zone")
+	}
+	if got := screeningWhen(map[string]any{}); got != "" {
+		t.Errorf("no start: %q, want nothing", got)
+	}
+}

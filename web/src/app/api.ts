@@ -23,6 +23,10 @@ export interface Booking {
   screeningId: string;
   seats: string[];
   status: "confirmed" | "cancelled";
+  /** What paid for it, on a priced screening (CONTRACT §10). */
+  payment?: { amount: number; currency: string };
+  /** When it was made (the document's createdAt), in ms; not in the functions' answers. */
+  createdAtMs?: number;
 }
 
 export interface Hold {

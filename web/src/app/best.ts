@@ -87,3 +87,51 @@ export function flash(buttons: readonly HTMLElement[]): void {
     for (const b of buttons) b.classList.remove("chosen");
   }, FLASH_MS);
 }
+
+/**
+ * The hall's rows, best first, as the server ranks them (booking.RowOrder,
+ * CONTRACT §11): the rows the screening's `preference` names, in its order
+ * (labels the hall lacks and repeats ignored), then the default order: the
+ * row about two thirds back from the screen, then outward, the row behind
+ * before the row in front.
+ */
+export function rowOrder(rows: readonly string[], preference: readonly unknown[] = []): string[] {
+  const order: string[] = [];
+  for (const label of preference) if (typeof label === "string" && rows.includes(label) && !order.includes(label)) order.push(label);
+  const n = rows.length;
+  const target = Math.floor((2 * (n - 1) + 1) / 3);
+  for (let d = 0; order.length < n && d < n; d++) {
+    for (const r of [target + d, target - d]) {
+      const label = rows[r];
+      if (label !== undefined && !order.includes(label)) order.push(label);
+    }
+  }
+  return order;
+}
+
+/**
+ * Why best available chose these seats (issue #50.7), in words: "the best
+ * block of 3 left: row D is the preferred row". The order is the server's
+ * (rowOrder); a later row was chosen because the rows before it had no
+ * block of that many left (or only ones that strand a single seat).
+ */
+export function bestWhy(rows: readonly string[], preference: readonly unknown[] | undefined, seats: readonly string[]): string {
+  const n = seats.length;
+  const chosen = [...new Set(seats.map((s) => s.replace(/\d+$/, "")))];
+  const order = rowOrder(rows, Array.isArray(preference) ? preference : []);
+  const named = Array.isArray(preference) && preference.some((p) => typeof p === "string" && rows.includes(p));
+  const block = n === 1 ? "the best seat left" : `the best block of ${String(n)} left`;
+  const first = order[0] ?? "";
+  const row = chosen[0] ?? "";
+  if (chosen.length !== 1) return `${block}: no row has ${String(n)} free seats together, so these are the best seats apart`;
+  const rank = order.indexOf(row);
+  const whose = named ? "this screening's preferred row" : "the preferred row (about two thirds back)";
+  if (rank <= 0) return `${block}: row ${row} is ${whose}`;
+  const before = order.slice(0, rank);
+  const list = before.length <= 3 ? `row${before.length === 1 ? "" : "s"} ${listWords(before)}` : `the ${String(before.length)} rows ranked before it`;
+  return `${block}: row ${first} is ${whose}, and ${list} had no ${n === 1 ? "free seat" : `${String(n)} free seats together without stranding a single seat`}`;
+}
+
+function listWords(xs: readonly string[]): string {
+  return xs.length <= 1 ? xs.join("") : `${xs.slice(0, -1).join(", ")} and ${xs[xs.length - 1] ?? ""}`;
+}

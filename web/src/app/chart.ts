@@ -14,6 +14,7 @@
  * scaled into 320 px would shrink it to 7 px); a chart redraws when its box
  * changes width, with fewer time marks when narrow.
  */
+import { zoneName } from "./when";
 const NS = "http://www.w3.org/2000/svg";
 
 /** A value in force from `from` (ms since the epoch) on: a limit's history is a list of them. */
@@ -65,11 +66,9 @@ export function niceStep(raw: number): number {
   return 10 * p;
 }
 
-/** The browser's zone at d, written out: "UTC+01:00". */
+/** The browser's zone at d, by its short name (when.ts): "CET". */
 export function zoneOf(d: Date): string {
-  const pad = (n: number) => String(n).padStart(2, "0");
-  const off = -d.getTimezoneOffset();
-  return `UTC${off < 0 ? "-" : "+"}${pad(Math.floor(Math.abs(off) / 60))}:${pad(Math.abs(off) % 60)}`;
+  return zoneName(d.getTime());
 }
 
 /** "14:05" in the browser's zone. */

@@ -15,6 +15,7 @@ import { type Firestore, type Timestamp, type Unsubscribe, collection, doc, getC
 import type { Api, DoorFields } from "./api";
 import { ApiError } from "./api";
 import { drawChart, zoneOf } from "./chart";
+import { whenWords } from "./when";
 import { $, $as, type Status, h, runAction } from "./ui";
 
 interface ScanDoc {
@@ -139,7 +140,7 @@ export function mountDoorPanel(db: Firestore, api: Api, screeningId: string, sta
     $("[data-door-noshows-note]", panel).textContent = started ? "the screening has started" : "not in yet; the screening has not started";
     $("#door-state", panel).textContent = !door
       ? "No door yet: every scan is refused (door closed). Set one below."
-      : `Gates ${door.gates.join(", ")}; ${Date.now() < door.opensAt.toMillis() ? `opens ${door.opensAt.toDate().toLocaleString()}` : "open"}; ${door.reentry ? "re-entry allowed" : "no re-entry"}.`;
+      : `Gates ${door.gates.join(", ")}; ${Date.now() < door.opensAt.toMillis() ? `opens ${whenWords(door.opensAt.toMillis())}` : "open"}; ${door.reentry ? "re-entry allowed" : "no re-entry"}.`;
     const rows = [...f.byGate.entries()].sort(([a], [b]) => a.localeCompare(b));
     $("#door-gates", panel).replaceChildren(
       ...rows.map(([g, c]) =>
@@ -248,7 +249,7 @@ export function mountDoorPanel(db: Firestore, api: Api, screeningId: string, sta
         }
         dirty.clear();
         field("reason").value = "";
-        return `Saved: the door opens ${new Date(fields.opensAt ?? "").toLocaleString()} at gates ${(fields.gates ?? []).join(", ")}.`;
+        return `Saved: the door opens ${whenWords(Date.parse(fields.opensAt ?? ""))} at gates ${(fields.gates ?? []).join(", ")}.`;
       },
       (err) => (err instanceof ApiError ? { code: err.code, message: err.message } : { code: "unavailable", message: String(err) }),
     );

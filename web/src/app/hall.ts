@@ -1,14 +1,13 @@
 /**
- * The hall's layout: the seat buttons in rows, in blocks split at the
- * aisle. A hall of 12 seats a row or more has an aisle in the middle; its
- * two blocks stand side by side on a wide screen, as the hall is, and one
- * above the other on a narrow one (style.css), so that 20 seats a row fit
- * a 360-px phone at a size a finger can tap, with no sideways scrolling.
+ * The hall's layout: the seat buttons row by row, each row drawn as one row,
+ * as the hall is, with the aisle in the middle of a row of 12 seats or more.
+ * A hall wider than the screen pans and zooms in its own box (mapzoom.ts)
+ * rather than folding its rows (issue #50.2).
  */
 import { type Screening, seatGrid } from "./seats";
 import { h } from "./ui";
 
-/** The seats a row of this many splits into, left block first. */
+/** The seats a row of this many splits into at the aisle, left block first. */
 export function blocksOf(seatsPerRow: number): [number, number][] {
   if (seatsPerRow < 12) return [[0, seatsPerRow]];
   const mid = Math.floor(seatsPerRow / 2);
@@ -28,28 +27,24 @@ export function buildHall(
   container: HTMLElement,
 ): Map<string, HTMLButtonElement> {
   const buttons = new Map<string, HTMLButtonElement>();
-  const grid = seatGrid(s);
   const split = blocksOf(s.seatsPerRow);
-  const blocks = split.map(([from, to], bi) => {
-    const side = split.length === 1 ? "whole" : bi === 0 ? "left" : "right";
-    const rows = grid.map((ids, r) => {
-      const label = s.rows[r] ?? "";
-      const name = split.length === 1 ? `Row ${label}` : `Row ${label}, seats ${String(from + 1)} to ${String(to)}`;
-      const row = h("div", { class: "row", role: "group", "aria-label": name });
-      const rowLabel = () => h("span", { class: "rowlabel", "aria-hidden": "true" }, label);
-      if (side !== "right") row.append(rowLabel());
+  const rows = seatGrid(s).map((ids, r) => {
+    const label = s.rows[r] ?? "";
+    const row = h("div", { class: "row", role: "group", "aria-label": `Row ${label}` });
+    const rowLabel = () => h("span", { class: "rowlabel", "aria-hidden": "true" }, label);
+    row.append(rowLabel());
+    split.forEach(([from, to], bi) => {
+      if (bi > 0) row.append(h("span", { class: "aisle", "aria-hidden": "true" }));
       for (let i = from; i < to; i++) {
         const id = ids[i] ?? "";
         const b = seat(id, i + 1);
         buttons.set(id, b);
         row.append(b);
       }
-      if (side !== "left") row.append(rowLabel());
-      return row;
     });
-    return h("div", { class: `block ${side}` }, ...rows);
+    row.append(rowLabel());
+    return row;
   });
-  container.replaceChildren(...blocks);
-  // In row, then number order (the blocks were built side by side).
-  return new Map(grid.flat().map((id) => [id, buttons.get(id) as HTMLButtonElement]));
+  container.replaceChildren(...rows);
+  return buttons;
 }

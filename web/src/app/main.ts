@@ -21,10 +21,12 @@ import { type User, sendEmailVerification } from "firebase/auth";
 import { type FirestoreError, type Timestamp, type Unsubscribe, collection, doc, getDoc, onSnapshot, query, where } from "firebase/firestore";
 import { type BarStep, nextStep } from "./actionbar";
 import { Api, ApiError, type Booking, type Hold } from "./api";
-import { BestCard, flash } from "./best";
+import { BestCard, bestWhy, flash } from "./best";
 import { type HoldAction, type HoldPhase, showHold } from "./holds";
-import { type PaymentDoc, money, paymentState, paymentWords, totalOf } from "./pay";
+import { type PaymentDoc, type PriceCategory, money, paymentState, paymentWords, priceCategories, priceRange, rowsWords, seatPrice, totalOf } from "./pay";
 import { buildHall } from "./hall";
+import { MapZoom } from "./mapzoom";
+import { whenWords } from "./when";
 import { orderRef } from "./ticketview";
 import { services } from "./config";
 import { placeIsNear, pollSaleState, saleStateBase, waitOf } from "./salestate";
@@ -76,6 +78,7 @@ async function main(): Promise<void> {
   const api = new Api(functionsURL, () => auth.currentUser, { appCheckToken });
 
   const mapEl = $("#seatmap");
+  const zoom = new MapZoom($("#mapview"), mapEl, $("#zoom"), $as(HTMLButtonElement, '[data-action="zoom-in"]'), $as(HTMLButtonElement, '[data-action="zoom-out"]'));
   const bookButton = $as(HTMLButtonElement, '[data-action="book"]');
   const holdButton = $as(HTMLButtonElement, '[data-action="hold"]');
   holdButton.textContent = `Hold for ${String(Math.round(holdSeconds / 60)) || "<1"} min`;
@@ -106,6 +109,7 @@ async function main(): Promise<void> {
   const payments = new Map<string, PaymentDoc>(); // the user's payments for this screening, by hold (§10)
   // Back from the checkout page: ?checkout=paid|cancelled&hold=<holdId>.
   const returned = { outcome: params.get("checkout"), hold: params.get("hold") };
+  const paidHold = returned.outcome === "paid" ? returned.hold : null;
   if (returned.outcome) {
     params.delete("checkout");
     params.delete("hold");
@@ -123,6 +127,8 @@ async function main(): Promise<void> {
   let placeReading = false; // a get of the place is under way
   let shownQueueState: QueueState | undefined; // as last painted, while the sale is on
   const shownHolds = new Map<string, HoldPhase>(); // each hold's phase as last painted
+  const confirmingCancel = new Set<string>(); // paid bookings whose cancel asks "and refund?"
+  let orderShown: string | undefined; // the booking just paid for, shown as the order to keep
 
   const now = () => clock.now();
   const myPlace = () => placeSeen ?? placeAnswered ?? null;
@@ -172,10 +178,9 @@ async function main(): Promise<void> {
   // ---- the map ----
 
   /**
-   * The map in blocks split at the aisle (a hall of 12 seats a row or more
-   * has one in the middle): side by side on a wide screen, as the hall is,
-   * and one above the other on a phone, so that every seat fits the width
-   * at a size a finger can tap, with no sideways scrolling.
+   * The map, a row drawn as one row (the aisle in the middle of a row of 12
+   * seats or more); wider than the screen, it pans and zooms in its own box
+   * (mapzoom.ts), its seats a finger's size at the first zoom.
    */
   function buildMap(s: Screening): void {
     seatButtons.clear();
@@ -183,13 +188,17 @@ async function main(): Promise<void> {
     seatGrid(s).flat().forEach((seat, i) => seatIndex.set(seat, i));
     const made = buildHall(s, (seat, number) => {
       const b = h("button", { type: "button", class: "seat", "data-seat": seat, tabindex: "-1" }, String(number));
-      b.addEventListener("click", () => toggle(seat));
+      b.addEventListener("click", () => {
+        toggle(seat);
+        showTip(seat);
+      });
       return b;
     }, mapEl);
     for (const [seat, b] of made) seatButtons.set(seat, b);
     const first = seatButtons.values().next().value;
     if (first) first.tabIndex = 0;
     paint();
+    zoom.reset();
   }
 
   /** Arrow keys move between seats; the map is one tab stop (roving tabindex). */
@@ -221,6 +230,30 @@ async function main(): Promise<void> {
     b.focus();
   });
 
+  /** A tapped seat's price (and state, when it cannot be chosen), above it for a moment. */
+  let tipTimer: ReturnType<typeof setTimeout> | undefined;
+  function showTip(seat: string): void {
+    const tip = $("#seat-tip");
+    const b = seatButtons.get(seat);
+    const price = screening?.price;
+    clearTimeout(tipTimer);
+    if (!b || !price) {
+      tip.hidden = true;
+      return;
+    }
+    const state = stateOf(seat);
+    const words = state === "free" || state === "selected" ? "" : ` · ${STATE_WORDS[state]}`;
+    tip.textContent = `${seat} · ${money(seatPrice(price, seat), price.currency)}${words}`;
+    tip.hidden = false;
+    const hall = $("#hall").getBoundingClientRect();
+    const r = b.getBoundingClientRect();
+    const half = tip.offsetWidth / 2;
+    const x = Math.min(Math.max(r.left + r.width / 2 - hall.left, half + 4), hall.width - half - 4);
+    tip.style.left = `${String(x)}px`;
+    tip.style.top = `${String(r.top - hall.top - tip.offsetHeight - 6)}px`;
+    tipTimer = setTimeout(() => (tip.hidden = true), 2500);
+  }
+
   function toggle(seat: string): void {
     if (!user) {
       status.error("unauthenticated", "Sign in to choose seats. Anyone can look at the map.");
@@ -247,6 +280,7 @@ async function main(): Promise<void> {
     let free = 0;
     const at = now();
     const m = mine(at);
+    const cats = paintPrices();
     for (const [seat, b] of seatButtons) {
       let state = stateOf(seat, m, at);
       if (selected.has(seat) && state !== "selected") {
@@ -255,10 +289,12 @@ async function main(): Promise<void> {
       }
       if (state === "free" || state === "selected") free++;
       if (b.dataset.state !== state) b.dataset.state = state;
+      setAttr(b, "data-cat", cats.get(seat.replace(/\d+$/, "")) ?? "");
       const row = seat.replace(/\d+$/, "");
       const num = seat.slice(row.length);
-      b.setAttribute("aria-label", `Row ${row}, seat ${num}, ${STATE_WORDS[state]}`);
-      b.setAttribute("aria-pressed", String(state === "selected"));
+      const cost = screening?.price ? `${money(seatPrice(screening.price, seat), screening.price.currency)}, ` : "";
+      setAttr(b, "aria-label", `Row ${row}, seat ${num}, ${cost}${STATE_WORDS[state]}`);
+      setAttr(b, "aria-pressed", String(state === "selected"));
       // Taken seats and a visitor's map stay clickable (a click explains,
       // or does nothing): the label says the state, and nothing waits for
       // a seat to become "enabled".
@@ -298,6 +334,47 @@ async function main(): Promise<void> {
     paintPayments();
     paintQueue();
     paintBar();
+  }
+
+  /**
+   * The screening's prices before choosing (issue #50.3): its categories as
+   * colours of the free seats with a legend (two or more), and the range on
+   * the sale's screens. Returns each row's category (`data-cat`).
+   */
+  let shownPrices = "";
+  function paintPrices(): Map<string, string> {
+    const price = screening?.price;
+    const rows = screening?.rows ?? [];
+    const cats: PriceCategory[] = price ? priceCategories(price, rows) : [];
+    // The cheapest rows keep the plain free colour; dearer ones take a category's.
+    const catOf = (c: PriceCategory) => (c.cat === cats.length - 1 ? undefined : String(Math.min(c.cat, 3)));
+    const byRow = new Map<string, string>();
+    for (const c of cats) for (const r of c.rows) byRow.set(r, catOf(c) ?? "");
+    const key = price ? JSON.stringify([price, rows]) : "";
+    if (key !== shownPrices) {
+      shownPrices = key;
+      const legend = $("#price-legend");
+      legend.hidden = cats.length === 0 || !price;
+      legend.replaceChildren(
+        ...cats.map((c) =>
+          h(
+            "li",
+            {},
+            ...(cats.length > 1 ? [h("span", catOf(c) === undefined ? { class: "swatch", "data-sample": "free" } : { class: "swatch", "data-sample-cat": catOf(c) ?? "" })] : []),
+            h("strong", {}, price ? money(c.amount, price.currency) : ""),
+            cats.length > 1 ? ` ${rowsWords(c.rows, rows)}` : " every seat",
+          ),
+        ),
+      );
+    }
+    const range = $("[data-price-range]");
+    const st = saleState();
+    range.hidden = !price || st === "soldout" || st === "closed";
+    if (price) {
+      const [lo, hi] = priceRange(price, rows);
+      setText(range, lo === hi ? `Tickets ${money(lo, price.currency)} each.` : `Tickets ${money(lo, price.currency)} to ${money(hi, price.currency)}, by row.`);
+    }
+    return byRow;
   }
 
   /** The phone's action bar: what is in hand, its total, and the one next step (shown by style.css on a narrow screen only). */
@@ -668,16 +745,65 @@ async function main(): Promise<void> {
     for (const bk of items) {
       let li = list.querySelector<HTMLElement>(`[data-booking="${CSS.escape(bk.bookingId)}"]`);
       if (!li) {
+        const id = bk.bookingId;
         const cancel = h("button", { type: "button", "data-action": "cancel" }, "Cancel");
         cancel.setAttribute("aria-label", `Cancel the booking of ${seatList(bk.seats)}`);
-        cancel.addEventListener("click", () => void cancelBooking(bk.bookingId));
+        // A paid booking asks first, naming the refund (issue #50.5); a free one cancels at once.
+        cancel.addEventListener("click", () => {
+          if (myBookings().get(id)?.payment) {
+            confirmingCancel.add(id);
+            paint();
+            document.querySelector<HTMLElement>(`[data-booking="${CSS.escape(id)}"] [data-action="cancel-refund"]`)?.focus();
+          } else {
+            void cancelBooking(id);
+          }
+        });
+        const refund = h("button", { type: "button", class: "danger", "data-action": "cancel-refund" });
+        refund.addEventListener("click", () => {
+          confirmingCancel.delete(id);
+          void cancelBooking(id);
+        });
+        const keep = h("button", { type: "button", "data-action": "cancel-keep" }, "Keep it");
+        keep.addEventListener("click", () => {
+          confirmingCancel.delete(id);
+          paint();
+          document.querySelector<HTMLElement>(`[data-booking="${CSS.escape(id)}"] [data-action="cancel"]`)?.focus();
+        });
         // The order's tickets (CONTRACT §13), by its reference.
-        const tickets = h("a", { class: "nav-link", href: `tickets.html?booking=${encodeURIComponent(bk.bookingId)}`, "data-action": "tickets" }, `Tickets · order ${orderRef(bk.bookingId)}`);
-        li = h("li", { "data-booking": bk.bookingId }, h("span", { class: "seats" }, seatList(bk.seats)), tickets, h("span", { class: "buttons" }, cancel));
+        const tickets = h("a", { class: "nav-link", href: `tickets.html?booking=${encodeURIComponent(id)}`, "data-action": "tickets" }, `Tickets · order ${orderRef(id)}`);
+        li = h(
+          "li",
+          { "data-booking": id },
+          h("span", { class: "seats" }, seatList(bk.seats)),
+          tickets,
+          h("span", { class: "buttons" }, cancel),
+          h("div", { class: "confirm", "data-cancel-confirm": "", role: "group", "aria-label": "Cancel and refund?" }, h("p", { "data-cancel-question": "" }), h("span", { class: "buttons" }, refund, keep)),
+        );
         list.append(li);
       }
+      const asking = confirmingCancel.has(bk.bookingId) && bk.payment !== undefined;
+      const refund = bk.payment ? money(bk.payment.amount, bk.payment.currency) : "";
+      $(".buttons", li).hidden = asking;
+      $("[data-cancel-confirm]", li).hidden = !asking;
+      setText($("[data-cancel-question]", li), `Cancel ${seatList(bk.seats)} and refund ${refund}?`);
+      setText($('[data-action="cancel-refund"]', li), `Cancel and refund ${refund}`);
       for (const b of li.querySelectorAll("button")) b.disabled = busy;
     }
+    paintOrder();
+  }
+
+  /** After paying (issue #50.6), the order to keep: its reference, the film, the seats, what was paid and when, and its tickets. */
+  function paintOrder(): void {
+    const box = $("#order");
+    const bk = orderShown === undefined ? undefined : myBookings().get(orderShown);
+    box.hidden = !bk || !bk.payment;
+    if (!bk?.payment) return;
+    setText($("[data-order-ref]", box), orderRef(bk.bookingId));
+    setText($("[data-order-film]", box), screening ? `${screening.title}, ${whenWords(screening.startsAt.toMillis(), screening.timeZone)}` : "");
+    setText($("[data-order-seats]", box), seatList(bk.seats));
+    const paid = money(bk.payment.amount, bk.payment.currency);
+    setText($("[data-order-paid]", box), bk.createdAtMs === undefined ? paid : `${paid}, ${whenWords(bk.createdAtMs, screening?.timeZone)}`);
+    $as(HTMLAnchorElement, "[data-order-tickets]", box).href = `tickets.html?booking=${encodeURIComponent(bk.bookingId)}`;
   }
 
   /** The user's payments for this screening (§10), live: `data-payment-state` on each. */
@@ -789,7 +915,9 @@ async function main(): Promise<void> {
         for (const s of hold.seats) selected.delete(s);
         paint();
         flash(hold.seats.flatMap((s) => seatButtons.get(s) ?? []));
-        return `We found ${seatList(hold.seats)} for you: ${hold.seats.length === 1 ? "it is" : "they are"} yours for ${countdown(heldUntilMs - now())}. ${screening?.price ? "Pay to book." : "Confirm to book."}`;
+        // Why these seats (issue #50.7): the server's order of rows, said.
+        const why = screening ? ` ${capital(bestWhy(screening.rows, Array.isArray(screening.preference) ? screening.preference : undefined, hold.seats))}.` : "";
+        return `We found ${seatList(hold.seats)} for you.${why} ${hold.seats.length === 1 ? "It is" : "They are"} yours for ${countdown(heldUntilMs - now())}. ${screening?.price ? "Pay to book." : "Confirm to book."}`;
       },
       count,
     );
@@ -852,10 +980,14 @@ async function main(): Promise<void> {
   }
 
   function cancelBooking(bookingId: string): Promise<void> {
-    return act("Cancelling your booking…", async () => {
+    const paid = myBookings().get(bookingId)?.payment;
+    return act(paid ? "Cancelling your booking and refunding it…" : "Cancelling your booking…", async () => {
       const b = await api.cancelBooking(bookingId);
       forget(bookingId);
-      return `Cancelled your booking of ${seatList(b.seats)}.`;
+      // CONTRACT §10: a paid booking is refunded in full as it is cancelled.
+      return paid
+        ? `Cancelled ${seatList(b.seats)} and refunded ${money(paid.amount, paid.currency)} in full.`
+        : `Cancelled your booking of ${seatList(b.seats)}.`;
     });
   }
 
@@ -891,8 +1023,7 @@ async function main(): Promise<void> {
       screening = s;
       document.title = `${s.title} · firelock cinema`;
       $("#title").textContent = s.title;
-      const starts = s.startsAt.toDate();
-      $("#when").textContent = starts.toLocaleString(undefined, { weekday: "long", day: "numeric", month: "long", hour: "2-digit", minute: "2-digit" });
+      $("#when").textContent = whenWords(s.startsAt.toMillis(), s.timeZone);
       if (changed) buildMap(s); // paints, which opens the listeners the screening calls for
       else paint();
     },
@@ -925,8 +1056,15 @@ async function main(): Promise<void> {
           (snap) => {
             bookings.clear();
             for (const d of snap.docs) {
-              const data = d.data() as { seats: string[]; status: "confirmed" | "cancelled" };
-              bookings.set(d.id, { bookingId: d.id, screeningId, seats: data.seats, status: data.status });
+              const data = d.data() as { seats: string[]; status: "confirmed" | "cancelled"; payment?: { amount: number; currency: string }; createdAt?: Timestamp };
+              bookings.set(d.id, {
+                bookingId: d.id,
+                screeningId,
+                seats: data.seats,
+                status: data.status,
+                ...(data.payment ? { payment: { amount: data.payment.amount, currency: data.payment.currency } } : {}),
+                ...(data.createdAt ? { createdAtMs: data.createdAt.toMillis() } : {}),
+              });
               answeredBookings.delete(d.id);
             }
             for (const id of gone) if (!bookings.has(id) && !holds.has(id)) gone.delete(id);
@@ -968,6 +1106,11 @@ async function main(): Promise<void> {
               if (returned.outcome === "cancelled" && paymentState(back) !== "paid") status.ok("You left the checkout without paying, so nothing was charged and the seats were let go.");
               else status.ok(paymentWords(back));
             }
+            // Back from paying: the order shows once its payment is booked (the webhook may come after the page).
+            const paidFor = paidHold === null ? undefined : payments.get(paidHold);
+            if (orderShown === undefined && paidFor && paymentState(paidFor) === "paid" && paidFor.bookingId) {
+              orderShown = paidFor.bookingId;
+            }
             paint();
           },
           (err) => status.error("unavailable", `Your payments could not be loaded (${err.code}).`),
@@ -990,6 +1133,16 @@ async function main(): Promise<void> {
 /** Sets an element's text only when it changes (screen readers announce changes of a timer). */
 function setText(el: HTMLElement, text: string): void {
   if (el.textContent !== text) el.textContent = text;
+}
+
+/** The sentence with its first letter capitalized. */
+function capital(s: string): string {
+  return s.charAt(0).toUpperCase() + s.slice(1);
+}
+
+/** Sets an attribute only when it changes (paint runs every second over every seat). */
+function setAttr(el: HTMLElement, name: string, value: string): void {
+  if (el.getAttribute(name) !== value) el.setAttribute(name, value);
 }
 
 main().catch((err: unknown) => {

@@ -19,6 +19,7 @@ import { minorUnits, money } from "./pay";
 import { FIELDS, type Field, fieldProblem, formProblems } from "./saleform";
 import { services } from "./config";
 import { STATE_WORDS, listSales } from "./salelist";
+import { clockWords, whenExact, whenWords } from "./when";
 import { mountFinder } from "./person";
 import { type Mark, DEFAULT_PASS_SECONDS, admitRatePerMinute, waitMs, waitWords } from "./queue";
 import { type StoryEntry, changeMarks, limitSteps, pausedSpans } from "./salestory";
@@ -166,6 +167,7 @@ async function main(): Promise<void> {
   let control: { paused?: boolean; closed?: boolean } = {};
   let state = "";
   let startsAtMs: number | undefined; // the screening's start: a sale opens before it
+  let timeZone: string | undefined; // the screening's own zone, when it names one (when.ts)
   let busy = false;
   const dirty = new Set<string>(); // fields the operator is editing
 
@@ -452,11 +454,12 @@ async function main(): Promise<void> {
             $("#console").hidden = true;
             return;
           }
-          const d = snap.data() as { title?: string; startsAt?: Timestamp; sale?: Record<string, unknown> | null; saleControl?: { paused?: boolean; closed?: boolean }; price?: { currency?: string } };
+          const d = snap.data() as { title?: string; startsAt?: Timestamp; timeZone?: string; sale?: Record<string, unknown> | null; saleControl?: { paused?: boolean; closed?: boolean }; price?: { currency?: string } };
           currency = d.price?.currency;
           startsAtMs = d.startsAt?.toMillis();
           $("#title").textContent = `${d.title ?? screeningId}: sale console`;
-          $("#when").textContent = d.startsAt ? `Screening ${d.startsAt.toDate().toLocaleString()}` : "";
+          timeZone = d.timeZone;
+          $("#when").textContent = d.startsAt ? `Screening ${whenWords(d.startsAt.toMillis(), d.timeZone)}` : "";
           sale = d.sale ? Object.fromEntries(Object.entries(d.sale).map(([k, v]) => [k, isTimestamp(v) ? v.toDate().toISOString().replace(".000Z", "Z") : v])) : undefined;
           control = d.saleControl ?? {};
           fillForm();
@@ -487,7 +490,7 @@ async function main(): Promise<void> {
           num("[data-op-seats-left]", p?.seatsLeft);
           published = p ? { state: p.state, waiting: p.waiting } : undefined;
           paintWait();
-          $("#updated").textContent = p ? `as of ${p.updatedAt.toDate().toLocaleTimeString()}` : "the admitter publishes it on its next run";
+          $("#updated").textContent = p ? `as of ${clockWords(p.updatedAt.toMillis(), timeZone)}` : "the admitter publishes it on its next run";
           paintControls();
         },
         (err) => status.error("unavailable", `The sale's numbers could not be read (${err.code}).`),
@@ -516,7 +519,7 @@ async function main(): Promise<void> {
           paintCharts();
           const rows = snap.docs.map((d) => {
             const e = d.data({ serverTimestamps: "estimate" }) as LogEntry;
-            const when = e.at ? e.at.toDate().toLocaleString() : "";
+            const when = e.at ? whenExact(e.at.toMillis(), timeZone) : "";
             return h(
               "li",
               { "data-op-log": d.id, "data-action-logged": e.action },

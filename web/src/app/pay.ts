@@ -84,3 +84,55 @@ export function paymentWords(p: PaymentDoc, locale?: string): string {
       return "The checkout ended without a payment, so nothing was charged and the seats were let go.";
   }
 }
+
+/** A price category of the hall: one amount, the rows at it (in hall order), and its colour's index (`data-cat`). */
+export interface PriceCategory {
+  amount: number;
+  rows: string[];
+  cat: number;
+}
+
+/**
+ * The screening's price categories (issue #50.3): each amount the hall's
+ * rows cost, dearest first, with its rows in hall order. A row of
+ * `price.rows` that is not in the hall is left out.
+ */
+export function priceCategories(price: Price, hallRows: readonly string[]): PriceCategory[] {
+  const byAmount = new Map<number, string[]>();
+  for (const row of hallRows) {
+    const amount = price.rows?.[row] ?? price.amount;
+    const list = byAmount.get(amount) ?? [];
+    list.push(row);
+    byAmount.set(amount, list);
+  }
+  return [...byAmount.entries()].sort((a, b) => b[0] - a[0]).map(([amount, rows], cat) => ({ amount, rows, cat }));
+}
+
+/** The lowest and highest price of a seat in the hall. */
+export function priceRange(price: Price, hallRows: readonly string[]): [number, number] {
+  const amounts = priceCategories(price, hallRows).map((c) => c.amount);
+  return amounts.length === 0 ? [price.amount, price.amount] : [Math.min(...amounts), Math.max(...amounts)];
+}
+
+/** Rows in words, consecutive ones of the hall as a span: "rows A–B", "row C", "rows A–B and E". */
+export function rowsWords(rows: readonly string[], hallRows: readonly string[]): string {
+  const at = new Set(rows);
+  const spans: string[] = [];
+  let start: string | undefined;
+  let last: string | undefined;
+  const close = () => {
+    if (start !== undefined) spans.push(start === last ? start : `${start}–${last ?? ""}`);
+    start = undefined;
+  };
+  for (const row of hallRows) {
+    if (at.has(row)) {
+      start ??= row;
+      last = row;
+    } else {
+      close();
+    }
+  }
+  close();
+  const list = spans.length <= 1 ? spans.join("") : `${spans.slice(0, -1).join(", ")} and ${spans[spans.length - 1] ?? ""}`;
+  return `${rows.length === 1 ? "row" : "rows"} ${list}`;
+}

@@ -22,6 +22,7 @@ import {
 } from "firebase/firestore";
 import { type SaleDoc, aheadOf, queueId, queueState } from "./queue";
 import { $, $as, h } from "./ui";
+import { whenExact } from "./when";
 
 interface PlaceDoc {
   uid: string;
@@ -55,7 +56,7 @@ const STATUS_WORDS: Record<string, string> = {
   expired: "Expired",
 };
 
-const time = (t: Timestamp | undefined) => (t ? t.toDate().toLocaleTimeString() : "–");
+const time = (t: Timestamp | undefined) => (t ? whenExact(t.toMillis()) : "–");
 const mss = (ms: number) => {
   const s = Math.max(0, Math.ceil(ms / 1000));
   return `${String(Math.floor(s / 60))}:${String(s % 60).padStart(2, "0")}`;
@@ -226,7 +227,7 @@ export function mountFinder(db: Firestore, screeningId: string, revoke: (uid: st
     card.facts.replaceChildren(
       fact("Place", "place", where),
       fact("Pass ends", "pass", pass),
-      fact("Joined", "joined", p.joinedAt ? p.joinedAt.toDate().toLocaleString() : "–"),
+      fact("Joined", "joined", p.joinedAt ? whenExact(p.joinedAt.toMillis()) : "–"),
       fact("uid", "uid", p.uid),
       fact("Queue id", "queue-id", place.id),
     );

@@ -20,6 +20,7 @@ import {
 } from "firebase/firestore";
 import { money } from "./pay";
 import { $, h } from "./ui";
+import { whenWords } from "./when";
 
 export const STATE_WORDS: Record<string, string> = {
   scheduled: "Scheduled",
@@ -29,24 +30,12 @@ export const STATE_WORDS: Record<string, string> = {
   closed: "Closed",
 };
 
-/**
- * A time as an operator reads it, with its zone: "26 Nov 14:05 UTC+01:00"
- * in the browser's zone (the year too when it is not this year's).
- */
-export function whenWithZone(d: Date, now: Date = new Date()): string {
-  const pad = (n: number) => String(n).padStart(2, "0");
-  const month = d.toLocaleString("en-GB", { month: "short" });
-  const off = -d.getTimezoneOffset();
-  const zone = `UTC${off < 0 ? "-" : "+"}${pad(Math.floor(Math.abs(off) / 60))}:${pad(Math.abs(off) % 60)}`;
-  const year = d.getFullYear() === now.getFullYear() ? "" : ` ${String(d.getFullYear())}`;
-  return `${String(d.getDate())} ${month}${year} ${pad(d.getHours())}:${pad(d.getMinutes())} ${zone}`;
-}
-
 interface Screening {
   title?: string;
   startsAt?: Timestamp;
   sale?: { opensAt?: Timestamp } | null;
   price?: { currency?: string };
+  timeZone?: string;
 }
 
 interface PublicSale {
@@ -84,7 +73,7 @@ export function listSales(db: Firestore, onError: (what: string, code: string) =
     r.tr.replaceChildren(
       h("th", { scope: "row", "data-cell": "screening" }, h("a", { href: `operate.html?screening=${encodeURIComponent(id)}` }, s.title ?? id), h("span", { class: "id muted" }, id)),
       cell("state", "State", h("span", { class: "badge state", "data-op-state": state }, p ? (STATE_WORDS[state] ?? state) : "Not published yet")),
-      cell("opens", "Opens", opensAt ? h("time", { datetime: opensAt.toISOString() }, whenWithZone(opensAt)) : "–"),
+      cell("opens", "Opens", opensAt ? h("time", { datetime: opensAt.toISOString() }, whenWords(opensAt.getTime(), s.timeZone)) : "–"),
       cell("waiting", "Waiting", num(p?.waiting)),
       cell("active", "Active passes", num(p?.active)),
       cell("seats-left", "Seats left", num(p?.seatsLeft)),

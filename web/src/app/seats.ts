@@ -25,6 +25,10 @@ export interface Screening {
   sale?: SaleConfig;
   /** CONTRACT §10: seats are paid for; without it the screening is free. */
   price?: Price;
+  /** CONTRACT §11: row labels, best first, for best available (any value: the server ignores a malformed one). */
+  preference?: unknown;
+  /** The screening's own IANA zone, when it names one: its times are written in it (when.ts). */
+  timeZone?: string;
 }
 
 /** The most seats a hall has (booking.MaxHallSeats): the server refuses a larger layout as malformed. */

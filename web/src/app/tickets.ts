@@ -15,6 +15,7 @@ import QRCode from "qrcode";
 import { Api, ApiError } from "./api";
 import { services } from "./config";
 import { STATE_WORDS, type TicketState, orderRef, ticketState, whenWords } from "./ticketview";
+import { clockWords } from "./when";
 import { $, Status, h, mountAccount, runAction } from "./ui";
 
 interface TicketDoc {
@@ -167,7 +168,7 @@ async function main(): Promise<void> {
     setText($(".when", card), s?.startsAt ? whenWords(s.startsAt.toMillis(), s.timeZone) : "");
     setText($(".seat-id", card), t.seatId);
     const e = entries.get(card.dataset.ticket ?? "");
-    const entered = state === "in" && e?.gate ? ` (gate ${e.gate}${e.at ? `, ${e.at.toDate().toLocaleTimeString(undefined, { hour: "2-digit", minute: "2-digit" })}` : ""})` : "";
+    const entered = state === "in" && e?.gate ? ` (gate ${e.gate}${e.at ? `, ${clockWords(e.at.toMillis(), s?.timeZone)}` : ""})` : "";
     setText($(".state", card), to ? `Transferred to ${to}: this code no longer works.` : STATE_WORDS[state] + entered);
     setText($(".order", card), `Order ${orderRef(t.bookingId)}`);
     const box = $(".qr", card);

@@ -28,22 +28,8 @@ export const STATE_WORDS: Record<TicketState, string> = {
   reissued: "Transferred: this code no longer works",
 };
 
-/**
- * A screening's time with its zone: in the screening's own zone when it
- * names a valid IANA one (`timeZone`), else the browser's; the zone is
- * written out ("Fri 28 Nov, 19:30 CET").
- */
-export function whenWords(ms: number, timeZone?: string, locale?: string): string {
-  const opts: Intl.DateTimeFormatOptions = { weekday: "short", day: "numeric", month: "short", hour: "2-digit", minute: "2-digit", timeZoneName: "short" };
-  if (timeZone) {
-    try {
-      return new Intl.DateTimeFormat(locale, { ...opts, timeZone }).format(ms);
-    } catch {
-      // not a zone this browser knows: the browser's own, below
-    }
-  }
-  return new Intl.DateTimeFormat(locale, opts).format(ms);
-}
+/** A screening's time with its zone ("Sat 28 Nov, 19:30 CET"): the one format of when.ts. */
+export { whenWords } from "./when";
 
 /** A booking's order reference, as the buyer reads it out: "7F3K-9QXD" from its id. */
 export function orderRef(bookingId: string): string {
