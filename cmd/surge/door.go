@@ -332,6 +332,8 @@ func runDoor(ctx context.Context, cfg doorConfig) (*DoorReport, error) {
 		offFrom.Format("15:04:05"), offFrom.Add(cfg.OfflineFor).Format("15:04:05"))
 
 	before := stats.Snapshot()
+	prober := startProbe(admin)
+	defer prober.end()
 	var wg sync.WaitGroup
 	for i, g := range gs {
 		wg.Go(func() { s.runGate(ctx, g, i == 0 && cfg.Plant == plantOverwrite) })
@@ -355,6 +357,7 @@ wait:
 	}
 	ran := time.Since(start)
 	used := stats.Snapshot().Sub(before)
+	prober.end()
 	progress("door: the gates are done after %.1f s; auditing ...", ran.Seconds())
 	rep, err := s.audit(ctx)
 	if err != nil {
@@ -378,6 +381,7 @@ wait:
 		rep.ScanMaxMs = ms(s.onlineTook[n-1])
 	}
 	rep.OfflineVerdictP99ms = ms(report.Quantile(s.offlineTook, 0.99))
+	rep.Probe = prober.stats(start, start.Add(ran))
 	rep.judge()
 	return rep, nil
 }
@@ -683,7 +687,10 @@ type DoorReport struct {
 	ReadsPerScan        float64        `json:"readsPerScan"`
 	WritesPerScan       float64        `json:"writesPerScan"`
 	Verdicts            map[string]int `json:"verdicts"`
-	Errors              []string       `json:"errors,omitempty"`
+	// Probe: the emulator's own commit latency through the gates' scans
+	// (one write at a time, outside the rules), a floor under theirs.
+	Probe  probeStats `json:"probe"`
+	Errors []string   `json:"errors,omitempty"`
 
 	Failures []failure `json:"failures"`
 }
@@ -807,6 +814,8 @@ func (r *DoorReport) print(w io.Writer) {
 	p("  scans  %d  (%.1f a second over the span)", r.Scans, r.ScansPerSecond)
 	p("  online scan to verdict  p50 %.0f ms  p99 %.0f ms  max %.0f ms  over %d scans  (goal p99 <= %.0f ms)  %s",
 		r.ScanP50ms, r.ScanP99ms, r.ScanMaxMs, r.OnlineScans, ms(c.ScanP99), ok(r.ScanP99ms <= ms(c.ScanP99)))
+	p("  the emulator's own commit (probe, no rules)  p50 %.0f ms  p99 %.0f ms  max %.0f ms  over %d commits",
+		r.Probe.BurstP50ms, r.Probe.BurstP99ms, r.Probe.MaxMs, r.Probe.Samples)
 	p("  offline verdict (signature and local state, Go)  p99 %.2f ms", r.OfflineVerdictP99ms)
 	p("  per scan  %.2f reads (%d by the gates + %d by the rules)  %.2f writes (%d)", r.ReadsPerScan, r.ClientReads, r.RulesReads, r.WritesPerScan, r.ClientWrites)
 	p("  verdicts  %v", r.Verdicts)
