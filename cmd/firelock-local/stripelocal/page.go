@@ -297,7 +297,7 @@ button{flex:1;font:inherit;padding:.7rem;border-radius:8px;border:1px solid #c1c
 button.pay{background:#635bff;border-color:#635bff;color:#fff;font-weight:600}
 .note{margin:1rem 0 0;padding:.6rem .8rem;border-radius:8px;background:#eef2ff}.error{background:#fde8e8}.ok{background:#e3f7ec}
 .back{display:inline-block;margin-top:1.25rem;color:#635bff;font-weight:600;text-decoration:none}.back:hover{text-decoration:underline}
-.badge{display:inline-block;font-size:.75rem;padding:.1rem .5rem;border-radius:99px;background:#e3e8ee}
+.badge{display:inline-block;font-size:.75rem;padding:.1rem .5rem;border-radius:99px;background:#e3e8ee;color:#3c4257}
 [hidden]{display:none!important}
 </style></head>
 <body><main data-checkout-state="{{.State}}" data-held-until="{{.HeldUntilMs}}" data-now="{{.NowMs}}" data-poll="{{.PollMs}}" data-lapsed-message="{{.LapsedMessage}}">
