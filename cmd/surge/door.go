@@ -24,6 +24,7 @@ import (
 	"os"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -153,6 +154,9 @@ type doorSim struct {
 	entries      []entry         // every person let in, by which gate
 	onlineTook   []time.Duration // scan to verdict, online gates
 	refusedTook  []time.Duration // of those, the refused (already in)
+	start        time.Time       // of the arrivals
+	slowAt       []time.Duration // when scans slower than the goal began, from start
+	uploads      []uploadSpan
 	offlineTook  []time.Duration // the offline verdict: signature and local state
 	verdicts     map[string]int
 	conflictsBy  map[string]int // conflicts the gates reported, by gate
@@ -346,6 +350,7 @@ func runDoor(ctx context.Context, cfg doorConfig) (*DoorReport, error) {
 		arrivals, arrivals-cfg.Tickets, cfg.Gates, span.Seconds(), start.Format("15:04:05"), gates[cfg.Gates-cfg.OfflineGates:],
 		offFrom.Format("15:04:05"), offFrom.Add(cfg.OfflineFor).Format("15:04:05"))
 
+	s.start = start
 	before := stats.Snapshot()
 	prober := startProbe(admin)
 	defer prober.end()
@@ -399,6 +404,11 @@ wait:
 	slices.Sort(s.refusedTook)
 	rep.RefusedScans, rep.RefusedP99ms = len(s.refusedTook), ms(report.Quantile(s.refusedTook, 0.99))
 	rep.Probe = prober.stats(start, start.Add(ran))
+	rep.Uploads = s.uploads
+	rep.SlowScansBy5s = map[int]int{}
+	for _, at := range s.slowAt {
+		rep.SlowScansBy5s[int(at/(5*time.Second))*5]++
+	}
 	rep.judge()
 	return rep, nil
 }
@@ -587,6 +597,9 @@ func (s *doorSim) scan(g *doorGate, a arrival, overwrite bool) {
 func (s *doorSim) tookOnline(d time.Duration) {
 	s.mu.Lock()
 	s.onlineTook = append(s.onlineTook, d)
+	if d > s.cfg.ScanP99 {
+		s.slowAt = append(s.slowAt, time.Since(s.start)-d)
+	}
 	s.mu.Unlock()
 }
 
@@ -642,6 +655,12 @@ func (s *doorSim) upload(g *doorGate) {
 	q := g.queue
 	g.queue = nil
 	g.mu.Unlock()
+	from := time.Since(s.start)
+	defer func() {
+		s.mu.Lock()
+		s.uploads = append(s.uploads, uploadSpan{g.name, len(q), from.Seconds(), time.Since(s.start).Seconds()})
+		s.mu.Unlock()
+	}()
 	for _, w := range q {
 		err := s.entryBatch(g.authCtx, g.fs, g, w.p, w.nonce, w.scannedAt, true)
 		if err == nil {
@@ -669,6 +688,14 @@ func (s *doorSim) upload(g *doorGate) {
 	}
 }
 
+// uploadSpan is when a gate back online sent its queue, from the start.
+type uploadSpan struct {
+	Gate    string  `json:"gate"`
+	Entries int     `json:"entries"`
+	From    float64 `json:"fromSeconds"`
+	To      float64 `json:"toSeconds"`
+}
+
 // DoorReport is what a door surge found.
 type DoorReport struct {
 	Config      doorConfig `json:"config"`
@@ -694,12 +721,17 @@ type DoorReport struct {
 	Examples          []string       `json:"examples,omitempty"`
 
 	// Speed and cost.
-	Scans               int            `json:"scans"`
-	ScansPerSecond      float64        `json:"scansPerSecond"`
-	OnlineScans         int            `json:"onlineScans"`
-	ScanP50ms           float64        `json:"scanP50Ms"`
-	ScanP99ms           float64        `json:"scanP99Ms"`
-	ScanMaxMs           float64        `json:"scanMaxMs"`
+	Scans          int     `json:"scans"`
+	ScansPerSecond float64 `json:"scansPerSecond"`
+	OnlineScans    int     `json:"onlineScans"`
+	ScanP50ms      float64 `json:"scanP50Ms"`
+	ScanP99ms      float64 `json:"scanP99Ms"`
+	ScanMaxMs      float64 `json:"scanMaxMs"`
+	// SlowScansBy5s: the online scans slower than the goal, by the 5 s
+	// window (seconds from the start) they began in; Uploads: when the
+	// gates back online sent their queues.
+	SlowScansBy5s       map[int]int    `json:"slowScansBy5s"`
+	Uploads             []uploadSpan   `json:"uploads"`
 	RefusedScans        int            `json:"refusedScans"` // online scans the rules refused (the ticket was in): a commit and a read
 	RefusedP99ms        float64        `json:"refusedP99Ms"`
 	OfflineVerdictP99ms float64        `json:"offlineVerdictP99Ms"`
@@ -836,6 +868,21 @@ func (r *DoorReport) print(w io.Writer) {
 	p("  scans  %d  (%.1f a second over the span)", r.Scans, r.ScansPerSecond)
 	p("  online scan to verdict  p50 %.0f ms  p99 %.0f ms  max %.0f ms  over %d scans  (goal p99 <= %.0f ms)  %s",
 		r.ScanP50ms, r.ScanP99ms, r.ScanMaxMs, r.OnlineScans, ms(c.ScanP99), ok(r.ScanP99ms <= ms(c.ScanP99)))
+	if len(r.SlowScansBy5s) > 0 {
+		var ws []int
+		for w := range r.SlowScansBy5s {
+			ws = append(ws, w)
+		}
+		slices.Sort(ws)
+		var parts []string
+		for _, w := range ws {
+			parts = append(parts, fmt.Sprintf("T+%d-%ds: %d", w, w+5, r.SlowScansBy5s[w]))
+		}
+		p("  scans over %.0f ms, by when they began  %s", ms(c.ScanP99), strings.Join(parts, ", "))
+	}
+	for _, u := range r.Uploads {
+		p("  gate %s back online uploaded %d entries from T+%.1fs to T+%.1fs", u.Gate, u.Entries, u.From, u.To)
+	}
 	p("  of which refused by the rules (commit, then the entry read)  %d  p99 %.0f ms", r.RefusedScans, r.RefusedP99ms)
 	p("  the emulator's own commit (probe, no rules)  p50 %.0f ms  p99 %.0f ms  max %.0f ms  over %d commits",
 		r.Probe.BurstP50ms, r.Probe.BurstP99ms, r.Probe.MaxMs, r.Probe.Samples)
