@@ -150,19 +150,19 @@ type doorSim struct {
 	codes     []string
 	ticketIDs []string
 
-	mu           sync.Mutex
-	entries      []entry         // every person let in, by which gate
-	onlineTook   []time.Duration // scan to verdict, online gates
-	refusedTook  []time.Duration // of those, the refused (already in)
-	start        time.Time       // of the arrivals
-	slowAt       []time.Duration // when scans slower than the goal began, from start
-	uploads      []uploadSpan
-	offlineTook  []time.Duration // the offline verdict: signature and local state
-	verdicts     map[string]int
-	conflictsBy  map[string]int // conflicts the gates reported, by gate
-	scans        atomic.Int64
-	errs         []string
-	rulesReads   atomic.Int64 // the rules' get()/getAfter() of the requests sent
+	mu          sync.Mutex
+	entries     []entry         // every person let in, by which gate
+	onlineTook  []time.Duration // scan to verdict, online gates
+	refusedTook []time.Duration // of those, the refused (already in)
+	start       time.Time       // of the arrivals
+	slowAt      []time.Duration // when scans slower than the goal began, from start
+	uploads     []uploadSpan
+	offlineTook []time.Duration // the offline verdict: signature and local state
+	verdicts    map[string]int
+	conflictsBy map[string]int // conflicts the gates reported, by gate
+	scans       atomic.Int64
+	errs        []string
+	rulesReads  atomic.Int64 // the rules' get()/getAfter() of the requests sent
 }
 
 func (s *doorSim) note(verdict string) {
