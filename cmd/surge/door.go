@@ -62,6 +62,12 @@ const (
 	plantDropConflicts = "drop-conflicts"
 )
 
+// How online gates scan (-door-online).
+const (
+	onlineRules   = "rules"
+	onlineCheckIn = "checkin"
+)
+
 // doorConfig is one door surge.
 type doorConfig struct {
 	Tickets          int           `json:"tickets"`          // booked, each presented at a gate once
@@ -74,6 +80,10 @@ type doorConfig struct {
 	SeatsPerBooking  int           `json:"seatsPerBooking"`
 	Seed             uint64        `json:"seed"`
 	Plant            string        `json:"plant,omitempty"`
+	// Online is how online gates scan: "rules" (the check-in and its scan
+	// in one batch under firestore.rules, the SDK's way) or "checkin" (the
+	// function CheckIn over HTTP, as scan.html does while online).
+	Online string `json:"online"`
 	// ScanP99: the online gates' scan-to-verdict p99 (the code verified,
 	// the batch committed or refused, and for a refusal the entry read).
 	ScanP99 time.Duration `json:"goalScanP99"`
@@ -83,7 +93,7 @@ type doorConfig struct {
 
 func doorDefaults() doorConfig {
 	return doorConfig{Tickets: 2000, Gates: 8, Rate: 20, Screenshots: 0.05, ScreenshotWithin: time.Second,
-		OfflineGates: 2, OfflineFor: 60 * time.Second, SeatsPerBooking: 4, ScanP99: 250 * time.Millisecond}
+		OfflineGates: 2, OfflineFor: 60 * time.Second, SeatsPerBooking: 4, ScanP99: 250 * time.Millisecond, Online: onlineRules}
 }
 
 func (c doorConfig) check() error {
@@ -98,6 +108,8 @@ func (c doorConfig) check() error {
 		return fmt.Errorf("-rate must be positive, -screenshots a share, -screenshot-within and -offline-for 0 or more")
 	case c.SeatsPerBooking < 1 || c.SeatsPerBooking > 10:
 		return fmt.Errorf("-seats-per-booking %d: want 1 to 10", c.SeatsPerBooking)
+	case c.Online != onlineRules && c.Online != onlineCheckIn:
+		return fmt.Errorf("-door-online %q: want %s or %s", c.Online, onlineRules, onlineCheckIn)
 	case c.Plant != "" && c.Plant != plantOverwrite && c.Plant != plantDropConflicts:
 		return fmt.Errorf("-door-plant %q: want %s or %s", c.Plant, plantOverwrite, plantDropConflicts)
 	}
@@ -121,6 +133,7 @@ type entry struct {
 type doorGate struct {
 	name    string
 	uid     string
+	token   string
 	authCtx context.Context
 	fs      *firestore.Client // under the rules, as the scanner
 	offFrom time.Time         // offline in [offFrom, offTo)
@@ -149,6 +162,7 @@ type doorSim struct {
 	admin     *firestore.Client
 	codes     []string
 	ticketIDs []string
+	checkIn   string // the function CheckIn's URL
 
 	mu          sync.Mutex
 	entries     []entry         // every person let in, by which gate
@@ -269,7 +283,7 @@ func runDoor(ctx context.Context, cfg doorConfig) (*DoorReport, error) {
 	if err != nil {
 		return nil, fmt.Errorf("GET /TicketKeys: %w", err)
 	}
-	s := &doorSim{cfg: cfg, keys: keys, admin: admin, verdicts: map[string]int{}, conflictsBy: map[string]int{}}
+	s := &doorSim{cfg: cfg, keys: keys, admin: admin, verdicts: map[string]int{}, conflictsBy: map[string]int{}, checkIn: be.url + "/CheckIn"}
 	docs, err := admin.Collection("tickets").Where("screeningId", "==", doorScreening).Documents(ctx).GetAll()
 	if err != nil {
 		return nil, err
@@ -296,7 +310,7 @@ func runDoor(ctx context.Context, cfg doorConfig) (*DoorReport, error) {
 			return nil, err
 		}
 		defer fs.Close()
-		gs[i] = &doorGate{name: gates[i], uid: scanners[i].uid, fs: fs, admitted: map[string]bool{},
+		gs[i] = &doorGate{name: gates[i], uid: scanners[i].uid, token: scanners[i].token, fs: fs, admitted: map[string]bool{},
 			authCtx: metadata.AppendToOutgoingContext(ctx, "authorization", "Bearer "+scanners[i].token)}
 	}
 
@@ -352,6 +366,13 @@ func runDoor(ctx context.Context, cfg doorConfig) (*DoorReport, error) {
 
 	s.start = start
 	before := stats.Snapshot()
+	var fnStats *rpcstats.Stats // the function CheckIn's Firestore client
+	for _, in := range be.instances {
+		if in.name == "CheckIn" {
+			fnStats = in.stats
+		}
+	}
+	fnBefore := fnStats.Snapshot()
 	prober := startProbe(admin)
 	defer prober.end()
 	var wg sync.WaitGroup
@@ -377,6 +398,7 @@ wait:
 	}
 	ran := time.Since(start)
 	used := stats.Snapshot().Sub(before)
+	fnUsed := fnStats.Snapshot().Sub(fnBefore)
 	prober.end()
 	progress("door: the gates are done after %.1f s; auditing ...", ran.Seconds())
 	rep, err := s.audit(ctx)
@@ -388,9 +410,10 @@ wait:
 	rep.ScansPerSecond = float64(s.scans.Load()) / span.Seconds()
 	rep.Scans = int(s.scans.Load())
 	rep.ClientReads, rep.ClientWrites, rep.RulesReads = used.Reads, used.Writes, int(s.rulesReads.Load())
+	rep.FunctionReads, rep.FunctionWrites = fnUsed.Reads, fnUsed.Writes
 	if rep.Scans > 0 {
-		rep.ReadsPerScan = float64(used.Reads+rep.RulesReads) / float64(rep.Scans)
-		rep.WritesPerScan = float64(used.Writes) / float64(rep.Scans)
+		rep.ReadsPerScan = float64(used.Reads+rep.RulesReads+fnUsed.Reads) / float64(rep.Scans)
+		rep.WritesPerScan = float64(used.Writes+fnUsed.Writes) / float64(rep.Scans)
 	}
 	rep.Verdicts, rep.ConflictsByGate, rep.Errors = s.verdicts, s.conflictsBy, s.errs
 	slices.Sort(s.onlineTook)
@@ -566,6 +589,10 @@ func (s *doorSim) scan(g *doorGate, a arrival, overwrite bool) {
 		s.tookOnline(time.Since(t0))
 		return
 	}
+	if s.cfg.Online == onlineCheckIn && !overwrite {
+		s.scanByCheckIn(g, code, p.TicketID, nonce, t0)
+		return
+	}
 	client, ctx := g.fs, g.authCtx
 	if overwrite { // the planted bug: no rules, no precondition
 		client, ctx = s.admin, context.Background()
@@ -591,6 +618,54 @@ func (s *doorSim) scan(g *doorGate, a arrival, overwrite bool) {
 		s.recordRefusal(g, p.TicketID, nonce, t0, "already_in", held)
 	default:
 		s.fail("gate %s: the entry of %s: %v", g.name, p.TicketID, err)
+	}
+}
+
+// scanByCheckIn is an online scan as scan.html makes it: CheckIn over HTTP,
+// which records the scan itself.
+func (s *doorSim) scanByCheckIn(g *doorGate, code, ticketID, nonce string, t0 time.Time) {
+	body, _ := json.Marshal(map[string]any{"screeningId": doorScreening, "gate": g.name, "code": code, "nonce": nonce,
+		"scannedAt": t0.UTC().Format(time.RFC3339Nano)})
+	var res struct {
+		Result string `json:"result"`
+		Error  struct {
+			Code string `json:"code"`
+		} `json:"error"`
+	}
+	for try := 0; ; try++ {
+		req, _ := http.NewRequest(http.MethodPost, s.checkIn, bytes.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Authorization", "Bearer "+g.token)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			s.fail("gate %s: CheckIn of %s: %v", g.name, ticketID, err)
+			return
+		}
+		err = json.NewDecoder(resp.Body).Decode(&res)
+		resp.Body.Close()
+		switch {
+		case err != nil:
+			s.fail("gate %s: CheckIn of %s: HTTP %d, not JSON: %v", g.name, ticketID, resp.StatusCode, err)
+			return
+		case resp.StatusCode == http.StatusOK && res.Result == "admitted":
+			s.tookOnline(time.Since(t0))
+			s.note("admitted")
+			s.letIn(entry{ticketID: ticketID, gate: g.name, nonce: nonce})
+			return
+		case resp.StatusCode == http.StatusConflict && res.Error.Code == "already_in":
+			took := time.Since(t0)
+			s.tookOnline(took)
+			s.mu.Lock()
+			s.refusedTook = append(s.refusedTook, took)
+			s.mu.Unlock()
+			s.note("already_in")
+			return
+		case resp.StatusCode == http.StatusServiceUnavailable && try < 5: // the same nonce again, as the app retries
+			time.Sleep(100 * time.Millisecond)
+		default:
+			s.fail("gate %s: CheckIn of %s: HTTP %d %s", g.name, ticketID, resp.StatusCode, res.Error.Code)
+			return
+		}
 	}
 }
 
@@ -730,12 +805,14 @@ type DoorReport struct {
 	// gates back online sent their queues.
 	SlowScansBy5s       map[int]int    `json:"slowScansBy5s"`
 	Uploads             []uploadSpan   `json:"uploads"`
-	RefusedScans        int            `json:"refusedScans"` // online scans the rules refused (the ticket was in): a commit and a read
+	RefusedScans        int            `json:"refusedScans"` // online scans refused, the ticket in (through the rules: a commit and a read)
 	RefusedP99ms        float64        `json:"refusedP99Ms"`
 	OfflineVerdictP99ms float64        `json:"offlineVerdictP99Ms"`
-	ClientReads         int            `json:"clientReads"`  // documents the gates read (rpcstats)
-	ClientWrites        int            `json:"clientWrites"` // writes of the gates' commits that landed
-	RulesReads          int            `json:"rulesReads"`   // the rules' get()/getAfter() of the requests sent
+	ClientReads         int            `json:"clientReads"`   // documents the gates read (rpcstats)
+	ClientWrites        int            `json:"clientWrites"`  // writes of the gates' commits that landed
+	RulesReads          int            `json:"rulesReads"`    // the rules' get()/getAfter() of the requests sent
+	FunctionReads       int            `json:"functionReads"` // CheckIn's reads and writes (-door-online checkin)
+	FunctionWrites      int            `json:"functionWrites"`
 	ReadsPerScan        float64        `json:"readsPerScan"`
 	WritesPerScan       float64        `json:"writesPerScan"`
 	Verdicts            map[string]int `json:"verdicts"`
@@ -848,8 +925,8 @@ func (r *DoorReport) print(w io.Writer) {
 		return "FAIL"
 	}
 	c := r.Config
-	p("\ndoor surge: %d tickets, %d gates (%d offline for %s), %d arrivals (%d screenshots within %s) over %.0f s; ran %.1f s",
-		c.Tickets, c.Gates, c.OfflineGates, c.OfflineFor, r.Arrivals, r.Screenshots, c.ScreenshotWithin, r.SpanSeconds, r.RunSeconds)
+	p("\ndoor surge: %d tickets, %d gates (%d offline for %s), %d arrivals (%d screenshots within %s) over %.0f s; ran %.1f s; online gates scan through %s",
+		c.Tickets, c.Gates, c.OfflineGates, c.OfflineFor, r.Arrivals, r.Screenshots, c.ScreenshotWithin, r.SpanSeconds, r.RunSeconds, c.Online)
 	if c.Plant != "" {
 		p("  PLANTED BUG: %s", c.Plant)
 	}
@@ -881,11 +958,12 @@ func (r *DoorReport) print(w io.Writer) {
 	for _, u := range r.Uploads {
 		p("  gate %s back online uploaded %d entries from T+%.1fs to T+%.1fs", u.Gate, u.Entries, u.From, u.To)
 	}
-	p("  of which refused by the rules (commit, then the entry read)  %d  p99 %.0f ms", r.RefusedScans, r.RefusedP99ms)
+	p("  of which refused, the ticket in (rules: a commit, then the entry read)  %d  p99 %.0f ms", r.RefusedScans, r.RefusedP99ms)
 	p("  the emulator's own commit (probe, no rules)  p50 %.0f ms  p99 %.0f ms  max %.0f ms  over %d commits",
 		r.Probe.BurstP50ms, r.Probe.BurstP99ms, r.Probe.MaxMs, r.Probe.Samples)
 	p("  offline verdict (signature and local state, Go)  p99 %.2f ms", r.OfflineVerdictP99ms)
-	p("  per scan  %.2f reads (%d by the gates + %d by the rules)  %.2f writes (%d)", r.ReadsPerScan, r.ClientReads, r.RulesReads, r.WritesPerScan, r.ClientWrites)
+	p("  per scan  %.2f reads (%d by the gates + %d by the rules + %d by CheckIn)  %.2f writes (%d by the gates + %d by CheckIn)",
+		r.ReadsPerScan, r.ClientReads, r.RulesReads, r.FunctionReads, r.WritesPerScan, r.ClientWrites, r.FunctionWrites)
 	p("  verdicts  %v", r.Verdicts)
 	for _, e := range r.Errors {
 		p("  ! %s", e)
