@@ -71,5 +71,6 @@ soak: deps
 # of the Auth emulator on the real functions, 200 seats; a text report and
 # surge-results.json; exit 1 if a check or goal fails. Flags: SURGE_FLAGS.
 # Not part of `make test`, which runs a short one (cmd/surge's TestShortSurge).
+# The door's surge (issue #49): make surge SURGE_FLAGS=-door (docs/door.md).
 surge: deps
 	go run ./cmd/surge $(SURGE_FLAGS)

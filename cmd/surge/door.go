@@ -24,6 +24,7 @@ import (
 	"os"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -61,6 +62,12 @@ const (
 	plantDropConflicts = "drop-conflicts"
 )
 
+// How online gates scan (-door-online).
+const (
+	onlineRules   = "rules"
+	onlineCheckIn = "checkin"
+)
+
 // doorConfig is one door surge.
 type doorConfig struct {
 	Tickets          int           `json:"tickets"`          // booked, each presented at a gate once
@@ -73,6 +80,10 @@ type doorConfig struct {
 	SeatsPerBooking  int           `json:"seatsPerBooking"`
 	Seed             uint64        `json:"seed"`
 	Plant            string        `json:"plant,omitempty"`
+	// Online is how online gates scan: "rules" (the check-in and its scan
+	// in one batch under firestore.rules, the SDK's way) or "checkin" (the
+	// function CheckIn over HTTP, as scan.html does while online).
+	Online string `json:"online"`
 	// ScanP99: the online gates' scan-to-verdict p99 (the code verified,
 	// the batch committed or refused, and for a refusal the entry read).
 	ScanP99 time.Duration `json:"goalScanP99"`
@@ -82,7 +93,7 @@ type doorConfig struct {
 
 func doorDefaults() doorConfig {
 	return doorConfig{Tickets: 2000, Gates: 8, Rate: 20, Screenshots: 0.05, ScreenshotWithin: time.Second,
-		OfflineGates: 2, OfflineFor: 60 * time.Second, SeatsPerBooking: 4, ScanP99: 250 * time.Millisecond}
+		OfflineGates: 2, OfflineFor: 60 * time.Second, SeatsPerBooking: 4, ScanP99: 250 * time.Millisecond, Online: onlineRules}
 }
 
 func (c doorConfig) check() error {
@@ -97,6 +108,8 @@ func (c doorConfig) check() error {
 		return fmt.Errorf("-rate must be positive, -screenshots a share, -screenshot-within and -offline-for 0 or more")
 	case c.SeatsPerBooking < 1 || c.SeatsPerBooking > 10:
 		return fmt.Errorf("-seats-per-booking %d: want 1 to 10", c.SeatsPerBooking)
+	case c.Online != onlineRules && c.Online != onlineCheckIn:
+		return fmt.Errorf("-door-online %q: want %s or %s", c.Online, onlineRules, onlineCheckIn)
 	case c.Plant != "" && c.Plant != plantOverwrite && c.Plant != plantDropConflicts:
 		return fmt.Errorf("-door-plant %q: want %s or %s", c.Plant, plantOverwrite, plantDropConflicts)
 	}
@@ -120,6 +133,7 @@ type entry struct {
 type doorGate struct {
 	name    string
 	uid     string
+	token   string
 	authCtx context.Context
 	fs      *firestore.Client // under the rules, as the scanner
 	offFrom time.Time         // offline in [offFrom, offTo)
@@ -148,18 +162,21 @@ type doorSim struct {
 	admin     *firestore.Client
 	codes     []string
 	ticketIDs []string
+	checkIn   string // the function CheckIn's URL
 
-	mu           sync.Mutex
-	entries      []entry         // every person let in, by which gate
-	onlineTook   []time.Duration // scan to verdict, online gates
-	refusedTook  []time.Duration // of those, the refused (already in)
-	offlineTook  []time.Duration // the offline verdict: signature and local state
-	verdicts     map[string]int
-	conflictsBy  map[string]int // conflicts the gates reported, by gate
-	scans        atomic.Int64
-	errs         []string
-	rulesReads   atomic.Int64 // the rules' get()/getAfter() of the requests sent
-	requestsSent atomic.Int64
+	mu          sync.Mutex
+	entries     []entry         // every person let in, by which gate
+	onlineTook  []time.Duration // scan to verdict, online gates
+	refusedTook []time.Duration // of those, the refused (already in)
+	start       time.Time       // of the arrivals
+	slowAt      []time.Duration // when scans slower than the goal began, from start
+	uploads     []uploadSpan
+	offlineTook []time.Duration // the offline verdict: signature and local state
+	verdicts    map[string]int
+	conflictsBy map[string]int // conflicts the gates reported, by gate
+	scans       atomic.Int64
+	errs        []string
+	rulesReads  atomic.Int64 // the rules' get()/getAfter() of the requests sent
 }
 
 func (s *doorSim) note(verdict string) {
@@ -179,7 +196,9 @@ func (s *doorSim) fail(format string, args ...any) {
 // The rules' document reads of a request (firestore.rules, §13): an entry
 // (check-in and its scan) reads the ticket and the screening and, after the
 // write, the scan and the check-in; a refusal recorded alone reads the
-// screening. Firestore bills them as reads, refused requests included.
+// screening. Firestore bills rules' document reads as reads; they are
+// counted here for every request sent, refused ones too (an upper bound:
+// the emulator does not say what it would bill).
 const (
 	rulesReadsEntry   = 4
 	rulesReadsRefusal = 1
@@ -264,7 +283,7 @@ func runDoor(ctx context.Context, cfg doorConfig) (*DoorReport, error) {
 	if err != nil {
 		return nil, fmt.Errorf("GET /TicketKeys: %w", err)
 	}
-	s := &doorSim{cfg: cfg, keys: keys, admin: admin, verdicts: map[string]int{}, conflictsBy: map[string]int{}}
+	s := &doorSim{cfg: cfg, keys: keys, admin: admin, verdicts: map[string]int{}, conflictsBy: map[string]int{}, checkIn: be.url + "/CheckIn"}
 	docs, err := admin.Collection("tickets").Where("screeningId", "==", doorScreening).Documents(ctx).GetAll()
 	if err != nil {
 		return nil, err
@@ -291,7 +310,7 @@ func runDoor(ctx context.Context, cfg doorConfig) (*DoorReport, error) {
 			return nil, err
 		}
 		defer fs.Close()
-		gs[i] = &doorGate{name: gates[i], uid: scanners[i].uid, fs: fs, admitted: map[string]bool{},
+		gs[i] = &doorGate{name: gates[i], uid: scanners[i].uid, token: scanners[i].token, fs: fs, admitted: map[string]bool{},
 			authCtx: metadata.AppendToOutgoingContext(ctx, "authorization", "Bearer "+scanners[i].token)}
 	}
 
@@ -315,7 +334,6 @@ func runDoor(ctx context.Context, cfg doorConfig) (*DoorReport, error) {
 		}
 	}
 	s.rulesReads.Store(0)
-	s.requestsSent.Store(0)
 
 	// The arrivals: every ticket once at a random gate, in random order at
 	// the rate; a share of them again at another gate soon after.
@@ -346,7 +364,15 @@ func runDoor(ctx context.Context, cfg doorConfig) (*DoorReport, error) {
 		arrivals, arrivals-cfg.Tickets, cfg.Gates, span.Seconds(), start.Format("15:04:05"), gates[cfg.Gates-cfg.OfflineGates:],
 		offFrom.Format("15:04:05"), offFrom.Add(cfg.OfflineFor).Format("15:04:05"))
 
+	s.start = start
 	before := stats.Snapshot()
+	var fnStats *rpcstats.Stats // the function CheckIn's Firestore client
+	for _, in := range be.instances {
+		if in.name == "CheckIn" {
+			fnStats = in.stats
+		}
+	}
+	fnBefore := fnStats.Snapshot()
 	prober := startProbe(admin)
 	defer prober.end()
 	var wg sync.WaitGroup
@@ -372,6 +398,7 @@ wait:
 	}
 	ran := time.Since(start)
 	used := stats.Snapshot().Sub(before)
+	fnUsed := fnStats.Snapshot().Sub(fnBefore)
 	prober.end()
 	progress("door: the gates are done after %.1f s; auditing ...", ran.Seconds())
 	rep, err := s.audit(ctx)
@@ -383,9 +410,10 @@ wait:
 	rep.ScansPerSecond = float64(s.scans.Load()) / span.Seconds()
 	rep.Scans = int(s.scans.Load())
 	rep.ClientReads, rep.ClientWrites, rep.RulesReads = used.Reads, used.Writes, int(s.rulesReads.Load())
+	rep.FunctionReads, rep.FunctionWrites = fnUsed.Reads, fnUsed.Writes
 	if rep.Scans > 0 {
-		rep.ReadsPerScan = float64(used.Reads+rep.RulesReads) / float64(rep.Scans)
-		rep.WritesPerScan = float64(used.Writes) / float64(rep.Scans)
+		rep.ReadsPerScan = float64(used.Reads+rep.RulesReads+fnUsed.Reads) / float64(rep.Scans)
+		rep.WritesPerScan = float64(used.Writes+fnUsed.Writes) / float64(rep.Scans)
 	}
 	rep.Verdicts, rep.ConflictsByGate, rep.Errors = s.verdicts, s.conflictsBy, s.errs
 	slices.Sort(s.onlineTook)
@@ -399,6 +427,11 @@ wait:
 	slices.Sort(s.refusedTook)
 	rep.RefusedScans, rep.RefusedP99ms = len(s.refusedTook), ms(report.Quantile(s.refusedTook, 0.99))
 	rep.Probe = prober.stats(start, start.Add(ran))
+	rep.Uploads = s.uploads
+	rep.SlowScansBy5s = map[int]int{}
+	for _, at := range s.slowAt {
+		rep.SlowScansBy5s[int(at/(5*time.Second))*5]++
+	}
 	rep.judge()
 	return rep, nil
 }
@@ -556,6 +589,10 @@ func (s *doorSim) scan(g *doorGate, a arrival, overwrite bool) {
 		s.tookOnline(time.Since(t0))
 		return
 	}
+	if s.cfg.Online == onlineCheckIn && !overwrite {
+		s.scanByCheckIn(g, code, p.TicketID, nonce, t0)
+		return
+	}
 	client, ctx := g.fs, g.authCtx
 	if overwrite { // the planted bug: no rules, no precondition
 		client, ctx = s.admin, context.Background()
@@ -584,9 +621,60 @@ func (s *doorSim) scan(g *doorGate, a arrival, overwrite bool) {
 	}
 }
 
+// scanByCheckIn is an online scan as scan.html makes it: CheckIn over HTTP,
+// which records the scan itself.
+func (s *doorSim) scanByCheckIn(g *doorGate, code, ticketID, nonce string, t0 time.Time) {
+	body, _ := json.Marshal(map[string]any{"screeningId": doorScreening, "gate": g.name, "code": code, "nonce": nonce,
+		"scannedAt": t0.UTC().Format(time.RFC3339Nano)})
+	var res struct {
+		Result string `json:"result"`
+		Error  struct {
+			Code string `json:"code"`
+		} `json:"error"`
+	}
+	for try := 0; ; try++ {
+		req, _ := http.NewRequest(http.MethodPost, s.checkIn, bytes.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Authorization", "Bearer "+g.token)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			s.fail("gate %s: CheckIn of %s: %v", g.name, ticketID, err)
+			return
+		}
+		err = json.NewDecoder(resp.Body).Decode(&res)
+		resp.Body.Close()
+		switch {
+		case err != nil:
+			s.fail("gate %s: CheckIn of %s: HTTP %d, not JSON: %v", g.name, ticketID, resp.StatusCode, err)
+			return
+		case resp.StatusCode == http.StatusOK && res.Result == "admitted":
+			s.tookOnline(time.Since(t0))
+			s.note("admitted")
+			s.letIn(entry{ticketID: ticketID, gate: g.name, nonce: nonce})
+			return
+		case resp.StatusCode == http.StatusConflict && res.Error.Code == "already_in":
+			took := time.Since(t0)
+			s.tookOnline(took)
+			s.mu.Lock()
+			s.refusedTook = append(s.refusedTook, took)
+			s.mu.Unlock()
+			s.note("already_in")
+			return
+		case resp.StatusCode == http.StatusServiceUnavailable && try < 5: // the same nonce again, as the app retries
+			time.Sleep(100 * time.Millisecond)
+		default:
+			s.fail("gate %s: CheckIn of %s: HTTP %d %s", g.name, ticketID, resp.StatusCode, res.Error.Code)
+			return
+		}
+	}
+}
+
 func (s *doorSim) tookOnline(d time.Duration) {
 	s.mu.Lock()
 	s.onlineTook = append(s.onlineTook, d)
+	if d > s.cfg.ScanP99 {
+		s.slowAt = append(s.slowAt, time.Since(s.start)-d)
+	}
 	s.mu.Unlock()
 }
 
@@ -608,7 +696,6 @@ func (s *doorSim) entryBatch(ctx context.Context, client *firestore.Client, g *d
 		"ticketId": p.TicketID, "gate": g.name, "by": g.uid, "direction": "in", "result": "admitted",
 		"at": firestore.ServerTimestamp, "scannedAt": scannedAt, "offline": offline,
 	})
-	s.requestsSent.Add(1)
 	s.rulesReads.Add(rulesReadsEntry)
 	_, err := b.Commit(ctx)
 	return err
@@ -627,7 +714,6 @@ func (s *doorSim) recordRefusal(g *doorGate, ticketID, nonce string, scannedAt t
 			rec["entryAt"] = at
 		}
 	}
-	s.requestsSent.Add(1)
 	s.rulesReads.Add(rulesReadsRefusal)
 	if _, err := g.fs.Collection(booking.Screenings).Doc(doorScreening).Collection("scans").Doc(nonce).Create(g.authCtx, rec); err != nil {
 		s.fail("gate %s: record the %s scan of %s: %v", g.name, result, ticketID, err)
@@ -642,6 +728,12 @@ func (s *doorSim) upload(g *doorGate) {
 	q := g.queue
 	g.queue = nil
 	g.mu.Unlock()
+	from := time.Since(s.start)
+	defer func() {
+		s.mu.Lock()
+		s.uploads = append(s.uploads, uploadSpan{g.name, len(q), from.Seconds(), time.Since(s.start).Seconds()})
+		s.mu.Unlock()
+	}()
 	for _, w := range q {
 		err := s.entryBatch(g.authCtx, g.fs, g, w.p, w.nonce, w.scannedAt, true)
 		if err == nil {
@@ -669,6 +761,14 @@ func (s *doorSim) upload(g *doorGate) {
 	}
 }
 
+// uploadSpan is when a gate back online sent its queue, from the start.
+type uploadSpan struct {
+	Gate    string  `json:"gate"`
+	Entries int     `json:"entries"`
+	From    float64 `json:"fromSeconds"`
+	To      float64 `json:"toSeconds"`
+}
+
 // DoorReport is what a door surge found.
 type DoorReport struct {
 	Config      doorConfig `json:"config"`
@@ -694,18 +794,25 @@ type DoorReport struct {
 	Examples          []string       `json:"examples,omitempty"`
 
 	// Speed and cost.
-	Scans               int            `json:"scans"`
-	ScansPerSecond      float64        `json:"scansPerSecond"`
-	OnlineScans         int            `json:"onlineScans"`
-	ScanP50ms           float64        `json:"scanP50Ms"`
-	ScanP99ms           float64        `json:"scanP99Ms"`
-	ScanMaxMs           float64        `json:"scanMaxMs"`
-	RefusedScans        int            `json:"refusedScans"` // online scans the rules refused (the ticket was in): a commit and a read
+	Scans          int     `json:"scans"`
+	ScansPerSecond float64 `json:"scansPerSecond"`
+	OnlineScans    int     `json:"onlineScans"`
+	ScanP50ms      float64 `json:"scanP50Ms"`
+	ScanP99ms      float64 `json:"scanP99Ms"`
+	ScanMaxMs      float64 `json:"scanMaxMs"`
+	// SlowScansBy5s: the online scans slower than the goal, by the 5 s
+	// window (seconds from the start) they began in; Uploads: when the
+	// gates back online sent their queues.
+	SlowScansBy5s       map[int]int    `json:"slowScansBy5s"`
+	Uploads             []uploadSpan   `json:"uploads"`
+	RefusedScans        int            `json:"refusedScans"` // online scans refused, the ticket in (through the rules: a commit and a read)
 	RefusedP99ms        float64        `json:"refusedP99Ms"`
 	OfflineVerdictP99ms float64        `json:"offlineVerdictP99Ms"`
-	ClientReads         int            `json:"clientReads"`  // documents the gates read (rpcstats)
-	ClientWrites        int            `json:"clientWrites"` // writes of the gates' commits that landed
-	RulesReads          int            `json:"rulesReads"`   // the rules' get()/getAfter() of the requests sent
+	ClientReads         int            `json:"clientReads"`   // documents the gates read (rpcstats)
+	ClientWrites        int            `json:"clientWrites"`  // writes of the gates' commits that landed
+	RulesReads          int            `json:"rulesReads"`    // the rules' get()/getAfter() of the requests sent
+	FunctionReads       int            `json:"functionReads"` // CheckIn's reads and writes (-door-online checkin)
+	FunctionWrites      int            `json:"functionWrites"`
 	ReadsPerScan        float64        `json:"readsPerScan"`
 	WritesPerScan       float64        `json:"writesPerScan"`
 	Verdicts            map[string]int `json:"verdicts"`
@@ -818,8 +925,8 @@ func (r *DoorReport) print(w io.Writer) {
 		return "FAIL"
 	}
 	c := r.Config
-	p("\ndoor surge: %d tickets, %d gates (%d offline for %s), %d arrivals (%d screenshots within %s) over %.0f s; ran %.1f s",
-		c.Tickets, c.Gates, c.OfflineGates, c.OfflineFor, r.Arrivals, r.Screenshots, c.ScreenshotWithin, r.SpanSeconds, r.RunSeconds)
+	p("\ndoor surge: %d tickets, %d gates (%d offline for %s), %d arrivals (%d screenshots within %s) over %.0f s; ran %.1f s; online gates scan through %s",
+		c.Tickets, c.Gates, c.OfflineGates, c.OfflineFor, r.Arrivals, r.Screenshots, c.ScreenshotWithin, r.SpanSeconds, r.RunSeconds, c.Online)
 	if c.Plant != "" {
 		p("  PLANTED BUG: %s", c.Plant)
 	}
@@ -836,11 +943,27 @@ func (r *DoorReport) print(w io.Writer) {
 	p("  scans  %d  (%.1f a second over the span)", r.Scans, r.ScansPerSecond)
 	p("  online scan to verdict  p50 %.0f ms  p99 %.0f ms  max %.0f ms  over %d scans  (goal p99 <= %.0f ms)  %s",
 		r.ScanP50ms, r.ScanP99ms, r.ScanMaxMs, r.OnlineScans, ms(c.ScanP99), ok(r.ScanP99ms <= ms(c.ScanP99)))
-	p("  of which refused by the rules (commit, then the entry read)  %d  p99 %.0f ms", r.RefusedScans, r.RefusedP99ms)
+	if len(r.SlowScansBy5s) > 0 {
+		var ws []int
+		for w := range r.SlowScansBy5s {
+			ws = append(ws, w)
+		}
+		slices.Sort(ws)
+		var parts []string
+		for _, w := range ws {
+			parts = append(parts, fmt.Sprintf("T+%d-%ds: %d", w, w+5, r.SlowScansBy5s[w]))
+		}
+		p("  scans over %.0f ms, by when they began  %s", ms(c.ScanP99), strings.Join(parts, ", "))
+	}
+	for _, u := range r.Uploads {
+		p("  gate %s back online uploaded %d entries from T+%.1fs to T+%.1fs", u.Gate, u.Entries, u.From, u.To)
+	}
+	p("  of which refused, the ticket in (rules: a commit, then the entry read)  %d  p99 %.0f ms", r.RefusedScans, r.RefusedP99ms)
 	p("  the emulator's own commit (probe, no rules)  p50 %.0f ms  p99 %.0f ms  max %.0f ms  over %d commits",
 		r.Probe.BurstP50ms, r.Probe.BurstP99ms, r.Probe.MaxMs, r.Probe.Samples)
 	p("  offline verdict (signature and local state, Go)  p99 %.2f ms", r.OfflineVerdictP99ms)
-	p("  per scan  %.2f reads (%d by the gates + %d by the rules)  %.2f writes (%d)", r.ReadsPerScan, r.ClientReads, r.RulesReads, r.WritesPerScan, r.ClientWrites)
+	p("  per scan  %.2f reads (%d by the gates + %d by the rules + %d by CheckIn)  %.2f writes (%d by the gates + %d by CheckIn)",
+		r.ReadsPerScan, r.ClientReads, r.RulesReads, r.FunctionReads, r.WritesPerScan, r.ClientWrites, r.FunctionWrites)
 	p("  verdicts  %v", r.Verdicts)
 	for _, e := range r.Errors {
 		p("  ! %s", e)

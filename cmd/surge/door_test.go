@@ -55,6 +55,22 @@ func TestShortDoorSurge(t *testing.T) {
 	t.Logf("%d scans: online p50 %.0f ms p99 %.0f ms; %d offline double entries, all conflicts; %.2f reads and %.2f writes a scan",
 		rep.Scans, rep.ScanP50ms, rep.ScanP99ms, rep.OfflineDoubles, rep.ReadsPerScan, rep.WritesPerScan)
 
+	// Online gates through CheckIn, as scan.html scans while online; the
+	// offline gates' uploads still go through the rules.
+	t.Run("checkin", func(t *testing.T) {
+		cfg := shortDoor("")
+		cfg.Online = onlineCheckIn
+		rep, err := runDoor(context.Background(), cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var text bytes.Buffer
+		rep.print(&text)
+		if bad := failuresOf(&Report{Failures: rep.Failures}, "correctness", "robustness"); len(bad) > 0 || rep.CheckIns != 120 || rep.FunctionWrites == 0 {
+			t.Fatalf("the short door surge through CheckIn failed: %+v\n%s", bad, text.String())
+		}
+	})
+
 	for _, c := range []struct{ plant, want string }{
 		{plantOverwrite, "double entries through online gates"},
 		{plantDropConflicts, "not reported as conflicts"},

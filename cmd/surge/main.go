@@ -167,6 +167,7 @@ func main() {
 	flag.IntVar(&door.OfflineGates, "offline-gates", door.OfflineGates, "with -door: gates that lose the network (the last ones)")
 	flag.DurationVar(&door.OfflineFor, "offline-for", door.OfflineFor, "with -door: for this long, from a fifth of the arrivals' span")
 	flag.IntVar(&door.SeatsPerBooking, "seats-per-booking", door.SeatsPerBooking, "with -door: seats each buyer books")
+	flag.StringVar(&door.Online, "door-online", door.Online, "with -door: how online gates scan: "+onlineRules+" (the check-in and its scan in one batch under firestore.rules) or "+onlineCheckIn+" (the function CheckIn, as scan.html does while online)")
 	flag.StringVar(&door.Plant, "door-plant", "", "with -door, a negative control: plant a bug the audit must catch ("+plantOverwrite+": gate A writes without the rules' precondition; "+plantDropConflicts+": offline gates drop refused entries)")
 	flag.DurationVar(&door.ScanP99, "goal-scan-p99", door.ScanP99, "goal with -door: online gates' scan-to-verdict p99 within this")
 	flag.IntVar(&cfg.Early, "early", cfg.Early, "users who join in the span before opensAt")
