@@ -32,6 +32,13 @@ type tapped struct {
 	svc     *Service
 	mu      sync.Mutex
 	tap     func(method string, req any) // req is nil for streaming calls
+	// late, when set and it returns a channel for a unary call, holds
+	// that call back on its way to the server: its caller hears its
+	// context's end, and the request is sent (with no deadline) once the
+	// channel closes, as a request a slow network delivers after its
+	// caller gave up.
+	late   func(method string, req any) <-chan struct{}
+	landed sync.WaitGroup // late calls sent
 }
 
 func newTapped(t *testing.T) *tapped {
@@ -51,6 +58,24 @@ func newTapped(t *testing.T) *tapped {
 		grpc.WithPerRPCCredentials(emulators.Admin{}),
 		grpc.WithChainUnaryInterceptor(func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
 			tap(method, req)
+			tp.mu.Lock()
+			late := tp.late
+			tp.mu.Unlock()
+			if late != nil {
+				if release := late(path.Base(method), req); release != nil {
+					tp.landed.Add(1)
+					go func() {
+						defer tp.landed.Done()
+						<-release
+						if _, ok := reply.(*pb.CommitResponse); ok {
+							reply = new(pb.CommitResponse) // the caller has gone
+						}
+						invoker(context.WithoutCancel(ctx), method, req, reply, cc, opts...)
+					}()
+					<-ctx.Done()
+					return ctx.Err()
+				}
+			}
 			return invoker(ctx, method, req, reply, cc, opts...)
 		}),
 		grpc.WithChainStreamInterceptor(func(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, opts ...grpc.CallOption) (grpc.ClientStream, error) {
@@ -741,4 +766,69 @@ func TestARetryWhoseReadSawHalfItsOwnCommitFindsIt(t *testing.T) {
 			checkSeats(t, fs)
 		})
 	}
+}
+
+// A confirm whose one commit the network holds back past the call's
+// deadline for it (half the margin before the hold's end) goes on to the
+// transaction, which finds the hold in its last second and refuses it
+// (hold_expired). The held-back commit is still on its way: when it lands
+// after that answer, nothing it is conditioned on has changed (the
+// transaction wrote nothing), and the hold is confirmed, its booking
+// written, while its only caller was told hold_expired (issue #48: a call
+// answering against its own landed commit). Red before: the booking
+// landed after the answer. Now the call waits out the hold's end (at most
+// the margin) and expires it in the commit that refuses, which fails the
+// held-back one for good (or finds it landed, and answers its booking).
+func TestAConfirmWhoseOneCommitLandsAfterItsRefusal(t *testing.T) {
+	t.Parallel()
+	tp := newTapped(t)
+	ctx := context.Background()
+	warm(t, tp.svc)
+	h, _, err := tp.svc.Hold(ctx, "e", Request{UID: "u", ScreeningID: "s1", Seats: []string{"A2"}, RequestID: "h"}, MinHold)
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Until(h.HeldUntil.Add(-1800 * time.Millisecond)))
+	fast := false
+	tp.svc.hooks.beforeCommit = func(f bool) { fast = f }
+	release := make(chan struct{})
+	var once sync.Once
+	tp.mu.Lock()
+	tp.late = func(method string, req any) <-chan struct{} {
+		c, ok := req.(*pb.CommitRequest)
+		if !ok || method != "Commit" || !outTransaction(c) {
+			return nil
+		}
+		var got <-chan struct{}
+		for _, w := range c.Writes {
+			if strings.Contains(w.GetUpdate().GetName(), "/"+Bookings+"/") {
+				once.Do(func() { got = release })
+			}
+		}
+		return got
+	}
+	tp.mu.Unlock()
+	b, _, err := tp.svc.ConfirmHold(ctx, "u", h.ID)
+	close(release)
+	tp.landed.Wait()
+	if !fast {
+		t.Fatalf("the confirm did not try its one commit (answered %+v, %v)", b, err)
+	}
+	doc := tp.direct.Collection(Bookings).Doc(confirmationID("u", h.ID))
+	_, gerr := doc.Get(ctx)
+	switch {
+	case err == nil && gerr != nil:
+		t.Fatalf("answered %s, which is not in Firestore: %v", b.ID, gerr)
+	case err != nil && !notFound(gerr):
+		t.Fatalf("answered %v, yet its held-back commit landed after the answer and booked %s (%v)", err, doc.ID, gerr)
+	case err != nil && !errors.Is(err, ErrHoldExpired):
+		t.Fatalf("answered %v, want the booking or hold_expired", err)
+	}
+	if err != nil {
+		if got, _, rerr := tp.svc.readHold(ctx, "u", h.ID); rerr != nil || got.Status != StatusExpired {
+			t.Fatalf("refused, and the hold is %q (%v), want expired (what fails the held-back commit)", got.Status, rerr)
+		}
+	}
+	t.Logf("answered %q, %v", b.ID, err)
+	checkSeats(t, tp.direct)
 }

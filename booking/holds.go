@@ -404,40 +404,66 @@ func (s *Service) ConfirmHold(ctx context.Context, uid, holdID string) (_ Bookin
 	case h.Status != StatusHeld:
 		return Booking{}, false, ErrHoldExpired
 	}
-	if b, done, err := s.confirmFast(ctx, h, snap); done || err != nil {
-		return b, done, err
+	b, made, unheard, err := s.confirmFast(ctx, h, snap)
+	if made || err != nil {
+		return b, made, err
 	}
-	var b Booking
-	created := false
-	_, err = s.onHold(ctx, uid, holdID, func(tx *firestore.Transaction, h *Hold, docs heldDocs, now time.Time) error {
-		created = false
-		if h.Status == StatusOK { // confirmed meanwhile (our own lost answer, or a retry)
-			return nil
-		}
-		sc, err := DecodeScreening(docs.screening)
-		if err != nil {
-			return err
-		}
-		if h.Status == StatusPaying || sc.Priced {
-			return ErrPaymentRequired
-		}
-		if err := s.confirmable(h, sc, now); err != nil {
-			return err
-		}
-		for _, seat := range docs.seats {
-			if !ours(seat, h.ID) {
+	created, expired := false, false
+	for settle := 0; ; settle++ {
+		wait := false
+		_, err = s.onHold(ctx, uid, holdID, func(tx *firestore.Transaction, h *Hold, docs heldDocs, now time.Time) error {
+			created, expired, wait = false, false, false
+			if h.Status == StatusOK { // confirmed meanwhile (our own lost answer, or a retry)
+				return nil
+			}
+			sc, err := DecodeScreening(docs.screening)
+			if err != nil {
+				return err
+			}
+			if h.Status == StatusPaying || sc.Priced {
+				return ErrPaymentRequired
+			}
+			seatsOurs := !slices.ContainsFunc(docs.seats, func(seat *firestore.DocumentSnapshot) bool { return !ours(seat, h.ID) })
+			if err := s.confirmable(h, sc, now); err != nil {
+				if !unheard || !errors.Is(err, ErrHoldExpired) || h.Status != StatusHeld || !seatsOurs {
+					return err
+				}
+				// Our one commit went unheard and may still land: nothing
+				// it is conditioned on (the hold, its seats, as read) has
+				// changed, and it would confirm the hold after this call
+				// answered hold_expired. Once the hold has ended, expire
+				// it in this commit, which fails that one for good; until
+				// then, wait for the end (at most the margin).
+				if h.live(now) {
+					wait = true
+					return err
+				}
+				expired = true
+				return s.endHold(tx, h, docs, StatusExpired, EndedByTime, now)
+			}
+			if !seatsOurs {
 				return ErrHoldExpired
 			}
+			b = confirmation(h)
+			if err := s.confirmIn(ctx, tx, h, docs, &b, now, ""); err != nil {
+				return err
+			}
+			created = true
+			return nil
+		})
+		if !wait || settle >= 3 {
+			break
 		}
-		b = confirmation(h)
-		if err := s.confirmIn(ctx, tx, h, docs, &b, now, ""); err != nil {
-			return err
+		sleep(ctx, s.untilPassed(h.HeldUntil))
+		if ctx.Err() != nil {
+			return Booking{}, false, ctx.Err()
 		}
-		created = true
-		return nil
-	})
+	}
 	if err != nil {
 		return Booking{}, false, err
+	}
+	if expired {
+		return Booking{}, false, ErrHoldExpired
 	}
 	if !created {
 		h, _, err := s.readHold(ctx, uid, holdID)
@@ -472,37 +498,39 @@ func confirmation(h *Hold) Booking {
 // extensions write both), so they share its update time: the commit is
 // conditioned on the hold and each seat still having it, which nothing but
 // this hold's own writes can keep. done is false when the request needs
-// the transaction.
-func (s *Service) confirmFast(ctx context.Context, h Hold, snap *firestore.DocumentSnapshot) (Booking, bool, error) {
+// the transaction; unheard, when the commit was sent and failed otherwise
+// than on its preconditions: it may have landed, or land yet (a request
+// the network delivers after its caller gave up).
+func (s *Service) confirmFast(ctx context.Context, h Hold, snap *firestore.DocumentSnapshot) (_ Booking, done, unheard bool, _ error) {
 	s.screenings.entry(h.ScreeningID) // a hold was made on it: it exists, so keep it current
 	got, ok := s.screenings.current(h.ScreeningID)
 	if !ok || got.err != nil || (s.gate != nil && s.gate.Gated(got.snap)) {
-		return Booking{}, false, nil
+		return Booking{}, false, false, nil
 	}
 	now := snap.ReadTime
 	if got.sc.Priced {
-		return Booking{}, false, ErrPaymentRequired
+		return Booking{}, false, false, ErrPaymentRequired
 	}
 	if err := s.confirmable(&h, got.sc, now); err != nil {
-		return Booking{}, false, err
+		return Booking{}, false, false, err
 	}
 	// Send nothing that could land after the hold ends: the deadline is
 	// half the margin before the hold's end by the latest the server's
 	// clock can read now.
 	_, hi, ok := s.clock.bounds()
 	if !ok {
-		return Booking{}, false, nil
+		return Booking{}, false, false, nil
 	}
 	cctx, cancel := context.WithTimeout(ctx, h.HeldUntil.Sub(hi)-confirmMargin/2)
 	defer cancel()
 	ctr, err := s.counter(ctx, h.ScreeningID)
 	if err != nil {
-		return Booking{}, false, err
+		return Booking{}, false, false, err
 	}
 	b := confirmation(&h)
 	issued, err := s.issue(&b)
 	if err != nil {
-		return Booking{}, false, err
+		return Booking{}, false, false, err
 	}
 	pre := firestore.LastUpdateTime(snap.UpdateTime)
 	//lint:ignore SA1019 WriteBatch is the only atomic multi-document write that costs one RPC.
@@ -524,10 +552,19 @@ func (s *Service) confirmFast(ctx context.Context, h Hold, snap *firestore.Docum
 	sent := time.Now()
 	res, err := wb.Commit(cctx)
 	if err != nil {
-		return Booking{}, false, nil // lost a precondition, or unheard: the transaction decides
+		return Booking{}, false, !isConflict(err), nil // lost a precondition, or unheard: the transaction decides
 	}
 	s.clock.observe(res[0].UpdateTime, sent, time.Now())
-	return b, true, nil
+	return b, true, false, nil
+}
+
+// untilPassed is how long until Firestore's clock has surely passed t: by
+// the clock estimate's lower bound, or the local clock and a margin.
+func (s *Service) untilPassed(t time.Time) time.Duration {
+	if lo, _, ok := s.clock.bounds(); ok {
+		return t.Sub(lo) + 10*time.Millisecond
+	}
+	return time.Until(t) + confirmMargin
 }
 
 // confirmed returns the booking a confirmed hold made, as stored.
