@@ -34,9 +34,15 @@ type pubsubMessage struct {
 // {"message": {"data": <base64>, "messageId", "publishTime", ...},
 // "subscription"}; Source and ID are the CloudEvent's (the ID is the
 // message ID), PublishTime the message's, else the CloudEvent's time. Data
-// that is not such a message gives an error wrapping ErrBadPayload: no
-// delivery can fix it, so acknowledge it (see Acknowledge). No RPC.
+// that is not such a message, or an event without a source or an id (which
+// EventKey needs), gives an error wrapping ErrBadPayload: no delivery can
+// fix it, so acknowledge it (see Acknowledge). No RPC.
 func FromCloudEvent(e CloudEvent) (Event, error) {
+	if e.Source() == "" || e.ID() == "" {
+		// The run is keyed by both (EventKey): without them every such
+		// event would be one run, all but the first AlreadyDone.
+		return Event{}, fmt.Errorf("%w: the CloudEvent has no source or id (source %q, id %q)", ErrBadPayload, e.Source(), e.ID())
+	}
 	var d pubsubMessage
 	if err := json.Unmarshal(e.Data(), &d); err != nil {
 		return Event{}, fmt.Errorf("%w: the CloudEvent's data is not a Pub/Sub message: %v", ErrBadPayload, err)

@@ -86,6 +86,32 @@ func TestFromCloudEvent(t *testing.T) {
 	}
 }
 
+// A CloudEvent without an id or a source (the two the run is keyed by,
+// EventKey) is a bad payload at the door, as Deliver has it: taken as an
+// Event, every such event would share one key and all but the first be
+// AlreadyDone, lost (found by issue #52's review).
+func TestFromCloudEventWithoutIDOrSource(t *testing.T) {
+	data := []byte(`{"message": {"data": "e30=", "messageId": "1"}}`)
+	for _, tc := range []struct{ name, id, source string }{
+		{"no id", "", source},
+		{"no source", "4711", ""},
+		{"neither", "", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := cloudevent.New()
+			e.SetID(tc.id)
+			e.SetSource(tc.source)
+			if err := e.SetData(cloudevent.ApplicationJSON, data); err != nil {
+				t.Fatal(err)
+			}
+			got, err := jobs.FromCloudEvent(e)
+			if !errors.Is(err, jobs.ErrBadPayload) || !jobs.Acknowledge(err) {
+				t.Fatalf("got %+v %v, want a bad payload, acknowledged", got, err)
+			}
+		})
+	}
+}
+
 // Events.Do takes its key and body, and options for the rest; a key that
 // cannot name a document is refused before anything is written.
 func TestEventsDoTakesOptions(t *testing.T) {

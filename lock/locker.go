@@ -686,7 +686,7 @@ func (l *Locker) AcquireAll(ctx context.Context, keys []string, opts ...AcquireO
 	var last error // the last try's ErrHeld, or ErrUnanswered (settled, retried)
 	for attempt := 0; ; attempt++ {
 		ls, err := l.tryAcquireAll(ctx, keys, opts...)
-		if last != nil && err != nil && ctx.Err() != nil {
+		if last != nil && err != nil && ended(ctx) != nil {
 			// The context ended inside this try: the caller gave up waiting,
 			// as below, and the try's own error (the context's) says nothing
 			// of the key, unless the try was settled (a grant that may have
@@ -697,7 +697,7 @@ func (l *Locker) AcquireAll(ctx context.Context, keys []string, opts ...AcquireO
 			l.metrics.acquired(ctx, start, last)
 			return nil, waitedInVain(ctx, keys, last)
 		}
-		if !errors.Is(err, ErrHeld) && !(errors.Is(err, ErrUnanswered) && ctx.Err() == nil) {
+		if !errors.Is(err, ErrHeld) && !(errors.Is(err, ErrUnanswered) && ended(ctx) == nil) {
 			l.metrics.acquired(ctx, start, err)
 			return ls, err
 		}
@@ -728,9 +728,9 @@ func (l *Locker) AcquireAll(ctx context.Context, keys []string, opts ...AcquireO
 // finds the holder.
 func waitedInVain(ctx context.Context, keys []string, last error) error {
 	if last == nil {
-		return fmt.Errorf("lock: waiting for %q: %w", keys, context.Cause(ctx))
+		return fmt.Errorf("lock: waiting for %q: %w", keys, ended(ctx))
 	}
-	return fmt.Errorf("lock: waiting for %q: %w (last: %w)", keys, context.Cause(ctx), last)
+	return fmt.Errorf("lock: waiting for %q: %w (last: %w)", keys, ended(ctx), last)
 }
 
 // WithLock acquires key (waiting, as Acquire), keeps the lease alive while
@@ -807,13 +807,32 @@ func (l *Locker) ReleaseAll(ctx context.Context) (int, error) {
 // context.DeadlineExceeded) holds whether the deadline struck before the RPC
 // or inside it (where gRPC reports a status, not the context's error).
 func withContext(ctx context.Context, err error) error {
-	if err == nil || ctx.Err() == nil || errors.Is(err, ctx.Err()) {
+	cause := ended(ctx)
+	if err == nil || cause == nil {
+		return err
+	}
+	if base := ctx.Err(); errors.Is(err, base) || base == nil && errors.Is(err, context.DeadlineExceeded) {
 		return err
 	}
 	if errors.Is(err, ErrUnanswered) { // settled: say so too
-		return fmt.Errorf("%w: %w", context.Cause(ctx), err)
+		return fmt.Errorf("%w: %w", cause, err)
 	}
-	return fmt.Errorf("%w: %v", context.Cause(ctx), err)
+	return fmt.Errorf("%w: %v", cause, err)
+}
+
+// ended is why ctx has ended, or nil: its cause once it is done, and
+// context.DeadlineExceeded as soon as its deadline has passed by the clock,
+// before its timer fires and sets its Err. gRPC answers DeadlineExceeded by
+// the clock, and a loaded machine can run the caller on before the timer's
+// goroutine: the caller's deadline must show in the error all the same.
+func ended(ctx context.Context) error {
+	if ctx.Err() != nil {
+		return context.Cause(ctx)
+	}
+	if d, ok := ctx.Deadline(); ok && !time.Now().Before(d) {
+		return context.DeadlineExceeded
+	}
+	return nil
 }
 
 // isConflict: the commit lost to a concurrent change of a document (it
