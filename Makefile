@@ -48,11 +48,13 @@ bin/firelock:
 
 # Every scenario against the seed patterns; a table and bench-results.json.
 # The web client's benchmarks run on the same emulators, inside the local
-# bundle: its mutex (bench-results-web.json) and how fast a booking reaches
-# another client's listener (bench-results-web-latency.json).
+# bundle: its mutex (bench-results-web.json), how fast a booking reaches
+# another client's listener (bench-results-web-latency.json), and the
+# scanner's offline verdicts in Chromium (the Playwright tests tagged
+# @bench; web/test-results/door-verdict-chromium.json).
 bench: deps
-	go run ./cmd/firelock-local -port 0 -web off -schedule '' -log bench-functions.log -- \
-		sh -c 'go run ./cmd/bench && npm --prefix web run --silent bench'
+	go run ./cmd/firelock-local -port 0 -web preview -web-port 0 -schedule '' -log bench-functions.log -- \
+		sh -c 'go run ./cmd/bench && npm --prefix web run --silent bench && cd web && E2E_BENCH=1 npx playwright test'
 
 # Minutes of the lock's fault soak and of the linearizability checks of
 # the lock, the seat map and the counter (FIRELOCK_SOAK each, a fresh seed

@@ -148,6 +148,10 @@ type hooks struct {
 	// beforeCommit runs before each commit that takes seats; fast tells
 	// whether it is the one-commit path.
 	beforeCommit func(fast bool)
+	// batchRead sees (and may replace) the snapshots of takeRead's batched
+	// read: the claim's own document first, then the screening, the pass
+	// (under a gate) and the seats.
+	batchRead func(snaps []*firestore.DocumentSnapshot)
 	// noSeatPrecondition plants a bug: seats are written without their
 	// preconditions (a blind overwrite of whoever has them).
 	noSeatPrecondition bool

@@ -9,10 +9,14 @@ const chromium = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
 // other specs call the functions from Node, without App Check tokens. In
 // any other bundle appcheck.spec.ts skips itself.
 const appCheckEnforced = process.env.FIRELOCK_APPCHECK === "enforce";
+// Tests tagged @bench time something (a measurement, not a pass/fail): they
+// run in `make bench` (E2E_BENCH=1), never in `make test`.
+const bench = process.env.E2E_BENCH === "1";
 
 export default defineConfig({
   testDir: "e2e",
   ...(appCheckEnforced ? { testMatch: "appcheck.spec.ts" } : {}),
+  ...(bench ? { grep: /@bench/ } : { grepInvert: /@bench/ }),
   outputDir: "test-results/artifacts",
   timeout: 90_000,
   expect: { timeout: 20_000 },

@@ -276,9 +276,15 @@ func testRoleGrantAndRevoke(t *testing.T, group, claim string) {
 	if err != nil || u.CustomClaims[claim] != true || u.CustomClaims["tier"] != "gold" || len(u.CustomClaims) != 2 {
 		t.Fatalf("claims after grant: %v (%v)", u.CustomClaims, err)
 	}
+	if out := c.must(group, "list"); !strings.Contains(out, email+"  "+uid) {
+		t.Errorf("%s list after the grant says %q, want %s and its uid", group, out, email)
+	}
 	c.must(group, "revoke", email)
 	if u, _ := ac.GetUser(ctx, uid); u.CustomClaims[claim] != nil || u.CustomClaims["tier"] != "gold" {
 		t.Fatalf("claims after revoke: %v", u.CustomClaims)
+	}
+	if out := c.must(group, "list", "-o", "json"); strings.Contains(out, email) || !strings.HasPrefix(strings.TrimSpace(out), "[") {
+		t.Errorf("%s list -o json after the revoke says %q, want a JSON list without %s", group, out, email)
 	}
 	if code, _, errOut := c.run(group, "grant", "not-an-email"); code != exitUsage || !strings.Contains(errOut, "not an email") {
 		t.Errorf("grant to not-an-email: exit %d, %q", code, errOut)

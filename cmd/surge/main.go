@@ -156,6 +156,19 @@ func defaults() config {
 func main() {
 	cfg := defaults()
 	var jsonPath, logPath string
+	door := doorDefaults()
+	var doorMode bool
+	flag.BoolVar(&doorMode, "door", false, "the door's surge instead of the sale's (issue #49): booked tickets arrive at the gates, scanners write under the rules, some gates go offline")
+	flag.IntVar(&door.Tickets, "tickets", door.Tickets, "with -door: tickets booked (through BookSeats) and presented")
+	flag.IntVar(&door.Gates, "gates", door.Gates, "with -door: gates, one scanner each")
+	flag.Float64Var(&door.Rate, "rate", door.Rate, "with -door: arrivals a second over every gate (screenshots included)")
+	flag.Float64Var(&door.Screenshots, "screenshots", door.Screenshots, "with -door: share of tickets also presented as a screenshot at another gate")
+	flag.DurationVar(&door.ScreenshotWithin, "screenshot-within", door.ScreenshotWithin, "with -door: a screenshot comes at most this long after the ticket")
+	flag.IntVar(&door.OfflineGates, "offline-gates", door.OfflineGates, "with -door: gates that lose the network (the last ones)")
+	flag.DurationVar(&door.OfflineFor, "offline-for", door.OfflineFor, "with -door: for this long, from a fifth of the arrivals' span")
+	flag.IntVar(&door.SeatsPerBooking, "seats-per-booking", door.SeatsPerBooking, "with -door: seats each buyer books")
+	flag.StringVar(&door.Plant, "door-plant", "", "with -door, a negative control: plant a bug the audit must catch ("+plantOverwrite+": gate A writes without the rules' precondition; "+plantDropConflicts+": offline gates drop refused entries)")
+	flag.DurationVar(&door.ScanP99, "goal-scan-p99", door.ScanP99, "goal with -door: online gates' scan-to-verdict p99 within this")
 	flag.IntVar(&cfg.Early, "early", cfg.Early, "users who join in the span before opensAt")
 	flag.DurationVar(&cfg.EarlySpan, "early-span", cfg.EarlySpan, "the early joiners join within this span before opensAt")
 	flag.IntVar(&cfg.Late, "late", cfg.Late, "users who join in the span after opensAt")
@@ -204,6 +217,10 @@ func main() {
 	flag.StringVar(&jsonPath, "json", "surge-results.json", "where to write the JSON report ('-': stdout, '': nowhere)")
 	flag.StringVar(&logPath, "log", "surge-functions.log", "where the functions and the admitter log")
 	flag.Parse()
+	if doorMode {
+		door.Seed = cfg.Seed
+		os.Exit(mainDoor(door, jsonPath, logPath))
+	}
 	limitSet := false
 	flag.Visit(func(f *flag.Flag) { limitSet = limitSet || f.Name == "limit" })
 	if !limitSet && cfg.Seats > 200 {
@@ -299,4 +316,42 @@ func (c config) check() error {
 		return fmt.Errorf("-bots %d: want 0 or more", c.Bots)
 	}
 	return nil
+}
+
+// mainDoor runs the door's surge and answers the exit status.
+func mainDoor(cfg doorConfig, jsonPath, logPath string) int {
+	if err := cfg.check(); err != nil {
+		fmt.Fprintln(os.Stderr, "surge:", err)
+		return 2
+	}
+	logf, err := os.Create(logPath)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "surge:", err)
+		return 2
+	}
+	defer logf.Close()
+	cfg.out, cfg.logw = os.Stderr, logf
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	rep, err := runDoor(ctx, cfg)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "surge:", err)
+		return 2
+	}
+	rep.print(os.Stdout)
+	if jsonPath != "" {
+		b, _ := json.MarshalIndent(rep, "", "  ")
+		if jsonPath == "-" {
+			os.Stdout.Write(append(b, '\n'))
+		} else if err := os.WriteFile(jsonPath, append(b, '\n'), 0o644); err != nil {
+			fmt.Fprintln(os.Stderr, "surge:", err)
+			return 2
+		} else {
+			fmt.Printf("\nJSON written to %s; the functions' log to %s\n", jsonPath, logPath)
+		}
+	}
+	if len(rep.Failures) > 0 {
+		return 1
+	}
+	return 0
 }

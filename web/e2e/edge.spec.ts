@@ -2,7 +2,7 @@
 // far from the front listens to neither the sale nor its place; it polls
 // SaleState, and is still let in when its turn comes.
 import { type Page } from "@playwright/test";
-import { type Sale, createScreening, createUser, expect, runAdmitter, setSale, signIn, test } from "./bundle";
+import { type Sale, callAs, createScreening, createUser, expect, getDoc, queueIdOf, runAdmitter, setSale, signIn, test } from "./bundle";
 
 /**
  * The documents a page asks Firestore's Listen channel to watch: every
@@ -149,6 +149,42 @@ test("a page waiting far from the front listens to neither sales/{id} nor its pl
     await setSale(screening, { ...sale, opensAt: new Date(Date.now() + 2_000) });
     await expect(queue).toHaveAttribute("data-queue-state", "admitted", { timeout: 20_000 });
     await expect(page.locator("#hall")).toBeVisible();
+  } finally {
+    await admitter.stop();
+  }
+});
+
+// The watcher's negative control: a page that does listen to its place is
+// caught. Near the front of an open sale (one ahead of it holds the only
+// pass) the app listens to its place, as §14 allows; the same watcher that
+// finds nothing open far back must find that listener here, or its "none"
+// above proves nothing.
+test("the listener watcher catches a listener: a page waiting near the front of an open sale listens to its place", async ({ open }) => {
+  test.slow();
+  const sale: Sale = { opensAt: new Date(Date.now() + 2_000), admitPerMinute: 60, maxActive: 1, passSeconds: 300, maxSeatsPerUser: 2 };
+  const screening = await createScreening({ rows: ["A"], seatsPerRow: 4, title: "Moonrise", sale });
+  const first = await createUser("first");
+  const user = await createUser("near");
+  const admitter = runAdmitter();
+  try {
+    expect((await callAs(first, "JoinQueue", { screeningId: screening })).status).toBeLessThan(300);
+    await expect
+      .poll(async () => (await getDoc(`queue/${queueIdOf(screening, first.uid)}`))?.fields.status?.stringValue, { timeout: 30_000 })
+      .toBe("admitted");
+    const page = await open();
+    const targets = await watchListenTargets(page);
+    await page.goto(`/?screening=${screening}`);
+    await signIn(page, user);
+    const beforeJoin = targets.added.length;
+    await page.locator('[data-action="join"]').click();
+    await expect(page.locator("#queue")).toHaveAttribute("data-queue-state", "waiting");
+    const place = (t: string) => t.startsWith("sales/") || t.startsWith("queue/");
+    await expect
+      .poll(async () => (await targets.openSince(beforeJoin)).filter(place), { message: `targets added since the join: ${targets.added.slice(beforeJoin).join(", ")}`, timeout: 20_000 })
+      .toContainEqual(expect.stringContaining(queueIdOf(screening, user.uid)));
+    // Still open seconds later: a listener, not a one-shot read caught before its answer.
+    await page.waitForTimeout(3000);
+    expect((await targets.openSince(beforeJoin)).filter(place)).toContainEqual(expect.stringContaining(queueIdOf(screening, user.uid)));
   } finally {
     await admitter.stop();
   }
