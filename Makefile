@@ -2,7 +2,7 @@
 # Each line of `make test` is a stage: scripts/stage.sh times it.
 STAGE = ./scripts/stage.sh
 
-.PHONY: run test deps bench surge soak bin/firelock
+.PHONY: run test deps bench surge soak lighthouse bin/firelock
 
 # Everything on loopback: emulators, every function, Pub/Sub wiring, demo
 # data, and the web app on Vite's dev server (http://127.0.0.1:5173).
@@ -55,6 +55,14 @@ bin/firelock:
 bench: deps
 	go run ./cmd/firelock-local -port 0 -web preview -web-port 0 -schedule '' -log bench-functions.log -- \
 		sh -c 'go run ./cmd/bench && npm --prefix web run --silent bench && cd web && E2E_BENCH=1 npx playwright test'
+
+# Lighthouse's mobile audit of the built app's seat map (issue #50), inside
+# the local bundle (web/scripts/lighthouse.mjs, Debian's Chromium or
+# CHROME_PATH): exit 1 under accessibility 95, best practices 95 or
+# performance 90; the report in web/test-results/lighthouse.html.
+lighthouse: deps
+	go run ./cmd/firelock-local -port 0 -web preview -web-port 0 -schedule '' -env-file '' -log web/test-results/functions-lighthouse.log -- \
+		sh -c 'cd web && node scripts/lighthouse.mjs'
 
 # Minutes of the lock's fault soak and of the linearizability checks of
 # the lock, the seat map and the counter (FIRELOCK_SOAK each, a fresh seed

@@ -16,6 +16,6 @@ export default tseslint.config(
     },
   },
   { files: ["eslint.config.js", "scripts/*.mjs"], ...tseslint.configs.disableTypeChecked },
-  // Node scripts that drive Chromium (scripts/page-fit.mjs): Node's globals, and the page's inside evaluate().
-  { files: ["scripts/*.mjs"], languageOptions: { globals: { process: "readonly", console: "readonly", document: "readonly", getComputedStyle: "readonly" } } },
+  // Node scripts (scripts/page-fit.mjs drives Chromium, scripts/lighthouse.mjs writes a screening): Node's globals, and the page's inside evaluate().
+  { files: ["scripts/*.mjs"], languageOptions: { globals: { process: "readonly", console: "readonly", fetch: "readonly", document: "readonly", getComputedStyle: "readonly" } } },
 );

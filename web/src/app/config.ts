@@ -16,7 +16,7 @@
  * | `VITE_APPCHECK_TOKEN_URL`       | App Check with firelock-local's tokens (local; appcheck.ts) |
  */
 import { type FirebaseApp, type FirebaseOptions, initializeApp } from "firebase/app";
-import { type Auth, connectAuthEmulator, getAuth } from "firebase/auth";
+import { type Auth, browserLocalPersistence, browserSessionPersistence, connectAuthEmulator, indexedDBLocalPersistence, initializeAuth } from "firebase/auth";
 import { type Firestore, connectFirestoreEmulator, getFirestore, initializeFirestore, persistentLocalCache, persistentMultipleTabManager } from "firebase/firestore";
 import { type AppCheckEnv, type AppCheckTokens, appCheckSetup, startAppCheck } from "./appcheck";
 
@@ -86,7 +86,10 @@ export async function services(env: Env = import.meta.env as Env, opts: ServiceO
   const app = initializeApp(options);
   // First, so that App Check is ready before anything calls the functions.
   const appCheckToken = startAppCheck(app, appCheckSetup(env));
-  const auth = getAuth(app);
+  // getAuth's persistence without its popup and redirect resolver: the app
+  // signs in by email, and the resolver loads apis.google.com's script on
+  // every page (Lighthouse's best practices, issue #50).
+  const auth = initializeAuth(app, { persistence: [indexedDBLocalPersistence, browserLocalPersistence, browserSessionPersistence] });
   const db = opts.persistentCache ? initializeFirestore(app, { localCache: persistentLocalCache({ tabManager: persistentMultipleTabManager() }) }) : getFirestore(app);
   if (env.VITE_AUTH_EMULATOR_HOST) {
     connectAuthEmulator(auth, `http://${env.VITE_AUTH_EMULATOR_HOST}`, { disableWarnings: true });

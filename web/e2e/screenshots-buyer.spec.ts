@@ -1,0 +1,152 @@
+// Screenshots at 360×740 of every state a buyer meets (issue #50): signed
+// out, choosing, held, paying, paid, cancelled, lapsed, revoked, waiting,
+// admitted, sold out and the tickets, kept under
+// test-results/screenshots/buyer-360-*.png for a person to look at. Each
+// state is reached as a buyer reaches it, through the real functions, and
+// checked by its hook before it is taken.
+import { type Page } from "@playwright/test";
+import { type TestUser, createScreening, createUser, env, expect, makeOperator, runAdmitter, signIn, test } from "./bundle";
+
+const phone = { width: 360, height: 740 };
+const seat = (page: Page, id: string) => page.locator(`[data-seat="${id}"]`);
+const queue = (page: Page) => page.locator("#queue");
+const status = (page: Page) => page.locator("[data-status]");
+
+/** The page as the buyer sees it, and the whole page below it. */
+async function shoot(page: Page, state: string): Promise<void> {
+  await page.screenshot({ path: `test-results/screenshots/buyer-360-${state}.png` });
+  await page.screenshot({ path: `test-results/screenshots/buyer-360-${state}-full.png`, fullPage: true });
+}
+
+async function phonePage(open: () => Promise<Page>): Promise<Page> {
+  const p = await open();
+  await p.setViewportSize(phone);
+  return p;
+}
+
+const halls = { rows: ["A", "B", "C", "D", "E", "F", "G", "H", "I", "J"], seatsPerRow: 20, title: "Metropolis", price: { amount: 900, currency: "eur", rows: { A: 1500, B: 1500 } } };
+
+test("a buyer's own states at 360 px: signed out, choosing, held, paying, paid, tickets, cancelled, lapsed", async ({ open }) => {
+  const screening = await createScreening(halls);
+  const p = await phonePage(open);
+  await p.goto(`/?screening=${screening}`);
+  await expect(p.locator("[data-bar-action]")).toHaveText("Sign in");
+  await shoot(p, "signed-out");
+
+  await signIn(p, await createUser("buyer"));
+  for (const s of ["E9", "E10"]) await seat(p, s).click();
+  await expect(p.locator("[data-bar-action]")).toHaveText("Hold 2 seats");
+  await shoot(p, "choosing");
+
+  await p.locator("[data-bar-action]").click();
+  await expect(seat(p, "E10")).toHaveAttribute("data-state", "mine-held");
+  await expect(p.locator("[data-bar-action]")).toHaveText("Pay");
+  await shoot(p, "held");
+
+  await p.locator("[data-bar-action]").click();
+  await p.waitForURL((u) => u.pathname === "/checkout");
+  await shoot(p, "checkout");
+  await p.goBack();
+  await expect(p.locator("[data-hold]")).toHaveAttribute("data-payment-state", "paying");
+  await shoot(p, "paying");
+
+  await p.locator("[data-bar-action]").click();
+  await p.waitForURL((u) => u.pathname === "/checkout");
+  await p.locator('[data-checkout="pay"]').click();
+  await p.waitForURL((u) => u.href.startsWith(env.web) && u.pathname === "/");
+  await expect(seat(p, "E10")).toHaveAttribute("data-state", "mine-booked");
+  await expect(p.locator("[data-order]")).toBeInViewport();
+  await shoot(p, "paid");
+
+  const tickets = await p.locator("[data-order-tickets]").getAttribute("href");
+  await p.goto(new URL(tickets ?? "", p.url()).href);
+  await expect(p.locator("[data-ticket-state]")).toHaveCount(2);
+  await expect(p.locator("[data-ticket-state]").first()).toHaveAttribute("data-ticket-state", "valid");
+  await shoot(p, "tickets");
+  await p.goto(`/?screening=${screening}`);
+  await expect(seat(p, "E10")).toHaveAttribute("data-state", "mine-booked");
+
+  const booking = p.locator("[data-booking]");
+  await booking.locator('[data-action="cancel"]').click();
+  await expect(booking.locator("[data-cancel-question]")).toBeVisible();
+  await shoot(p, "cancel-asks");
+  await booking.locator('[data-action="cancel-refund"]').click();
+  await expect(status(p)).toHaveText("Cancelled E9 and E10 and refunded €18.00 in full.");
+  await status(p).scrollIntoViewIfNeeded();
+  await shoot(p, "cancelled");
+
+  // A hold of 5 s that runs out.
+  await p.goto(`/?screening=${screening}&holdSeconds=5`);
+  await seat(p, "F4").click();
+  await p.locator("[data-bar-action]").click();
+  await expect(seat(p, "F4")).toHaveAttribute("data-state", "mine-held");
+  await expect(p.locator("[data-hold]")).toHaveAttribute("data-hold-state", "lapsed", { timeout: 15_000 });
+  await expect(status(p)).toHaveAttribute("data-code", "hold_expired");
+  await shoot(p, "lapsed");
+});
+
+/** A fresh ID token of a user (one made after a custom claim changed carries it). */
+async function freshToken(user: TestUser): Promise<string> {
+  const res = await fetch(`http://${env.auth}/identitytoolkit.googleapis.com/v1/accounts:signInWithPassword?key=fake-api-key`, {
+    method: "POST",
+    headers: { "Content-Type": "application/json" },
+    body: JSON.stringify({ email: user.email, password: user.password, returnSecureToken: true }),
+  });
+  if (!res.ok) throw new Error(`signIn: ${String(res.status)} ${await res.text()}`);
+  return ((await res.json()) as { idToken: string }).idToken;
+}
+
+test("a sale's states at 360 px: waiting, admitted, sold out, and a revoked pass", async ({ open }) => {
+  // One row of two seats, one pass at a time: the first buyer is admitted
+  // and books both, the second waits, then meets the sold-out sale.
+  const sale = { opensAt: new Date(Date.now() - 30_000), admitPerMinute: 60, maxActive: 1, passSeconds: 600 };
+  const screening = await createScreening({ rows: ["A"], seatsPerRow: 2, title: "Nosferatu", sale, price: { amount: 900, currency: "eur" } });
+  const revoked = await createScreening({ rows: ["A", "B"], seatsPerRow: 8, title: "Nosferatu", sale, price: { amount: 900, currency: "eur" } });
+  const admitter = runAdmitter();
+  try {
+    const a = await phonePage(open);
+    await a.goto(`/?screening=${screening}`);
+    await signIn(a, await createUser("first"));
+    await a.locator('[data-action="join"]').click();
+    await expect(queue(a)).toHaveAttribute("data-queue-state", "admitted", { timeout: 60_000 });
+    await shoot(a, "admitted");
+
+    const w = await phonePage(open);
+    await w.goto(`/?screening=${screening}`);
+    await signIn(w, await createUser("second"));
+    await w.locator('[data-action="join"]').click();
+    await expect(queue(w)).toHaveAttribute("data-queue-state", "waiting");
+    await shoot(w, "waiting");
+
+    for (const s of ["A1", "A2"]) await seat(a, s).click();
+    await a.locator("[data-bar-action]").click();
+    await expect(seat(a, "A2")).toHaveAttribute("data-state", "mine-held");
+    await a.locator("[data-bar-action]").click();
+    await a.waitForURL((u) => u.pathname === "/checkout");
+    await a.locator('[data-checkout="pay"]').click();
+    await a.waitForURL((u) => u.href.startsWith(env.web) && u.pathname === "/");
+    await expect(queue(w)).toHaveAttribute("data-sale-state", "soldout", { timeout: 30_000 });
+    await expect(status(w)).toHaveAttribute("data-code", "sold_out");
+    await shoot(w, "sold-out");
+
+    // An operator revokes an admitted buyer's pass (CONTRACT §8).
+    const r = await phonePage(open);
+    const buyer = await createUser("revoked");
+    await r.goto(`/?screening=${revoked}`);
+    await signIn(r, buyer);
+    await r.locator('[data-action="join"]').click();
+    await expect(queue(r)).toHaveAttribute("data-queue-state", "admitted", { timeout: 60_000 });
+    const op = await createUser("operator");
+    await makeOperator(op);
+    const res = await fetch(`${env.functions}/OperateSale`, {
+      method: "POST",
+      headers: { "Content-Type": "application/json", Authorization: `Bearer ${await freshToken(op)}` },
+      body: JSON.stringify({ screeningId: revoked, action: "revoke", uid: buyer.uid, reason: "bought with a stolen card" }),
+    });
+    expect(res.status, await res.clone().text()).toBe(200);
+    await expect(queue(r)).toHaveAttribute("data-queue-ended", "revoked");
+    await shoot(r, "revoked");
+  } finally {
+    await admitter.stop();
+  }
+});
