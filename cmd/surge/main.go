@@ -78,6 +78,10 @@ type config struct {
 	// scripted joiners send none (issue #40).
 	AppCheck string `json:"appCheck"`
 	Bots     int    `json:"bots"`
+	// ListenWait: the waiting people listen to sales/{id} and their place
+	// from the join on, as before issue #51; otherwise they poll SaleState
+	// as the app does (CONTRACT §14, wait.go).
+	ListenWait bool `json:"listenWait"`
 
 	Limit time.Duration `json:"limit"` // the sale runs at most this long after opensAt
 	Seed  uint64        `json:"seed"`
@@ -119,6 +123,10 @@ type goals struct {
 	// (server and listeners) per seat sold (issue #31).
 	ConfirmBurstP99 time.Duration `json:"confirmBurstP99"`
 	ReadsPerSeat    float64       `json:"readsPerSeat"`
+	// PeakListeners: the users' listeners open at once, at most
+	// maxActive + 2 × admitPerMinute + this (issue #51: the passes, those
+	// near the front, and operators); negative: not judged.
+	PeakListenersSlack int `json:"peakListenersSlack"`
 	// With -best (issue #39): HoldSeats' p99 in the burst, and the share of
 	// the hall left as stranded single seats at the end.
 	HoldBurstP99  time.Duration `json:"holdBurstP99"`
@@ -148,7 +156,7 @@ func defaults() config {
 		// to about 10 s, then answers 429 (docs/operating.md).
 		FrontWait: 10 * time.Second,
 		Goals: goals{HotWritesPer10s: 10, LateInversions: 0.01, SpearmanSigmas: 4,
-			FirstAdmission: 2 * time.Second, Refill: 3 * time.Second, SoldOut: true, ConfirmBurstP99: 2 * time.Second, ReadsPerSeat: 1000,
+			FirstAdmission: 2 * time.Second, Refill: 3 * time.Second, SoldOut: true, ConfirmBurstP99: 2 * time.Second, ReadsPerSeat: 100, PeakListenersSlack: 10,
 			HoldBurstP99: time.Second, StrandedShare: 0.02, WebhookP99: time.Second, StripeCallsPerSeat: 1.2},
 	}
 }
@@ -201,6 +209,8 @@ func main() {
 	flag.Float64Var(&cfg.Goals.ReadsPerSeat, "goal-reads-per-seat", cfg.Goals.ReadsPerSeat, "goal: reads (server and listeners) per seat sold")
 	flag.DurationVar(&cfg.Goals.HoldBurstP99, "goal-hold-p99", cfg.Goals.HoldBurstP99, "goal with -best: HoldSeats' p99 in the burst within this")
 	flag.Float64Var(&cfg.Goals.StrandedShare, "goal-stranded", cfg.Goals.StrandedShare, "goal with -best: at most this share of the hall left as stranded single seats at the end")
+	flag.BoolVar(&cfg.ListenWait, "listen-wait", cfg.ListenWait, "the waiting people listen to sales/{id} and their place, as before issue #51, instead of polling SaleState as the app does (CONTRACT §14)")
+	flag.IntVar(&cfg.Goals.PeakListenersSlack, "goal-peak-listeners", cfg.Goals.PeakListenersSlack, "goal: the users' listeners open at the peak at most maxActive + 2 × admitPerMinute + this (negative: not judged)")
 	flag.StringVar(&jsonPath, "json", "surge-results.json", "where to write the JSON report ('-': stdout, '': nowhere)")
 	flag.StringVar(&logPath, "log", "surge-functions.log", "where the functions and the admitter log")
 	flag.Parse()
