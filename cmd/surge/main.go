@@ -9,8 +9,11 @@
 // interceptor counts, as deployed functions are separate services), puts a
 // screening on sale, and publishes the job admitQueue every minute to
 // RunScheduledJob, as Cloud Scheduler does. Users join the queue around the
-// opening; while waiting they listen to sales/{id} and their own place, and
-// once admitted to the seat map, under the rules, as the app does. Each
+// opening; while waiting they poll SaleState (CONTRACT §14) as the app
+// does, read their place (a get) once, after the draw and when
+// admittedThrough reaches it, and listen to it near the front (with
+// -listen-wait: listen to sales/{id} and their place, as before issue
+// #51); once admitted they listen to the seat map, under the rules. Each
 // admitted user holds 1-4 free seats (on a 409, others; with -best, asks
 // for 1-4 best available seats), then confirms, walks away or releases. The run ends when the sale is sold out, everyone has
 // left, or the time limit passes.
