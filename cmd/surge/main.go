@@ -85,6 +85,9 @@ type config struct {
 	// from the join on, as before issue #51; otherwise they poll SaleState
 	// as the app does (CONTRACT §14, wait.go).
 	ListenWait bool `json:"listenWait"`
+	// CDN: a stand-in for Firebase Hosting's CDN answers the polls from
+	// the function's last answer for its s-maxage, as deployed.
+	CDN bool `json:"cdn"`
 
 	Limit time.Duration `json:"limit"` // the sale runs at most this long after opensAt
 	Seed  uint64        `json:"seed"`
@@ -142,7 +145,7 @@ type goals struct {
 
 func defaults() config {
 	return config{
-		Early: 1000, EarlySpan: 30 * time.Second, Late: 1000, LateSpan: 30 * time.Second, AppCheck: "off",
+		Early: 1000, EarlySpan: 30 * time.Second, Late: 1000, LateSpan: 30 * time.Second, AppCheck: "off", CDN: true,
 		Seats: 200, SeatsPerRow: 20,
 		AdmitPerMinute: 600, MaxActive: 100, PassSeconds: 30, MaxSeatsPerUser: 4,
 		PickMin: 1, PickMax: 4, HoldTries: 8, HoldSeconds: 30, Confirm: 0.7, Walk: 0.2,
@@ -213,6 +216,7 @@ func main() {
 	flag.DurationVar(&cfg.Goals.HoldBurstP99, "goal-hold-p99", cfg.Goals.HoldBurstP99, "goal with -best: HoldSeats' p99 in the burst within this")
 	flag.Float64Var(&cfg.Goals.StrandedShare, "goal-stranded", cfg.Goals.StrandedShare, "goal with -best: at most this share of the hall left as stranded single seats at the end")
 	flag.BoolVar(&cfg.ListenWait, "listen-wait", cfg.ListenWait, "the waiting people listen to sales/{id} and their place, as before issue #51, instead of polling SaleState as the app does (CONTRACT §14)")
+	flag.BoolVar(&cfg.CDN, "cdn", cfg.CDN, "a stand-in for Firebase Hosting's CDN answers the SaleState polls for the function's s-maxage, as deployed (-cdn=false: every poll reaches the function)")
 	flag.IntVar(&cfg.Goals.PeakListenersSlack, "goal-peak-listeners", cfg.Goals.PeakListenersSlack, "goal: the users' listeners open at the peak at most maxActive + 2 × admitPerMinute + this (negative: not judged)")
 	flag.StringVar(&jsonPath, "json", "surge-results.json", "where to write the JSON report ('-': stdout, '': nowhere)")
 	flag.StringVar(&logPath, "log", "surge-functions.log", "where the functions and the admitter log")

@@ -180,6 +180,9 @@ type waitFigures struct {
 	StateOK          int `json:"stateOk"`
 	StateNotModified int `json:"stateNotModified"`
 	StateOther       int `json:"stateOther"`
+	// StateCDNHits: polls the CDN stand-in answered (-cdn); the rest
+	// reached the function.
+	StateCDNHits int `json:"stateCdnHits"`
 	// The SaleState instance's reads of sales/{id} (and of the screening
 	// before the first publication); StateCacheHits: calls answered from
 	// its cache without a read.
@@ -361,7 +364,7 @@ func buildReport(cfg config, st *report.Sale, s *sim, us []*user, be *backend, a
 	r.Listeners = l
 
 	w := waitFigures{Mode: "poll", StateCalls: int(s.states.calls.Load()), StateOK: int(s.states.ok.Load()),
-		StateNotModified: int(s.states.notModified.Load()), StateOther: int(s.states.other.Load())}
+		StateNotModified: int(s.states.notModified.Load()), StateOther: int(s.states.other.Load()), StateCDNHits: int(s.states.edge.Load())}
 	if cfg.ListenWait {
 		w.Mode = "listen"
 	}
@@ -543,8 +546,8 @@ func (r *Report) print(w io.Writer) {
 	wf := r.Wait
 	p("\nwaiting  (%s)  listeners open at the peak  %d  %.0f s after opensAt (%s)  (goal <= %d)  %s",
 		wf.Mode, wf.PeakListeners, wf.PeakListenersAt, countsLine(wf.PeakListenersByKind), wf.PeakListenersBound, ok(wf.PeakListeners <= wf.PeakListenersBound))
-	p("  SaleState calls %d: %d answered 200, %d 304 (not modified), %d other; the function read sales/{id} %d times (%d calls from its cache)",
-		wf.StateCalls, wf.StateOK, wf.StateNotModified, wf.StateOther, wf.StateFunctionReads, wf.StateCacheHits)
+	p("  SaleState polls %d: %d answered 200, %d 304 (not modified), %d other; %d answered by the CDN stand-in, %d reached the function, which read sales/{id} %d times (%d calls from its cache)",
+		wf.StateCalls, wf.StateOK, wf.StateNotModified, wf.StateOther, wf.StateCDNHits, wf.StateCalls-wf.StateCDNHits, wf.StateFunctionReads, wf.StateCacheHits)
 	p("  reads by where billed: SaleState function %d, places' gets %d, listeners' deliveries %d, other functions and the admitter %d",
 		wf.ReadsStateFunction, wf.ReadsPlaceGets, wf.ReadsListenerDelivered, wf.ReadsOtherServer)
 	p("\nusers' outcomes: %s", countsLine(r.Outcomes))

@@ -181,6 +181,7 @@ type sim struct {
 	// The wait (wait.go): the SaleState polls, the places' gets, and the
 	// users' listeners open.
 	states    stateCalls
+	edge      *edgeCache // -cdn: the CDN stand-in in front of SaleState; nil: none
 	placeGets atomic.Int64
 	gauge     *listenerGauge
 
