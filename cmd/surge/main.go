@@ -9,8 +9,11 @@
 // interceptor counts, as deployed functions are separate services), puts a
 // screening on sale, and publishes the job admitQueue every minute to
 // RunScheduledJob, as Cloud Scheduler does. Users join the queue around the
-// opening; while waiting they listen to sales/{id} and their own place, and
-// once admitted to the seat map, under the rules, as the app does. Each
+// opening; while waiting they poll SaleState (CONTRACT §14) as the app
+// does, read their place (a get) once, after the draw and when
+// admittedThrough reaches it, and listen to it near the front (with
+// -listen-wait: listen to sales/{id} and their place, as before issue
+// #51); once admitted they listen to the seat map, under the rules. Each
 // admitted user holds 1-4 free seats (on a 409, others; with -best, asks
 // for 1-4 best available seats), then confirms, walks away or releases. The run ends when the sale is sold out, everyone has
 // left, or the time limit passes.
@@ -78,6 +81,13 @@ type config struct {
 	// scripted joiners send none (issue #40).
 	AppCheck string `json:"appCheck"`
 	Bots     int    `json:"bots"`
+	// ListenWait: the waiting people listen to sales/{id} and their place
+	// from the join on, as before issue #51; otherwise they poll SaleState
+	// as the app does (CONTRACT §14, wait.go).
+	ListenWait bool `json:"listenWait"`
+	// CDN: a stand-in for Firebase Hosting's CDN answers the polls from
+	// the function's last answer for its s-maxage, as deployed.
+	CDN bool `json:"cdn"`
 
 	Limit time.Duration `json:"limit"` // the sale runs at most this long after opensAt
 	Seed  uint64        `json:"seed"`
@@ -119,6 +129,10 @@ type goals struct {
 	// (server and listeners) per seat sold (issue #31).
 	ConfirmBurstP99 time.Duration `json:"confirmBurstP99"`
 	ReadsPerSeat    float64       `json:"readsPerSeat"`
+	// PeakListeners: the users' listeners open at once, at most
+	// maxActive + 2 × admitPerMinute + this (issue #51: the passes, those
+	// near the front, and operators); negative: not judged.
+	PeakListenersSlack int `json:"peakListenersSlack"`
 	// With -best (issue #39): HoldSeats' p99 in the burst, and the share of
 	// the hall left as stranded single seats at the end.
 	HoldBurstP99  time.Duration `json:"holdBurstP99"`
@@ -131,7 +145,7 @@ type goals struct {
 
 func defaults() config {
 	return config{
-		Early: 1000, EarlySpan: 30 * time.Second, Late: 1000, LateSpan: 30 * time.Second, AppCheck: "off",
+		Early: 1000, EarlySpan: 30 * time.Second, Late: 1000, LateSpan: 30 * time.Second, AppCheck: "off", CDN: true,
 		Seats: 200, SeatsPerRow: 20,
 		AdmitPerMinute: 600, MaxActive: 100, PassSeconds: 30, MaxSeatsPerUser: 4,
 		PickMin: 1, PickMax: 4, HoldTries: 8, HoldSeconds: 30, Confirm: 0.7, Walk: 0.2,
@@ -148,7 +162,7 @@ func defaults() config {
 		// to about 10 s, then answers 429 (docs/operating.md).
 		FrontWait: 10 * time.Second,
 		Goals: goals{HotWritesPer10s: 10, LateInversions: 0.01, SpearmanSigmas: 4,
-			FirstAdmission: 2 * time.Second, Refill: 3 * time.Second, SoldOut: true, ConfirmBurstP99: 2 * time.Second, ReadsPerSeat: 1000,
+			FirstAdmission: 2 * time.Second, Refill: 3 * time.Second, SoldOut: true, ConfirmBurstP99: 2 * time.Second, ReadsPerSeat: 100, PeakListenersSlack: 10,
 			HoldBurstP99: time.Second, StrandedShare: 0.02, WebhookP99: time.Second, StripeCallsPerSeat: 1.2},
 	}
 }
@@ -215,6 +229,9 @@ func main() {
 	flag.Float64Var(&cfg.Goals.ReadsPerSeat, "goal-reads-per-seat", cfg.Goals.ReadsPerSeat, "goal: reads (server and listeners) per seat sold")
 	flag.DurationVar(&cfg.Goals.HoldBurstP99, "goal-hold-p99", cfg.Goals.HoldBurstP99, "goal with -best: HoldSeats' p99 in the burst within this")
 	flag.Float64Var(&cfg.Goals.StrandedShare, "goal-stranded", cfg.Goals.StrandedShare, "goal with -best: at most this share of the hall left as stranded single seats at the end")
+	flag.BoolVar(&cfg.ListenWait, "listen-wait", cfg.ListenWait, "the waiting people listen to sales/{id} and their place, as before issue #51, instead of polling SaleState as the app does (CONTRACT §14)")
+	flag.BoolVar(&cfg.CDN, "cdn", cfg.CDN, "a stand-in for Firebase Hosting's CDN answers the SaleState polls for the function's s-maxage, as deployed (-cdn=false: every poll reaches the function)")
+	flag.IntVar(&cfg.Goals.PeakListenersSlack, "goal-peak-listeners", cfg.Goals.PeakListenersSlack, "goal: the users' listeners open at the peak at most maxActive + 2 × admitPerMinute + this (negative: not judged)")
 	flag.StringVar(&jsonPath, "json", "surge-results.json", "where to write the JSON report ('-': stdout, '': nowhere)")
 	flag.StringVar(&logPath, "log", "surge-functions.log", "where the functions and the admitter log")
 	flag.Parse()

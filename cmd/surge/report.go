@@ -73,6 +73,9 @@ type Report struct {
 	CallsPerSeatSold  float64       `json:"callsPerSeatSold"`
 	Cost              cost          `json:"cost"`
 	Listeners         listenerReads `json:"listeners"`
+	// The wait (issue #51, wait.go): listeners open at the peak, the
+	// SaleState polls, and the reads by where they are billed.
+	Wait waitFigures `json:"wait"`
 
 	Answers  map[string]int `json:"answers"`  // every function answer, by function, status and code
 	Outcomes map[string]int `json:"outcomes"` // how each user's surge ended
@@ -160,6 +163,38 @@ type listenerReads struct {
 	// CutByRules: seat-map listeners the emulator ended (permission
 	// denied) on a change after the pass had ended or turned done.
 	CutByRules int `json:"cutByRules"`
+}
+
+// waitFigures are the waiting room's load (CONTRACT §14, issue #51).
+type waitFigures struct {
+	Mode string `json:"mode"` // "poll" (SaleState, as the app) or "listen" (-listen-wait)
+	// The users' listeners open at once at the peak (sale, place, seat
+	// map), when (seconds after opensAt), and the bound judged.
+	PeakListeners       int            `json:"peakListeners"`
+	PeakListenersAt     float64        `json:"peakListenersAtSeconds"`
+	PeakListenersByKind map[string]int `json:"peakListenersByKind"`
+	PeakListenersBound  int            `json:"peakListenersBound"` // maxActive + 2 × admitPerMinute + slack
+	// SaleState polls: every call, its 200s, its 304s (If-None-Match
+	// matched), and the rest (429s of the front end, errors).
+	StateCalls       int `json:"stateCalls"`
+	StateOK          int `json:"stateOk"`
+	StateNotModified int `json:"stateNotModified"`
+	StateOther       int `json:"stateOther"`
+	// StateCDNHits: polls the CDN stand-in answered (-cdn); the rest
+	// reached the function.
+	StateCDNHits int `json:"stateCdnHits"`
+	// The SaleState instance's reads of sales/{id} (and of the screening
+	// before the first publication); StateCacheHits: calls answered from
+	// its cache without a read.
+	StateFunctionReads int `json:"stateFunctionReads"`
+	StateCacheHits     int `json:"stateCacheHits"`
+	// Reads by where they are billed: the SaleState function's, the
+	// places' gets, the users' listeners' deliveries, and the other
+	// functions' and the admitter's.
+	ReadsStateFunction     int `json:"readsStateFunction"`
+	ReadsPlaceGets         int `json:"readsPlaceGets"`
+	ReadsListenerDelivered int `json:"readsListenerDeliveries"`
+	ReadsOtherServer       int `json:"readsOtherServer"`
 }
 
 // failure is a check or a goal the run missed. Kind: correctness,
@@ -327,6 +362,30 @@ func buildReport(cfg config, st *report.Sale, s *sim, us []*user, be *backend, a
 	}
 	l.CutByRules = int(s.seatMapCut.Load())
 	r.Listeners = l
+
+	w := waitFigures{Mode: "poll", StateCalls: int(s.states.calls.Load()), StateOK: int(s.states.ok.Load()),
+		StateNotModified: int(s.states.notModified.Load()), StateOther: int(s.states.other.Load()), StateCDNHits: int(s.states.edge.Load())}
+	if cfg.ListenWait {
+		w.Mode = "listen"
+	}
+	s.gauge.mu.Lock()
+	w.PeakListeners, w.PeakListenersByKind = s.gauge.peak, maps.Clone(s.gauge.peakBy)
+	if !s.gauge.peakAt.IsZero() {
+		w.PeakListenersAt = report.Seconds(s.gauge.peakAt.Sub(opensAt))
+	}
+	s.gauge.mu.Unlock()
+	w.PeakListenersBound = st.MaxActive + 2*st.AdmitPerMinute + cfg.Goals.PeakListenersSlack
+	for _, in := range be.instances {
+		if in.name == "SaleState" {
+			w.StateFunctionReads = in.stats.Snapshot().Reads
+		}
+	}
+	w.StateCacheHits = max(0, len(byFn["SaleState"])-w.StateFunctionReads)
+	w.ReadsStateFunction = w.StateFunctionReads
+	w.ReadsPlaceGets = ln.ReadsBy["BatchGetDocuments"]
+	w.ReadsListenerDelivered = ln.ReadsBy["Listen"]
+	w.ReadsOtherServer = c.ServerReads - w.StateFunctionReads
+	r.Wait = w
 	return r
 }
 
@@ -408,6 +467,10 @@ func (r *Report) judge(g goals) {
 	if g.ReadsPerSeat > 0 && r.ReadsPerSeatSold > g.ReadsPerSeat {
 		add("goal", "%.0f reads per seat sold (goal %.0f)", r.ReadsPerSeatSold, g.ReadsPerSeat)
 	}
+	if w := r.Wait; g.PeakListenersSlack >= 0 && w.PeakListeners > w.PeakListenersBound {
+		add("goal", "%d listeners open at the peak, %.0f s after opensAt (goal <= maxActive + 2 × admitPerMinute + %d = %d)",
+			w.PeakListeners, w.PeakListenersAt, g.PeakListenersSlack, w.PeakListenersBound)
+	}
 	r.judgeBest(g, add)
 	r.judgePay(g, add)
 	r.judgeBots(add)
@@ -480,6 +543,13 @@ func (r *Report) print(w io.Writer) {
 	p("  listener reads of a waiting user  %.1f over %.0f s (%.2f a minute); of an admitted one  %.1f over %.0f s (%.2f a minute)",
 		l.WaitingReadsPerUser, l.WaitingSecondsPerUser, l.WaitingReadsPerMinute, l.AdmittedReadsPerUser, l.AdmittedSecondsPerUser, l.AdmittedReadsPerMinute)
 	p("  seat-map listeners the rules ended after the pass: %d", l.CutByRules)
+	wf := r.Wait
+	p("\nwaiting  (%s)  listeners open at the peak  %d  %.0f s after opensAt (%s)  (goal <= %d)  %s",
+		wf.Mode, wf.PeakListeners, wf.PeakListenersAt, countsLine(wf.PeakListenersByKind), wf.PeakListenersBound, ok(wf.PeakListeners <= wf.PeakListenersBound))
+	p("  SaleState polls %d: %d answered 200, %d 304 (not modified), %d other; %d answered by the CDN stand-in, %d reached the function, which read sales/{id} %d times (%d calls from its cache)",
+		wf.StateCalls, wf.StateOK, wf.StateNotModified, wf.StateOther, wf.StateCDNHits, wf.StateCalls-wf.StateCDNHits, wf.StateFunctionReads, wf.StateCacheHits)
+	p("  reads by where billed: SaleState function %d, places' gets %d, listeners' deliveries %d, other functions and the admitter %d",
+		wf.ReadsStateFunction, wf.ReadsPlaceGets, wf.ReadsListenerDelivered, wf.ReadsOtherServer)
 	p("\nusers' outcomes: %s", countsLine(r.Outcomes))
 	p("answers: %s", countsLine(r.Answers))
 	for _, e := range r.Problems {

@@ -143,7 +143,10 @@ func run(ctx context.Context, cfg config) (*Report, error) {
 	defer lb.close()
 	s := &sim{cfg: cfg, screening: surgeScreening, opensAt: opensAt, base: be.url, stop: make(chan struct{}),
 		callCtx: callCtx, answers: map[string]int{}, payments: pay, appCheck: ac,
-		http: &http.Client{Transport: lb}}
+		http: &http.Client{Transport: lb}, gauge: newListenerGauge()}
+	if cfg.CDN {
+		s.edge = &edgeCache{}
+	}
 	for _, r := range rows {
 		for n := 1; n <= cfg.SeatsPerRow; n++ {
 			s.hall = append(s.hall, fmt.Sprintf("%s%d", r, n))

@@ -93,6 +93,25 @@ func TestShortSurge(t *testing.T) {
 	if rep.HottestDoc == "" || rep.Cost.ServerWrites == 0 || rep.Cost.ListenerReads == 0 {
 		t.Fatalf("nothing counted: hottest %q, %d writes, %d listener reads", rep.HottestDoc, rep.Cost.ServerWrites, rep.Cost.ListenerReads)
 	}
+	// The wait as the app waits (issue #51): SaleState polled, mostly
+	// answered by the CDN stand-in or the instance's cache, and as 304s, the places read, and
+	// the listeners open at the peak within the bound.
+	w := rep.Wait
+	switch {
+	case w.Mode != "poll" || w.StateCalls == 0 || w.StateOK == 0 || w.StateNotModified == 0:
+		t.Errorf("SaleState polls: %+v, want calls, 200s and 304s", w)
+	case w.StateFunctionReads == 0 || w.StateCacheHits+w.StateCDNHits == 0 || w.StateFunctionReads >= w.StateCalls || !cfg.CDN || w.StateCDNHits == 0:
+		t.Errorf("SaleState's function read sales/{id} %d times for %d polls (%d answered by the CDN stand-in, %d from the function's cache): want fewer reads than polls, and some",
+			w.StateFunctionReads, w.StateCalls, w.StateCDNHits, w.StateCacheHits)
+	case w.ReadsPlaceGets == 0 || w.ReadsListenerDelivered == 0 || w.ReadsOtherServer == 0:
+		t.Errorf("reads by source: %+v, want places' gets, listeners' deliveries and the other server reads", w)
+	case w.ReadsStateFunction+w.ReadsOtherServer != rep.Cost.ServerReads || w.ReadsPlaceGets+w.ReadsListenerDelivered != rep.Cost.ListenerReads:
+		t.Errorf("reads by source %+v do not add up to the server's %d and the users' %d", w, rep.Cost.ServerReads, rep.Cost.ListenerReads)
+	case w.PeakListeners == 0 || w.PeakListenersByKind["sale"] != 0 || w.PeakListeners > w.PeakListenersBound ||
+		w.PeakListenersBound != cfg.MaxActive+2*cfg.AdmitPerMinute+cfg.Goals.PeakListenersSlack:
+		t.Errorf("listeners at the peak: %d %v, bound %d: want some, none on the sale, within maxActive + 2 × admitPerMinute + %d",
+			w.PeakListeners, w.PeakListenersByKind, w.PeakListenersBound, cfg.Goals.PeakListenersSlack)
+	}
 	t.Logf("sold out %.1f s after opening; hottest %s %d writes/10 s; %.1f reads and %.1f writes per seat",
 		rep.SellOutSeconds, rep.HottestDoc, rep.HottestDocWritesPer10s, rep.ReadsPerSeatSold, rep.WritesPerSeatSold)
 
@@ -106,7 +125,7 @@ func TestShortSurge(t *testing.T) {
 	}
 	for _, k := range []string{"seats", "seatsSold", "doubleBooked", "lostHolds", "overCap", "withoutPass", "earlyBeforeLate",
 		"earlySpearman", "lateInversions", "maxAdmittedPerMinute", "admitPerMinute", "maxLivePasses", "maxActive",
-		"hottestDoc", "hottestDocWritesPer10s", "readsPerSeatSold", "writesPerSeatSold"} {
+		"hottestDoc", "hottestDocWritesPer10s", "readsPerSeatSold", "writesPerSeatSold", "wait"} {
 		if _, ok := keys[k]; !ok {
 			t.Errorf("the JSON report has no key %q", k)
 		}
@@ -120,6 +139,14 @@ func TestShortSurge(t *testing.T) {
 	planted.judge(cfg.Goals)
 	if got := failuresOf(&planted, "robustness"); len(got) != 2 {
 		t.Errorf("a lost lease and 2 confirmations refused in time, planted: judged %+v, want two robustness failures", got)
+	}
+	// One listener past the bound, planted.
+	planted = *rep
+	planted.Failures = nil
+	planted.Wait.PeakListeners = planted.Wait.PeakListenersBound + 1
+	planted.judge(cfg.Goals)
+	if got := failuresOf(&planted, "goal"); !slices.ContainsFunc(got, func(f failure) bool { return strings.Contains(f.What, "listeners open at the peak") }) {
+		t.Errorf("a listener past the bound, planted: judged %+v, want a goal failure naming it", got)
 	}
 	// A bot with a place under enforce, planted: one person's uid counted
 	// as a bot's.

@@ -128,6 +128,7 @@ type user struct {
 	passUntil     time.Time
 	waitingReads  atomic.Int64 // listener reads (documents delivered) while waiting
 	admittedReads atomic.Int64 // and while admitted
+	placeGets     atomic.Int64 // gets of its place (CONTRACT §14: no listener while far back)
 	// When the phases began and ended (local clock: the user's own view).
 	waitingFrom, admittedFrom, goneAt time.Time
 	outcome                           string
@@ -176,6 +177,13 @@ type sim struct {
 	payments       *payRun // -pay: the shoppers pay instead of confirming
 
 	noSeats noSeatsLog // -best: the no_seats_together answers (best.go)
+
+	// The wait (wait.go): the SaleState polls, the places' gets, and the
+	// users' listeners open.
+	states    stateCalls
+	edge      *edgeCache // -cdn: the CDN stand-in in front of SaleState; nil: none
+	placeGets atomic.Int64
+	gauge     *listenerGauge
 
 	mu       sync.Mutex
 	records  clientRecords
@@ -350,7 +358,9 @@ func (s *sim) run(ctx context.Context, u *user) {
 	}
 	s.joined.Add(1)
 
-	// The app listens to the sale and to its own place, as the user.
+	// The app waits as the user: polling SaleState, its place read and,
+	// near the front, listened to (wait.go); with -listen-wait, listening
+	// to the sale and to its place, as before issue #51.
 	lctx, cancel := context.WithCancel(metadata.AppendToOutgoingContext(ctx, "authorization", "Bearer "+u.acct.token))
 	var listeners sync.WaitGroup
 	defer func() { cancel(); listeners.Wait() }()
@@ -363,29 +373,14 @@ func (s *sim) run(ctx context.Context, u *user) {
 		}
 	}()
 	place := &latest[*firestore.DocumentSnapshot]{changed: make(chan struct{}, 1)}
-	listeners.Go(func() { s.listenDoc(lctx, u, u.fs.Collection(sale.Sales).Doc(s.screening), nil) })
-	listeners.Go(func() { s.listenDoc(lctx, u, u.fs.Collection(sale.Queue).Doc(a.str("queueId")), place) })
-
-	var passUntil time.Time
-	for passUntil.IsZero() {
-		if snap := place.get(); snap != nil && snap.Exists() {
-			st, _ := snap.Data()["status"].(string)
-			until, _ := snap.Data()["passUntil"].(time.Time)
-			switch {
-			case st == sale.StatusAdmitted && !until.IsZero():
-				passUntil = until
-				continue
-			case st == sale.StatusDone, st == sale.StatusExpired:
-				u.outcome = "pass " + st + " unseen"
-				return
-			}
-		}
-		select {
-		case <-place.changed:
-		case <-s.stop:
-			u.outcome = "still waiting"
-			return
-		}
+	wait := s.waitPolling
+	if s.cfg.ListenWait {
+		wait = s.waitListening
+	}
+	passUntil, outcome := wait(lctx, u, a.str("queueId"), place, &listeners)
+	if passUntil.IsZero() {
+		u.outcome = outcome
+		return
 	}
 	stillWaiting = false
 	s.waiting.Add(-1)
@@ -394,6 +389,28 @@ func (s *sim) run(ctx context.Context, u *user) {
 	s.inShop.Add(1)
 	defer s.inShop.Add(-1)
 	u.outcome = s.shop(lctx, u, passUntil)
+}
+
+// waitListening is the wait before issue #51 (-listen-wait): listeners on
+// sales/{id} and on the place from the join on.
+func (s *sim) waitListening(ctx context.Context, u *user, queueID string, place *latest[*firestore.DocumentSnapshot], listeners *sync.WaitGroup) (time.Time, string) {
+	listeners.Go(func() { s.listenDoc(ctx, u, u.fs.Collection(sale.Sales).Doc(s.screening), nil, "sale") })
+	listeners.Go(func() { s.listenDoc(ctx, u, u.fs.Collection(sale.Queue).Doc(queueID), place, "place") })
+	for {
+		if v := placeOf(place.get()); v.status != "" {
+			switch {
+			case v.status == sale.StatusAdmitted && !v.passUntil.IsZero():
+				return v.passUntil, ""
+			case v.status == sale.StatusDone, v.status == sale.StatusExpired:
+				return time.Time{}, "pass " + v.status + " unseen"
+			}
+		}
+		select {
+		case <-place.changed:
+		case <-s.stop:
+			return time.Time{}, "still waiting"
+		}
+	}
 }
 
 // latest keeps the newest value a listener delivered and signals changes.
@@ -420,8 +437,10 @@ func (l *latest[T]) get() T {
 }
 
 // listenDoc listens to one document as u until ctx ends; each delivery of
-// the document is one read. to, if set, gets every snapshot.
-func (s *sim) listenDoc(ctx context.Context, u *user, ref *firestore.DocumentRef, to *latest[*firestore.DocumentSnapshot]) {
+// the document is one read. to, if set, gets every snapshot. kind names
+// the listener in the gauge.
+func (s *sim) listenDoc(ctx context.Context, u *user, ref *firestore.DocumentRef, to *latest[*firestore.DocumentSnapshot], kind string) {
+	defer s.gauge.opened(kind)()
 	it := ref.Snapshots(ctx)
 	defer it.Stop()
 	for {
@@ -454,6 +473,7 @@ type seatMap struct {
 }
 
 func (s *sim) listenSeats(ctx context.Context, u *user, m *seatMap) {
+	defer s.gauge.opened("seat map")()
 	it := u.fs.Collection(sale.SeatMaps).Doc(s.screening).Snapshots(ctx)
 	defer it.Stop()
 	first := true

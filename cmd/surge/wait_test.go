@@ -1,0 +1,43 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/firelock/firelock/sale"
+)
+
+// TestAheadOfAsTheApp pins the port of the app's aheadOf
+// (web/src/app/queue.ts) to the cases of web/test/queue.test.ts, and the
+// case behind issue #51's missed peak: a sale with no marks and nothing
+// admitted puts every place at the front.
+func TestAheadOfAsTheApp(t *testing.T) {
+	early := func(draw string) string { return "0" + draw + strings.Repeat("0", 32-len(draw)) }
+	later := func(us int) string { return fmt.Sprintf("1%017d", us) + "abcdefabcdef" }
+	tail := func(us int) string { return fmt.Sprintf("1%017d", us) + "~" }
+	st := func(through string, marks ...sale.Mark) *publicState {
+		return &publicState{Waiting: 1 << 40, AdmittedThrough: through, Marks: marks}
+	}
+	for _, c := range []struct {
+		name  string
+		order string
+		st    *publicState
+		want  int64
+		known bool
+	}{
+		{"no order", "", st(""), 0, false},
+		{"at admittedThrough", early("4"), st(early("4"), sale.Mark{Order: early("8"), Ahead: 40}), 0, true},
+		{"at a mark", early("8"), st("", sale.Mark{Order: early("4"), Ahead: 10}, sale.Mark{Order: early("8"), Ahead: 20}), 20, true},
+		{"between marks", early("6"), st("", sale.Mark{Order: early("8"), Ahead: 30}, sale.Mark{Order: early("4"), Ahead: 10}), 20, true},
+		{"between later marks", later(2_000_000), st("", sale.Mark{Order: tail(1_000_000), Ahead: 100}, sale.Mark{Order: tail(6_000_000), Ahead: 200}), 120, true},
+		{"before the first mark", early("2"), st("", sale.Mark{Order: early("4"), Ahead: 10}), 5, true},
+		{"past the last mark", later(9_000_000), st("", sale.Mark{Order: early("4"), Ahead: 10}, sale.Mark{Order: tail(5_000_000), Ahead: 45}), 45, true},
+		{"no marks, nobody admitted: at the front", later(9_000_000), st(""), 0, true},
+	} {
+		got, known := aheadOf(c.order, c.st)
+		if got != c.want || known != c.known {
+			t.Errorf("%s: aheadOf = %d, %v; want %d, %v", c.name, got, known, c.want, c.known)
+		}
+	}
+}
