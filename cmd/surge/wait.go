@@ -233,6 +233,9 @@ func (s *sim) near(p placeView, st *publicState) bool {
 	if st == nil || (st.State != sale.StateOpen && st.State != sale.StatePaused) {
 		return false
 	}
+	if st.AdmittedThrough == "" && len(st.Marks) == 0 {
+		return false // where the line stands is not published yet: unknown, not the front
+	}
 	ahead, ok := aheadOf(p.order, st)
 	return ok && ahead <= int64(2*s.cfg.AdmitPerMinute)
 }

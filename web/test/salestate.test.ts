@@ -1,5 +1,7 @@
+import { Timestamp } from "firebase/firestore";
 import { describe, expect, it } from "vitest";
-import { MAX_POLL_MS, nextPollMs, saleDocOf, saleStateBase } from "../src/app/salestate";
+import type { SaleDoc } from "../src/app/queue";
+import { MAX_POLL_MS, nextPollMs, placeIsNear, saleDocOf, saleStateBase } from "../src/app/salestate";
 
 describe("nextPollMs", () => {
   it("polls every refreshSeconds near the front or when the wait is unknown", () => {
@@ -38,5 +40,27 @@ describe("saleStateBase", () => {
   it("polls the page's own origin (Hosting's rewrite and CDN) when deployed, the functions' URL locally", () => {
     expect(saleStateBase("https://europe-west1-p.cloudfunctions.net")).toBe("");
     expect(saleStateBase("http://127.0.0.1:5001")).toBe("http://127.0.0.1:5001");
+  });
+});
+
+describe("placeIsNear", () => {
+  const order = "1" + "0".repeat(17) + "abcdefabcdef";
+  const sale = (over: Partial<SaleDoc>): SaleDoc => ({
+    state: "open", opensAt: Timestamp.fromMillis(0), waiting: 2000, admitted: 0, active: 0, seatsLeft: 200,
+    admittedThrough: "", marks: [], updatedAt: Timestamp.fromMillis(0), ...over,
+  });
+  const cfg = { admitPerMinute: 60 };
+  it("is unknown, not the front, while the sale has published neither marks nor admittedThrough (a surge saw every page listen)", () => {
+    expect(placeIsNear({ status: "waiting", order }, sale({}), cfg)).toBe(false);
+  });
+  it("is near once the line's published position puts it within two minutes of admissions", () => {
+    expect(placeIsNear({ status: "waiting", order }, sale({ marks: [{ order: "2", ahead: 500 }] }), cfg)).toBe(true);
+    expect(placeIsNear({ status: "waiting", order }, sale({ admittedThrough: "0" + "f".repeat(31) }), cfg)).toBe(true);
+  });
+  it("is far when the marks put it far back", () => {
+    expect(placeIsNear({ status: "waiting", order: "1" + "9".repeat(17) }, sale({ marks: [{ order: "1" + "5".repeat(17), ahead: 900 }] }), cfg)).toBe(false);
+  });
+  it("is near, to listen, once admitted", () => {
+    expect(placeIsNear({ status: "admitted", order }, sale({}), cfg)).toBe(true);
   });
 });

@@ -130,8 +130,9 @@ export function waitOf(
  * done, expired: the pass's changes show live), or while it waits near the
  * front of an open or paused sale: at most 2 × admitPerMinute ahead (what
  * the sale may admit in two minutes; the estimate by the rate errs long,
- * as passes end early). Far back, or before the draw, it reads the place
- * instead.
+ * as passes end early). Far back, before the draw, or before the sale has
+ * published where its line stands (no marks, nobody admitted), it reads the
+ * place instead.
  */
 export function placeIsNear(
   place: Place | null | undefined,
@@ -141,6 +142,10 @@ export function placeIsNear(
   if (!place) return false;
   if (place.status !== "waiting") return true;
   if (!sale || !cfg || (sale.state !== "open" && sale.state !== "paused")) return false;
+  // Nobody admitted and no marks yet (the moment between the opening and the
+  // admitter's first publication): where the place is, is unknown, not "at
+  // the front"; a surge of 2,000 saw every waiting page listen from then on.
+  if (sale.admittedThrough === "" && sale.marks.length === 0) return false;
   const ahead = aheadOf(place.order, sale);
   return ahead !== undefined && ahead <= 2 * cfg.admitPerMinute;
 }
