@@ -121,10 +121,14 @@ test("the keyboard alone moves along the map, chooses, holds and confirms", asyn
   const box = await p.locator('[data-seat="B20"]').boundingBox();
   expect(box && box.x + box.width <= 360, "the focused seat is panned into view").toBe(true);
   // Tab to the bar's button, which holds; then confirm there.
+  await expect(p.locator("[data-bar-action]")).toBeEnabled();
   await p.locator("[data-bar-action]").focus();
   await p.keyboard.press("Enter");
   await expect(p.locator('[data-seat="B20"]')).toHaveAttribute("data-state", "mine-held");
   await expect(p.locator("[data-bar-action]")).toHaveText("Confirm");
+  // The listener can show the hold before HoldSeats' answer is in; the bar's
+  // button stays disabled until then, and a disabled button takes no Enter.
+  await expect(p.locator("[data-bar-action]")).toBeEnabled();
   await p.locator("[data-bar-action]").focus();
   await p.keyboard.press("Enter");
   await expect(p.locator('[data-seat="B20"]')).toHaveAttribute("data-state", "mine-booked");
