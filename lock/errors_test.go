@@ -33,7 +33,10 @@ func TestErrorsSayWhatHappened(t *testing.T) {
 		name: "lost lease under WithLock",
 		run: func(t *testing.T) outcome {
 			c := firelocktest.NewClient(t)
-			l := newLocker(t, c, lock.WithLeaseDuration(3*time.Second))
+			// 9 s: the renewal that finds the other holder (a third in) has
+			// 6 s to answer; with 3 s a loaded run's came back after the
+			// lease and the cause said "not renewed", not who holds it.
+			l := newLocker(t, c, lock.WithLeaseDuration(9*time.Second))
 			err := l.WithLock(context.Background(), "k", func(ctx context.Context, lease *lock.Lease) error {
 				if _, err := c.Collection(coll).Doc("k").Delete(context.Background()); err != nil {
 					t.Fatal(err)
