@@ -1,6 +1,7 @@
 package lock
 
 import (
+	"context"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -40,4 +41,10 @@ func LocalTimeLeft(l *Lease) time.Duration {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return time.Until(l.validUntil)
+}
+
+// ObserveTries returns ctx with f told of each try inside an Acquire or
+// AcquireAll called with it: when the try began and its error (hooks.go).
+func ObserveTries(ctx context.Context, f func(began time.Time, err error)) context.Context {
+	return context.WithValue(ctx, tryObserver{}, f)
 }

@@ -1,6 +1,10 @@
 package lock
 
-import "sync/atomic"
+import (
+	"context"
+	"sync/atomic"
+	"time"
+)
 
 // Planted bugs, for negative controls: a checker proves it catches what it
 // claims to by watching the lock broken on purpose go red. Each is read at
@@ -32,4 +36,18 @@ var (
 // ignoresEnd: the planted bug takes d, another owner's live lease, for ended.
 func ignoresEnd(d leaseDoc, owner string) bool {
 	return bugTakeoverIgnoresEnd.Load() && d.Owner != owner
+}
+
+// tryObserver is a context key: its value, a func(began time.Time, err
+// error), is told the outcome of each try inside an Acquire or AcquireAll
+// called with that context. A try settled after an answer came too late
+// (ErrUnanswered) may have granted and removed a lease that others saw, so
+// a recorded history needs each try, not only the call's last answer. Only
+// this package's own tests set it (export_test.go).
+type tryObserver struct{}
+
+func observeTry(ctx context.Context, began time.Time, err error) {
+	if f, ok := ctx.Value(tryObserver{}).(func(time.Time, error)); ok {
+		f(began, err)
+	}
 }

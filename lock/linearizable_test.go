@@ -128,6 +128,10 @@ func (w *historyWorker) step() {
 	}
 }
 
+// settledTries numbers the rows of the settled tries inside a worker's
+// Acquire calls: settledTries + the worker's id.
+const settledTries = 100
+
 // ns is a server time as the model takes it.
 func ns(t time.Time) int64 { return t.UnixNano() }
 
@@ -138,7 +142,14 @@ func (w *historyWorker) grant(ctx context.Context, op lockOp, key string) {
 	if op == opTry {
 		lease, err = w.l.TryAcquire(ctx, key)
 	} else {
-		lease, err = w.l.Acquire(ctx, key)
+		// A try settled inside Acquire may have granted and released a
+		// lease that others saw: it is a grant of unknown outcome, on a
+		// row of its own beside the worker's.
+		lease, err = w.l.Acquire(lock.ObserveTries(ctx, func(began time.Time, err error) {
+			if errors.Is(err, lock.ErrUnanswered) {
+				w.h.CallAt(settledTries+w.id, lockIn{Op: opTry, Key: key, Owner: w.l.Owner()}, began).Unknown(lockOut{}, err)
+			}
+		}), key)
 	}
 	var held *lock.HeldError
 	switch {
@@ -253,12 +264,12 @@ func (w *historyWorker) readRegister(ctx context.Context, key string) {
 	call.Return(lockOut{At: ns(s.ReadTime), Value: registerValue(s)})
 }
 
-func (w *historyWorker) readLease(ctx context.Context, key string) {
+func (w *historyWorker) readLease(ctx context.Context, key string) lockOut {
 	call := w.h.Call(w.id, lockIn{Op: opReadLease, Key: key})
 	s, err := w.l.Collection().Doc(key).Get(ctx)
 	if err != nil && !isNotFound(err) {
 		call.Unknown(lockOut{}, err)
-		return
+		return lockOut{}
 	}
 	out := lockOut{At: ns(s.ReadTime), Exists: s.Exists()}
 	if s.Exists() {
@@ -270,6 +281,7 @@ func (w *historyWorker) readLease(ctx context.Context, key string) {
 		out.ReadAcquiredAt, out.ReadEnd = ns(acquired), ns(renewed.Add(time.Duration(secs)*time.Second))
 	}
 	call.Return(out)
+	return out
 }
 
 // checkTimeout bounds the check of a history recorded for run.
@@ -344,6 +356,65 @@ func TestReleaseWhoseAnswerWasLostAndRetriedIsDone(t *testing.T) {
 	if err := lease.Err(); err != nil {
 		t.Fatalf("released lease ended with %v, want nil (a clean release)", err)
 	}
+}
+
+// Found by TestLockHistoryIsLinearizable under load: a try inside Acquire
+// whose grant was answered too late to work under releases it again and
+// fails with ErrUnanswered, and Acquire tries again. So a grant comes and
+// goes inside one Acquire, and others see the key held by its owner
+// meanwhile; here the Acquire then finds the key taken and gives up
+// waiting. Acquire is a series of tries: the history records each settled
+// one as a grant of unknown outcome, begun when the try began.
+func TestAnAcquireWhoseGrantCameAndWentIsLinearizable(t *testing.T) {
+	p, l, direct := proxied(t, lock.WithLeaseDuration(historyLease))
+	h := linearize.NewHistory[lockIn, lockOut]()
+	grants := new(atomic.Int64)
+	worker := func(id int, l *lock.Locker) *historyWorker {
+		return &historyWorker{id: id, h: h, c: direct, l: l, grants: grants, values: new(atomic.Int64)}
+	}
+	w := worker(1, l)
+	seer := worker(2, newLocker(t, direct, lock.WithLeaseDuration(historyLease)))
+	next := worker(3, newLocker(t, direct, lock.WithLeaseDuration(time.Minute)))
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	warm, err := l.Acquire(ctx, "warm") // the commit client's first commit proves it (commit.go): not under the delay
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := warm.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// Every answer to w comes with less than the lease's margin left,
+	// inside the RPC's bound of a lease: each grant is answered, too late.
+	if err := p.Delay(historyLease - historyLease/20); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		actx, cancel := context.WithTimeout(ctx, 4*time.Second)
+		defer cancel()
+		w.grant(actx, opAcquire, "k")
+	}()
+	ref := direct.Collection(coll).Doc("k")
+	for {
+		if _, err := ref.Get(ctx); err == nil {
+			break
+		} else if !isNotFound(err) {
+			t.Fatal(err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	seen := seer.readLease(ctx, "k") // the first try's grant, before its answer comes back
+	next.grant(ctx, opAcquire, "k")  // once that grant is released again, for a minute
+	<-done
+	switch {
+	case !seen.Exists || seen.Owner != l.Owner():
+		t.Fatalf("the read saw %+v; the scenario needs the first grant seen standing", seen)
+	case next.lease == nil || w.lease != nil:
+		t.Fatalf("granted: %v, %v; the scenario needs only the second Locker's grant", w.lease, next.lease)
+	}
+	linearize.Require(t, lockModel, h, time.Minute)
 }
 
 // A renewal that writes a longer lease than it was granted (the planted

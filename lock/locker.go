@@ -678,14 +678,18 @@ func (l *Locker) Acquire(ctx context.Context, key string, opts ...AcquireOption)
 
 // AcquireAll is TryAcquireAll that waits like Acquire, with the same error
 // when ctx ends. A try that got no answer in time (ErrUnanswered: settled,
-// nothing granted) is tried again.
+// nothing of it left) is tried again. Such a try may have granted and
+// released the keys again, and others may have seen them held by this
+// owner meanwhile.
 // When ctx ends, between tries or inside one, the wait is given up and
 // counted under what the last answered try found (held, as a rule).
 func (l *Locker) AcquireAll(ctx context.Context, keys []string, opts ...AcquireOption) (Leases, error) {
 	start := time.Now()
 	var last error // the last try's ErrHeld, or ErrUnanswered (settled, retried)
 	for attempt := 0; ; attempt++ {
+		began := time.Now()
 		ls, err := l.tryAcquireAll(ctx, keys, opts...)
+		observeTry(ctx, began, err)
 		if last != nil && err != nil && ended(ctx) != nil {
 			// The context ended inside this try: the caller gave up waiting,
 			// as below, and the try's own error (the context's) says nothing

@@ -190,7 +190,14 @@ func (h *History[I, O]) at(t time.Time) int64 { return t.Sub(h.start).Nanosecond
 // visualization) calls an operation with input in, now. Record it just
 // before the request is sent.
 func (h *History[I, O]) Call(client int, in I) *Call[I, O] {
-	c := &Call[I, O]{h: h, client: client, in: in, called: h.at(time.Now())}
+	return h.CallAt(client, in, time.Now())
+}
+
+// CallAt records a call that began at began, learnt of only afterwards:
+// a step inside another operation, such as one try of a call that tries
+// again, whose own outcome then comes to light.
+func (h *History[I, O]) CallAt(client int, in I, began time.Time) *Call[I, O] {
+	c := &Call[I, O]{h: h, client: client, in: in, called: h.at(began)}
 	h.mu.Lock()
 	h.calls = append(h.calls, c)
 	h.mu.Unlock()
