@@ -25,7 +25,7 @@ import (
 // refreshSeconds within about a minute of admission and less often
 // further back (at least every 30 s); the place read once (a get) at
 // first, after the draw, and when admittedThrough reaches it; near the
-// front (at most 2 × admitPerMinute ahead) and once admitted, the place
+// front (at most admitPerMinute ahead) and once admitted, the place
 // listened to. web/src/app/salestate.ts is the app's; this is its port.
 
 // Poll pacing of web/src/app/salestate.ts.
@@ -237,7 +237,7 @@ func (s *sim) near(p placeView, st *publicState) bool {
 		return false // where the line stands is not published yet: unknown, not the front
 	}
 	ahead, ok := aheadOf(p.order, st)
-	return ok && ahead <= int64(2*s.cfg.AdmitPerMinute)
+	return ok && ahead <= int64(s.cfg.AdmitPerMinute)
 }
 
 // nextPoll is salestate.ts' nextPollMs of waitOf.

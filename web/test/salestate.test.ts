@@ -53,9 +53,15 @@ describe("placeIsNear", () => {
   it("is unknown, not the front, while the sale has published neither marks nor admittedThrough (a surge saw every page listen)", () => {
     expect(placeIsNear({ status: "waiting", order }, sale({}), cfg)).toBe(false);
   });
-  it("is near once the line's published position puts it within two minutes of admissions", () => {
-    expect(placeIsNear({ status: "waiting", order }, sale({ marks: [{ order: "2", ahead: 500 }] }), cfg)).toBe(true);
+  it("is near once the line's published position puts it within a minute of admissions", () => {
+    expect(placeIsNear({ status: "waiting", order }, sale({ marks: [{ order: "2", ahead: 50 }] }), cfg)).toBe(true);
     expect(placeIsNear({ status: "waiting", order }, sale({ admittedThrough: "0" + "f".repeat(31) }), cfg)).toBe(true);
+  });
+  it("is near only within one minute of admissions: no more than admitPerMinute can be let in before it", () => {
+    const at = (ahead: number) => sale({ marks: [{ order: "1" + "5".repeat(17), ahead }] });
+    expect(placeIsNear({ status: "waiting", order: "1" + "9".repeat(17) }, at(60), cfg)).toBe(true);
+    expect(placeIsNear({ status: "waiting", order: "1" + "9".repeat(17) }, at(61), cfg)).toBe(false);
+    expect(placeIsNear({ status: "waiting", order: "1" + "9".repeat(17) }, at(119), cfg)).toBe(false);
   });
   it("is far when the marks put it far back", () => {
     expect(placeIsNear({ status: "waiting", order: "1" + "9".repeat(17) }, sale({ marks: [{ order: "1" + "5".repeat(17), ahead: 900 }] }), cfg)).toBe(false);
