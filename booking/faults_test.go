@@ -789,8 +789,37 @@ func TestAConfirmWhoseOneCommitLandsAfterItsRefusal(t *testing.T) {
 		t.Fatal(err)
 	}
 	time.Sleep(time.Until(h.HeldUntil.Add(-1800 * time.Millisecond)))
-	fast := false
+	b, fast, err := tp.confirmHoldingBackItsCommit(ctx, h.ID)
+	if !fast {
+		t.Fatalf("the confirm did not try its one commit (answered %+v, %v)", b, err)
+	}
+	doc := tp.direct.Collection(Bookings).Doc(confirmationID("u", h.ID))
+	_, gerr := doc.Get(ctx)
+	switch {
+	case err == nil && gerr != nil:
+		t.Fatalf("answered %s, which is not in Firestore: %v", b.ID, gerr)
+	case err != nil && !notFound(gerr):
+		t.Fatalf("answered %v, yet its held-back commit landed after the answer and booked %s (%v)", err, doc.ID, gerr)
+	case err != nil && !errors.Is(err, ErrHoldExpired):
+		t.Fatalf("answered %v, want the booking or hold_expired", err)
+	}
+	if err != nil {
+		if got, _, rerr := tp.svc.readHold(ctx, "u", h.ID); rerr != nil || got.Status != StatusExpired {
+			t.Fatalf("refused, and the hold is %q (%v), want expired (what fails the held-back commit)", got.Status, rerr)
+		}
+	}
+	t.Logf("answered %q, %v", b.ID, err)
+	checkSeats(t, tp.direct)
+}
+
+// confirmHoldingBackItsCommit confirms uid u's hold holdID while the
+// network holds its one commit back: the call hears nothing before its
+// deadline for it, goes on to the transaction and answers; the held-back
+// commit is sent after the answer, and has landed (or failed) when this
+// returns. fast says whether the call tried its one commit.
+func (tp *tapped) confirmHoldingBackItsCommit(ctx context.Context, holdID string) (_ Booking, fast bool, _ error) {
 	tp.svc.hooks.beforeCommit = func(f bool) { fast = f }
+	defer func() { tp.svc.hooks.beforeCommit = nil }()
 	release := make(chan struct{})
 	var once sync.Once
 	tp.mu.Lock()
@@ -808,9 +837,38 @@ func TestAConfirmWhoseOneCommitLandsAfterItsRefusal(t *testing.T) {
 		return got
 	}
 	tp.mu.Unlock()
-	b, _, err := tp.svc.ConfirmHold(ctx, "u", h.ID)
+	b, _, err := tp.svc.ConfirmHold(ctx, "u", holdID)
 	close(release)
 	tp.landed.Wait()
+	return b, fast, err
+}
+
+// A confirm decided before the screening's start whose one commit the
+// network holds back past the call's deadline for it goes on to the
+// transaction, which finds the screening started and refuses it
+// (screening_started). As with a refusal in the hold's last second, the
+// held-back commit is still on its way and nothing it is conditioned on
+// (the hold, its seats) has changed: it must not land after the answer and
+// book the seats (issue #48). The hold lasts well past the start, so it is
+// not its end that refuses.
+func TestAConfirmWhoseOneCommitLandsAfterAStartedRefusal(t *testing.T) {
+	t.Parallel()
+	tp := newTapped(t)
+	ctx := context.Background()
+	warm(t, tp.svc)
+	h, _, err := tp.svc.Hold(ctx, "e", Request{UID: "u", ScreeningID: "s1", Seats: []string{"A2"}, RequestID: "h"}, MinHold)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The confirm reads 1.5 s before the start, which is 1.5 s before
+	// the hold's end; its commit's deadline is half a second before that
+	// end, after the start.
+	start := h.HeldUntil.Add(-1500 * time.Millisecond)
+	if _, err := tp.direct.Doc("screenings/s1").Update(ctx, []firestore.Update{{Path: "startsAt", Value: start}}); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Until(start.Add(-1500 * time.Millisecond)))
+	b, fast, err := tp.confirmHoldingBackItsCommit(ctx, h.ID)
 	if !fast {
 		t.Fatalf("the confirm did not try its one commit (answered %+v, %v)", b, err)
 	}
@@ -821,12 +879,12 @@ func TestAConfirmWhoseOneCommitLandsAfterItsRefusal(t *testing.T) {
 		t.Fatalf("answered %s, which is not in Firestore: %v", b.ID, gerr)
 	case err != nil && !notFound(gerr):
 		t.Fatalf("answered %v, yet its held-back commit landed after the answer and booked %s (%v)", err, doc.ID, gerr)
-	case err != nil && !errors.Is(err, ErrHoldExpired):
-		t.Fatalf("answered %v, want the booking or hold_expired", err)
+	case err != nil && !errors.Is(err, ErrScreeningStarted):
+		t.Fatalf("answered %v, want the booking or screening_started", err)
 	}
 	if err != nil {
-		if got, _, rerr := tp.svc.readHold(ctx, "u", h.ID); rerr != nil || got.Status != StatusExpired {
-			t.Fatalf("refused, and the hold is %q (%v), want expired (what fails the held-back commit)", got.Status, rerr)
+		if got, _, rerr := tp.svc.readHold(ctx, "u", h.ID); rerr != nil || got.holding() {
+			t.Fatalf("refused, and the hold is %q (%v), want it ended (what fails the held-back commit)", got.Status, rerr)
 		}
 	}
 	t.Logf("answered %q, %v", b.ID, err)

@@ -381,7 +381,9 @@ func (s *Service) ExtendHold(ctx context.Context, uid, holdID string, d time.Dur
 // its booking as stored (cancelled, if it was cancelled since). A hold
 // that has ended, or has less than a second left, gives ErrHoldExpired; a
 // screening that has started gives ErrScreeningStarted. Either books
-// nothing.
+// nothing: when the call's one commit went unheard and may still land, the
+// transaction that refuses ends the hold (expired), which fails that
+// commit for good, or finds it landed and answers its booking.
 //
 // Costs: one read of the hold, then one commit conditioned on the hold and
 // its seats being exactly as the hold's last write left them. A gated
@@ -408,11 +410,12 @@ func (s *Service) ConfirmHold(ctx context.Context, uid, holdID string) (_ Bookin
 	if made || err != nil {
 		return b, made, err
 	}
-	created, expired := false, false
+	created := false
+	var ended error // the refusal this call ended the hold with
 	for settle := 0; ; settle++ {
 		wait := false
 		_, err = s.onHold(ctx, uid, holdID, func(tx *firestore.Transaction, h *Hold, docs heldDocs, now time.Time) error {
-			created, expired, wait = false, false, false
+			created, ended, wait = false, nil, false
 			if h.Status == StatusOK { // confirmed meanwhile (our own lost answer, or a retry)
 				return nil
 			}
@@ -425,20 +428,23 @@ func (s *Service) ConfirmHold(ctx context.Context, uid, holdID string) (_ Bookin
 			}
 			seatsOurs := !slices.ContainsFunc(docs.seats, func(seat *firestore.DocumentSnapshot) bool { return !ours(seat, h.ID) })
 			if err := s.confirmable(h, sc, now); err != nil {
-				if !unheard || !errors.Is(err, ErrHoldExpired) || h.Status != StatusHeld || !seatsOurs {
+				if !unheard || h.Status != StatusHeld || !seatsOurs {
 					return err
 				}
 				// Our one commit went unheard and may still land: nothing
 				// it is conditioned on (the hold, its seats, as read) has
 				// changed, and it would confirm the hold after this call
-				// answered hold_expired. Once the hold has ended, expire
-				// it in this commit, which fails that one for good; until
-				// then, wait for the end (at most the margin).
-				if h.live(now) {
+				// answered err. Both of confirmable's refusals are for
+				// good once the hold has ended or the screening has
+				// started, so end the hold in this commit (expired, its
+				// seats cleared), which fails that one for good. A hold in
+				// its last second of a screening not started waits for its
+				// end first (at most the margin).
+				if !errors.Is(err, ErrScreeningStarted) && h.live(now) {
 					wait = true
 					return err
 				}
-				expired = true
+				ended = err
 				return s.endHold(tx, h, docs, StatusExpired, EndedByTime, now)
 			}
 			if !seatsOurs {
@@ -462,8 +468,8 @@ func (s *Service) ConfirmHold(ctx context.Context, uid, holdID string) (_ Bookin
 	if err != nil {
 		return Booking{}, false, err
 	}
-	if expired {
-		return Booking{}, false, ErrHoldExpired
+	if ended != nil {
+		return Booking{}, false, ended
 	}
 	if !created {
 		h, _, err := s.readHold(ctx, uid, holdID)
