@@ -48,6 +48,22 @@ func (c *CORS) applyRead(w http.ResponseWriter, r *http.Request) (answered bool)
 	return c.applyMethods(w, r, "GET, HEAD, OPTIONS")
 }
 
+// getOnly opens a function that browsers GET (TicketKeys, SaleState): it
+// answers a CORS preflight, and a method other than GET or HEAD with 405
+// method_not_allowed. done: the request has its answer.
+func (a *API) getOnly(w http.ResponseWriter, r *http.Request) (done bool) {
+	if a.CORS.applyRead(w, r) {
+		return true
+	}
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		w.Header().Set("Allow", "GET, HEAD, OPTIONS")
+		answered(r, http.StatusMethodNotAllowed, "method_not_allowed")
+		writeJSON(w, http.StatusMethodNotAllowed, map[string]any{"error": errorf(http.StatusMethodNotAllowed, "method_not_allowed", "use GET")})
+		return true
+	}
+	return false
+}
+
 func (c *CORS) applyMethods(w http.ResponseWriter, r *http.Request, methods string) (answered bool) {
 	h := w.Header()
 	h.Add("Vary", "Origin") // the answer differs by origin: caches must keep them apart

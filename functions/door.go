@@ -94,13 +94,7 @@ const TicketKeysMaxAge = 300 * time.Second
 // codes as a JWK Set (RFC 8037), no token needed, cached by browsers and
 // the CDN for TicketKeysMaxAge.
 func (a *API) TicketKeys(w http.ResponseWriter, r *http.Request) {
-	if a.CORS.applyRead(w, r) {
-		return
-	}
-	if r.Method != http.MethodGet && r.Method != http.MethodHead {
-		w.Header().Set("Allow", "GET, HEAD, OPTIONS")
-		answered(r, http.StatusMethodNotAllowed, "method_not_allowed")
-		writeJSON(w, http.StatusMethodNotAllowed, map[string]any{"error": errorf(http.StatusMethodNotAllowed, "method_not_allowed", "use GET")})
+	if a.getOnly(w, r) {
 		return
 	}
 	if a.initErr != nil {

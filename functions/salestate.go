@@ -17,13 +17,7 @@ import (
 // sharing one read), with Cache-Control for browsers and the CDN and a
 // strong ETag (304 to a matching If-None-Match). Bad input reads nothing.
 func (a *API) SaleState(w http.ResponseWriter, r *http.Request) {
-	if a.CORS.applyRead(w, r) {
-		return
-	}
-	if r.Method != http.MethodGet && r.Method != http.MethodHead {
-		w.Header().Set("Allow", "GET, HEAD, OPTIONS")
-		answered(r, http.StatusMethodNotAllowed, "method_not_allowed")
-		writeJSON(w, http.StatusMethodNotAllowed, map[string]any{"error": errorf(http.StatusMethodNotAllowed, "method_not_allowed", "use GET")})
+	if a.getOnly(w, r) {
 		return
 	}
 	id := r.URL.Query().Get("screening")

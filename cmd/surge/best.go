@@ -224,7 +224,7 @@ func bestFiguresOf(cfg config, st *report.Sale, s *sim, r *Report, end time.Time
 	if cfg.Best {
 		f.Mode = "best"
 	}
-	for k, n := range s.answers {
+	for k, n := range s.tally {
 		if strings.HasPrefix(k, "HoldSeats 409") {
 			f.HoldConflicts += n
 		}

@@ -29,7 +29,7 @@ func TestA503AfterMany429sIsStillTriedAgain(t *testing.T) {
 		}
 	}))
 	defer srv.Close()
-	s := &sim{base: srv.URL, http: srv.Client(), stop: make(chan struct{}), callCtx: context.Background(), answers: map[string]int{}}
+	s := &sim{base: srv.URL, http: srv.Client(), stop: make(chan struct{}), callCtx: context.Background(), recorder: newRecorder()}
 	a, err := s.call("JoinQueue", &user{}, map[string]any{})
 	if err != nil {
 		t.Fatal(err)

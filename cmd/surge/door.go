@@ -172,25 +172,11 @@ type doorSim struct {
 	slowAt      []time.Duration // when scans slower than the goal began, from start
 	uploads     []uploadSpan
 	offlineTook []time.Duration // the offline verdict: signature and local state
-	verdicts    map[string]int
-	conflictsBy map[string]int // conflicts the gates reported, by gate
+	conflictsBy map[string]int  // conflicts the gates reported, by gate
 	scans       atomic.Int64
-	errs        []string
 	rulesReads  atomic.Int64 // the rules' get()/getAfter() of the requests sent
-}
 
-func (s *doorSim) note(verdict string) {
-	s.mu.Lock()
-	s.verdicts[verdict]++
-	s.mu.Unlock()
-}
-
-func (s *doorSim) fail(format string, args ...any) {
-	s.mu.Lock()
-	if len(s.errs) < 20 {
-		s.errs = append(s.errs, fmt.Sprintf(format, args...))
-	}
-	s.mu.Unlock()
+	*recorder // the verdicts ("admitted", "already_in (this gate)", ...) and the first few errors
 }
 
 // The rules' document reads of a request (firestore.rules, §13): an entry
@@ -206,21 +192,12 @@ const (
 
 // runDoor carries out one door surge and audits it.
 func runDoor(ctx context.Context, cfg doorConfig) (*DoorReport, error) {
-	emu, err := emulators.Start(ctx, emulators.Firestore, emulators.Auth)
+	sb, err := openSandbox(ctx, "demo-door-")
 	if err != nil {
 		return nil, err
 	}
-	defer emu.Stop()
-	id, err := gonanoid.Generate("abcdefghijklmnopqrstuvwxyz0123456789", 10)
-	if err != nil {
-		return nil, err
-	}
-	project := "demo-door-" + id
-	admin, err := firestore.NewClient(ctx, project)
-	if err != nil {
-		return nil, err
-	}
-	defer admin.Close()
+	defer sb.close()
+	project, admin := sb.project, sb.admin
 	progress := func(format string, args ...any) { fmt.Fprintf(cfg.out, format+"\n", args...) }
 	log := functions.NewLogger(&lockedWriter{w: cfg.logw})
 	emulatorHost := os.Getenv("FIRESTORE_EMULATOR_HOST")
@@ -229,10 +206,7 @@ func runDoor(ctx context.Context, cfg doorConfig) (*DoorReport, error) {
 		return nil, err
 	}
 	defer be.close()
-	seed := cfg.Seed
-	if seed == 0 {
-		seed = uint64(time.Now().UnixNano())
-	}
+	seed := seedOrNow(cfg.Seed)
 	rng := rand.New(rand.NewPCG(seed, 49))
 
 	// The hall and its door, open since a minute ago.
@@ -283,7 +257,7 @@ func runDoor(ctx context.Context, cfg doorConfig) (*DoorReport, error) {
 	if err != nil {
 		return nil, fmt.Errorf("GET /TicketKeys: %w", err)
 	}
-	s := &doorSim{cfg: cfg, keys: keys, admin: admin, verdicts: map[string]int{}, conflictsBy: map[string]int{}, checkIn: be.url + "/CheckIn"}
+	s := &doorSim{cfg: cfg, keys: keys, admin: admin, recorder: newRecorder(), conflictsBy: map[string]int{}, checkIn: be.url + "/CheckIn"}
 	docs, err := admin.Collection("tickets").Where("screeningId", "==", doorScreening).Documents(ctx).GetAll()
 	if err != nil {
 		return nil, err
@@ -391,8 +365,9 @@ wait:
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		case <-tick.C:
+			verdicts := s.counts()
 			s.mu.Lock()
-			progress("T%+5.0fs  scans %5d  let in %5d  verdicts %v", time.Since(start).Seconds(), s.scans.Load(), len(s.entries), s.verdicts)
+			progress("T%+5.0fs  scans %5d  let in %5d  verdicts %v", time.Since(start).Seconds(), s.scans.Load(), len(s.entries), verdicts)
 			s.mu.Unlock()
 		}
 	}
@@ -415,7 +390,7 @@ wait:
 		rep.ReadsPerScan = float64(used.Reads+rep.RulesReads+fnUsed.Reads) / float64(rep.Scans)
 		rep.WritesPerScan = float64(used.Writes+fnUsed.Writes) / float64(rep.Scans)
 	}
-	rep.Verdicts, rep.ConflictsByGate, rep.Errors = s.verdicts, s.conflictsBy, s.errs
+	rep.Verdicts, rep.ConflictsByGate, rep.Errors = s.tally, s.conflictsBy, s.errors
 	slices.Sort(s.onlineTook)
 	slices.Sort(s.offlineTook)
 	rep.OnlineScans = len(s.onlineTook)
@@ -917,13 +892,8 @@ func (r *DoorReport) judge() {
 }
 
 func (r *DoorReport) print(w io.Writer) {
-	p := func(format string, args ...any) { fmt.Fprintf(w, format+"\n", args...) }
-	ok := func(good bool) string {
-		if good {
-			return "ok"
-		}
-		return "FAIL"
-	}
+	p := linesTo(w)
+	ok := okOrFail
 	c := r.Config
 	p("\ndoor surge: %d tickets, %d gates (%d offline for %s), %d arrivals (%d screenshots within %s) over %.0f s; ran %.1f s; online gates scan through %s",
 		c.Tickets, c.Gates, c.OfflineGates, c.OfflineFor, r.Arrivals, r.Screenshots, c.ScreenshotWithin, r.SpanSeconds, r.RunSeconds, c.Online)
@@ -968,12 +938,5 @@ func (r *DoorReport) print(w io.Writer) {
 	for _, e := range r.Errors {
 		p("  ! %s", e)
 	}
-	if len(r.Failures) == 0 {
-		p("\nall checks and goals met")
-		return
-	}
-	p("\nFAILED:")
-	for _, f := range r.Failures {
-		p("  %s: %s", f.Kind, f.What)
-	}
+	printOutcome(p, r.Failures, "\nall checks and goals met", "\nFAILED:", "  %s: %s")
 }

@@ -284,20 +284,8 @@ func main() {
 		fmt.Fprintln(os.Stderr, "surge:", err)
 		os.Exit(2)
 	}
-	rep.print(os.Stdout)
-	if jsonPath != "" {
-		b, _ := json.MarshalIndent(rep, "", "  ")
-		if jsonPath == "-" {
-			os.Stdout.Write(append(b, '\n'))
-		} else if err := os.WriteFile(jsonPath, append(b, '\n'), 0o644); err != nil {
-			fmt.Fprintln(os.Stderr, "surge:", err)
-			os.Exit(2)
-		} else {
-			fmt.Printf("\nJSON written to %s; the functions' log to %s\n", jsonPath, logPath)
-		}
-	}
-	if len(rep.Failures) > 0 {
-		os.Exit(1)
+	if code := finish(rep, len(rep.Failures) > 0, jsonPath, logPath); code != 0 {
+		os.Exit(code)
 	}
 }
 
@@ -356,6 +344,13 @@ func mainDoor(cfg doorConfig, jsonPath, logPath string) int {
 		fmt.Fprintln(os.Stderr, "surge:", err)
 		return 2
 	}
+	return finish(rep, len(rep.Failures) > 0, jsonPath, logPath)
+}
+
+// finish prints a surge's report, writes its JSON where -json says (-:
+// after the text), and answers the exit status: 1 if a check or goal was
+// missed, 2 if the JSON could not be written.
+func finish(rep interface{ print(io.Writer) }, failed bool, jsonPath, logPath string) int {
 	rep.print(os.Stdout)
 	if jsonPath != "" {
 		b, _ := json.MarshalIndent(rep, "", "  ")
@@ -368,7 +363,7 @@ func mainDoor(cfg doorConfig, jsonPath, logPath string) int {
 			fmt.Printf("\nJSON written to %s; the functions' log to %s\n", jsonPath, logPath)
 		}
 	}
-	if len(rep.Failures) > 0 {
+	if failed {
 		return 1
 	}
 	return 0

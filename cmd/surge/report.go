@@ -210,7 +210,7 @@ func buildReport(cfg config, st *report.Sale, s *sim, us []*user, be *backend, a
 		Date: time.Now().UTC().Format(time.RFC3339), Machine: fmt.Sprintf("%s/%s, %d CPUs", runtime.GOOS, runtime.GOARCH, runtime.NumCPU()),
 		Go: runtime.Version(), Admitter: adm.describe(), Config: cfg, Users: len(us) - cfg.Bots, Seats: len(st.Hall),
 		AdmitPerMinute: st.AdmitPerMinute, MaxActive: st.MaxActive, RunSeconds: report.Seconds(end.Sub(opensAt)),
-		SellOutSeconds: -1, Answers: s.answers, Outcomes: map[string]int{}, Problems: s.failures,
+		SellOutSeconds: -1, Answers: s.tally, Outcomes: map[string]int{}, Problems: s.errors,
 	}
 	r.audit(st, s.records, end)
 	if last := st.LastSale(); !last.IsZero() {
@@ -478,13 +478,8 @@ func (r *Report) judge(g goals) {
 
 // print writes the report as text.
 func (r *Report) print(w io.Writer) {
-	p := func(format string, args ...any) { fmt.Fprintf(w, format+"\n", args...) }
-	ok := func(good bool) string {
-		if good {
-			return "ok"
-		}
-		return "FAIL"
-	}
+	p := linesTo(w)
+	ok := okOrFail
 	p("\nsurge: %d users (%d early, %d later), %d seats, admitPerMinute %d, maxActive %d, passSeconds %d, maxSeatsPerUser %d; admitQueue: %s; ended: %s after %.1f s",
 		r.Users, r.Config.Early, r.Config.Late, r.Seats, r.AdmitPerMinute, r.MaxActive, r.Config.PassSeconds, r.Config.MaxSeatsPerUser, r.Admitter, r.Ended, r.RunSeconds)
 	p("\ncorrectness  (sold/double-booked/lost holds/over cap/without pass)  %d/%d  %d/%d/%d/%d  %s",
@@ -555,13 +550,32 @@ func (r *Report) print(w io.Writer) {
 	for _, e := range r.Problems {
 		p("  ! %s", e)
 	}
-	if len(r.Failures) == 0 {
-		p("\nPASS: every check and goal met")
+	printOutcome(p, r.Failures, "\nPASS: every check and goal met", "\nFAIL:", "  %-11s %s")
+}
+
+// linesTo is how a report prints: a line a call.
+func linesTo(w io.Writer) func(format string, args ...any) {
+	return func(format string, args ...any) { fmt.Fprintf(w, format+"\n", args...) }
+}
+
+// okOrFail marks a check in a report.
+func okOrFail(good bool) string {
+	if good {
+		return "ok"
+	}
+	return "FAIL"
+}
+
+// printOutcome ends a report: pass when nothing failed, else fail and a
+// line a failure (its kind and what, as row formats them).
+func printOutcome(p func(format string, args ...any), failures []failure, pass, fail, row string) {
+	if len(failures) == 0 {
+		p(pass)
 		return
 	}
-	p("\nFAIL:")
-	for _, f := range r.Failures {
-		p("  %-11s %s", f.Kind, f.What)
+	p(fail)
+	for _, f := range failures {
+		p(row, f.Kind, f.What)
 	}
 }
 

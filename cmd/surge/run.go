@@ -30,21 +30,12 @@ const grace = 30 * time.Second
 
 // run carries out one surge and audits it.
 func run(ctx context.Context, cfg config) (*Report, error) {
-	emu, err := emulators.Start(ctx, emulators.Firestore, emulators.Auth)
+	sb, err := openSandbox(ctx, "demo-surge-")
 	if err != nil {
 		return nil, err
 	}
-	defer emu.Stop()
-	id, err := gonanoid.Generate("abcdefghijklmnopqrstuvwxyz0123456789", 10)
-	if err != nil {
-		return nil, err
-	}
-	project := "demo-surge-" + id
-	admin, err := firestore.NewClient(ctx, project) // uncounted: setup, watching the sale, the audit
-	if err != nil {
-		return nil, err
-	}
-	defer admin.Close()
+	defer sb.close()
+	project, admin := sb.project, sb.admin // admin: setup, watching the sale, the audit
 	log := functions.NewLogger(&lockedWriter{w: cfg.logw})
 	// The run's metrics (CONTRACT §9), read at the end: the leases lost.
 	metrics := sdkmetric.NewManualReader()
@@ -131,10 +122,7 @@ func run(ctx context.Context, cfg config) (*Report, error) {
 	defer stopAdmitter()
 	adm := startScheduler(admCtx, admIn, project, log)
 
-	seed := cfg.Seed
-	if seed == 0 {
-		seed = uint64(time.Now().UnixNano())
-	}
+	seed := seedOrNow(cfg.Seed)
 	callCtx, cutCalls := context.WithCancel(ctx)
 	defer cutCalls()
 	listenCtx, stopListening := context.WithCancel(ctx)
@@ -142,7 +130,7 @@ func run(ctx context.Context, cfg config) (*Report, error) {
 	lb := newFront(cfg.MaxConns, cfg.FrontWait)
 	defer lb.close()
 	s := &sim{cfg: cfg, screening: surgeScreening, opensAt: opensAt, base: be.url, stop: make(chan struct{}),
-		callCtx: callCtx, answers: map[string]int{}, payments: pay, appCheck: ac,
+		callCtx: callCtx, recorder: newRecorder(), payments: pay, appCheck: ac,
 		http: &http.Client{Transport: lb}, gauge: newListenerGauge()}
 	if cfg.CDN {
 		s.edge = &edgeCache{}
@@ -273,6 +261,47 @@ wait:
 	rep.Seed = seed
 	rep.judge(cfg.Goals)
 	return rep, nil
+}
+
+// sandbox is where a surge runs: the Firestore and Auth emulators and a
+// project of its own on them, with an admin client that is not counted.
+type sandbox struct {
+	emu     *emulators.Running
+	project string
+	admin   *firestore.Client
+}
+
+// openSandbox starts the emulators (or reuses those the environment names)
+// and opens a new project, prefix and a random suffix.
+func openSandbox(ctx context.Context, prefix string) (*sandbox, error) {
+	emu, err := emulators.Start(ctx, emulators.Firestore, emulators.Auth)
+	if err != nil {
+		return nil, err
+	}
+	id, err := gonanoid.Generate("abcdefghijklmnopqrstuvwxyz0123456789", 10)
+	if err != nil {
+		emu.Stop()
+		return nil, err
+	}
+	admin, err := firestore.NewClient(ctx, prefix+id)
+	if err != nil {
+		emu.Stop()
+		return nil, err
+	}
+	return &sandbox{emu: emu, project: prefix + id, admin: admin}, nil
+}
+
+func (sb *sandbox) close() {
+	sb.admin.Close()
+	sb.emu.Stop()
+}
+
+// seedOrNow is the run's seed: the one asked for, or (0) the time.
+func seedOrNow(seed uint64) uint64 {
+	if seed == 0 {
+		return uint64(time.Now().UnixNano())
+	}
+	return seed
 }
 
 // rowLabel is the label of row r: A..Z, then AA..AZ, BA...

@@ -185,24 +185,12 @@ type sim struct {
 	placeGets atomic.Int64
 	gauge     *listenerGauge
 
-	mu       sync.Mutex
-	records  clientRecords
-	answers  map[string]int // every answer, "JoinQueue 201", "HoldSeats 409 seat_held", ...
-	failures []string       // transport errors and listener errors, first few
-}
+	// Every answer ("JoinQueue 201", "HoldSeats 409 seat_held", ...), and
+	// the first few transport and listener errors.
+	*recorder
 
-func (s *sim) note(key string) {
-	s.mu.Lock()
-	s.answers[key]++
-	s.mu.Unlock()
-}
-
-func (s *sim) fail(format string, args ...any) {
-	s.mu.Lock()
-	if len(s.failures) < 20 {
-		s.failures = append(s.failures, fmt.Sprintf(format, args...))
-	}
-	s.mu.Unlock()
+	mu      sync.Mutex
+	records clientRecords
 }
 
 func (s *sim) stopping() bool {

@@ -46,6 +46,17 @@ export async function createUser(name = "user", displayName?: string): Promise<T
   return { email, password, uid: body.localId, idToken: body.idToken };
 }
 
+/** A fresh ID token of a user (one made after a custom claim changed carries it). */
+export async function freshToken(user: TestUser): Promise<string> {
+  const res = await fetch(`http://${env.auth}/identitytoolkit.googleapis.com/v1/accounts:signInWithPassword?key=fake-api-key`, {
+    method: "POST",
+    headers: { "Content-Type": "application/json" },
+    body: JSON.stringify({ email: user.email, password: user.password, returnSecureToken: true }),
+  });
+  if (!res.ok) throw new Error(`signIn: ${String(res.status)} ${await res.text()}`);
+  return ((await res.json()) as { idToken: string }).idToken;
+}
+
 /**
  * Makes a user an operator of sales (the custom claim operator: true, as
  * `firelock operators grant` sets it), through the Auth emulator's admin
@@ -58,6 +69,18 @@ export async function makeOperator(user: TestUser): Promise<void> {
     body: JSON.stringify({ localId: user.uid, customAttributes: JSON.stringify({ operator: true }) }),
   });
   if (!res.ok) throw new Error(`make operator: ${String(res.status)} ${await res.text()}`);
+}
+
+/** Revokes uid's pass as a new operator would (OperateSale's revoke, CONTRACT §8). */
+export async function revokePass(screeningId: string, uid: string): Promise<void> {
+  const op = await createUser("operator");
+  await makeOperator(op);
+  const res = await fetch(`${env.functions}/OperateSale`, {
+    method: "POST",
+    headers: { "Content-Type": "application/json", Authorization: `Bearer ${await freshToken(op)}` },
+    body: JSON.stringify({ screeningId, action: "revoke", uid, reason: "bought with a stolen card" }),
+  });
+  expect(res.status, await res.clone().text()).toBe(200);
 }
 
 const docsURL = () => `http://${env.firestore}/v1/projects/${env.project}/databases/(default)/documents`;
@@ -439,13 +462,7 @@ export async function ticketsOf(screeningId: string): Promise<StoredTicket[]> {
 export async function createScanner(): Promise<TestUser> {
   const u = await createUser("scanner");
   await makeScanner(u);
-  const res = await fetch(`http://${env.auth}/identitytoolkit.googleapis.com/v1/accounts:signInWithPassword?key=fake-api-key`, {
-    method: "POST",
-    headers: { "Content-Type": "application/json" },
-    body: JSON.stringify({ email: u.email, password: u.password, returnSecureToken: true }),
-  });
-  if (!res.ok) throw new Error(`sign in: ${String(res.status)} ${await res.text()}`);
-  return { ...u, idToken: ((await res.json()) as { idToken: string }).idToken };
+  return { ...u, idToken: await freshToken(u) };
 }
 
 /**

@@ -3,35 +3,12 @@
 // seen from the buyer's own page: the revocation is said as such, the
 // released hold goes live, and nothing is offered that cannot succeed.
 import { type Page } from "@playwright/test";
-import { type TestUser, createScreening, createUser, env, expect, getDoc, makeOperator, runAdmitter, signIn, test } from "./bundle";
+import { createScreening, createUser, env, expect, getDoc, revokePass, runAdmitter, signIn, test } from "./bundle";
 
 const seat = (page: Page, id: string) => page.locator(`[data-seat="${id}"]`);
 const action = (page: Page, name: string) => page.locator(`[data-action="${name}"]`);
 const status = (page: Page) => page.locator("[data-status]");
 const queue = (page: Page) => page.locator("#queue");
-
-/** A fresh ID token of a user (one made after a custom claim changed carries it). */
-async function freshToken(user: TestUser): Promise<string> {
-  const res = await fetch(`http://${env.auth}/identitytoolkit.googleapis.com/v1/accounts:signInWithPassword?key=fake-api-key`, {
-    method: "POST",
-    headers: { "Content-Type": "application/json" },
-    body: JSON.stringify({ email: user.email, password: user.password, returnSecureToken: true }),
-  });
-  if (!res.ok) throw new Error(`signIn: ${String(res.status)} ${await res.text()}`);
-  return ((await res.json()) as { idToken: string }).idToken;
-}
-
-/** Revokes uid's pass as an operator would (OperateSale, CONTRACT §8). */
-async function revoke(screening: string, uid: string): Promise<void> {
-  const op = await createUser("operator");
-  await makeOperator(op);
-  const res = await fetch(`${env.functions}/OperateSale`, {
-    method: "POST",
-    headers: { "Content-Type": "application/json", Authorization: `Bearer ${await freshToken(op)}` },
-    body: JSON.stringify({ screeningId: screening, action: "revoke", uid, reason: "bought with a stolen card" }),
-  });
-  expect(res.status, await res.clone().text()).toBe(200);
-}
 
 /** Screenshots at 1280 and 360 px, for a person to look at. */
 async function shoot(page: Page, name: string): Promise<void> {
@@ -74,7 +51,7 @@ test("a buyer whose pass is revoked sees it said as such, the released hold goes
     const holdId = (await hold.getAttribute("data-hold")) ?? "";
     await expect(hold.locator('[data-action="pay"]')).toBeVisible();
 
-    await revoke(screening, buyer.uid);
+    await revokePass(screening, buyer.uid);
 
     // The released hold goes live, and with it every action on it.
     await expect(hold).toHaveCount(0);
