@@ -996,6 +996,8 @@ async function main(): Promise<void> {
   onSnapshot(
     doc(db, "screenings", screeningId),
     (snap) => {
+      // The hall is drawn below (or not at all): what it pushes down shows from this frame on.
+      delete $(".layout").dataset.loading;
       if (!snap.exists()) {
         // Said once, with nothing to pick or book below it.
         screening = undefined;
@@ -1027,7 +1029,10 @@ async function main(): Promise<void> {
       if (changed) buildMap(s); // paints, which opens the listeners the screening calls for
       else paint();
     },
-    (err) => status.error("unavailable", `The seat map could not be loaded (${err.code}).`),
+    (err) => {
+      delete $(".layout").dataset.loading;
+      status.error("unavailable", `The seat map could not be loaded (${err.code}).`);
+    },
   );
 
   let unsubscribeMine: Unsubscribe[] = [];
