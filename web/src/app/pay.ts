@@ -60,9 +60,16 @@ function currencyFormat(currency: string, locale?: string): Intl.NumberFormat {
   return f;
 }
 
+const units = new Map<string, number>();
+
 /** How many smallest units a currency's major unit has: 100 for EUR, 1 for JPY. */
 export function minorUnits(currency: string): number {
-  return 10 ** (currencyFormat(currency).resolvedOptions().maximumFractionDigits ?? 2);
+  let n = units.get(currency);
+  if (n === undefined) {
+    n = 10 ** (currencyFormat(currency).resolvedOptions().maximumFractionDigits ?? 2);
+    units.set(currency, n);
+  }
+  return n;
 }
 
 /** An amount in the currency's smallest unit, as the buyer reads it: "€12.50". */
