@@ -233,6 +233,8 @@ async function main(): Promise<void> {
 
   /** A tapped seat's price (and state, when it cannot be chosen), above it for a moment. */
   let tipTimer: ReturnType<typeof setTimeout> | undefined;
+  // Placed in px above its seat: a resize (a phone turned) moves the seat, so the tip goes.
+  window.addEventListener("resize", () => ($("#seat-tip").hidden = true));
   function showTip(seat: string): void {
     const tip = $("#seat-tip");
     const b = seatButtons.get(seat);
