@@ -233,8 +233,13 @@ async function main(): Promise<void> {
 
   /** A tapped seat's price (and state, when it cannot be chosen), above it for a moment. */
   let tipTimer: ReturnType<typeof setTimeout> | undefined;
-  // Placed in px above its seat: a resize (a phone turned) moves the seat, so the tip goes.
-  window.addEventListener("resize", () => ($("#seat-tip").hidden = true));
+  // Placed in px above its seat: a new width (a phone turned) moves the seat, so the tip
+  // goes (not on a new height alone: a phone's address bar comes and goes as it scrolls).
+  let tipWidth = window.innerWidth;
+  window.addEventListener("resize", () => {
+    if (window.innerWidth !== tipWidth) $("#seat-tip").hidden = true;
+    tipWidth = window.innerWidth;
+  });
   function showTip(seat: string): void {
     const tip = $("#seat-tip");
     const b = seatButtons.get(seat);
