@@ -204,7 +204,7 @@ for (const viewport of [
     await p.screenshot({ path: `test-results/screenshots/phone-${String(viewport.width)}-checkout.png` });
     await p.goBack();
     await expect(p.locator("[data-hold]")).toHaveAttribute("data-payment-state", "paying");
-    await barInView(p, { total: "€18.00", button: "Continue to payment" });
+    await barInView(p, { total: "€18.00", button: "Continue paying" });
     await p.screenshot({ path: `test-results/screenshots/phone-${String(viewport.width)}-paying.png` });
     await p.locator("[data-bar-action]").click();
     await p.waitForURL((u) => u.pathname === "/checkout");

@@ -1,13 +1,15 @@
 // Screenshots at 360×740 of every state a buyer meets (issue #50): signed
 // out, choosing, held, paying, paid, cancelled, lapsed, revoked, waiting,
 // admitted, sold out and the tickets, kept under
-// test-results/screenshots/buyer-360-*.png for a person to look at. Each
-// state is reached as a buyer reaches it, through the real functions, and
-// checked by its hook before it is taken.
+// test-results/screenshots/buyer-360-*.png for a person to look at, and
+// each the same at 1280×800 (buyer-1280-*.png: the side panel's layout).
+// Each state is reached as a buyer reaches it, through the real functions,
+// and checked by its hook before it is taken.
 import { type Page } from "@playwright/test";
 import { createScreening, createUser, env, expect, revokePass, runAdmitter, signIn, test } from "./bundle";
 
 const phone = { width: 360, height: 740 };
+const desk = { width: 1280, height: 800 };
 const seat = (page: Page, id: string) => page.locator(`[data-seat="${id}"]`);
 const queue = (page: Page) => page.locator("#queue");
 const status = (page: Page) => page.locator("[data-status]");
@@ -16,6 +18,9 @@ const status = (page: Page) => page.locator("[data-status]");
 async function shoot(page: Page, state: string): Promise<void> {
   await page.screenshot({ path: `test-results/screenshots/buyer-360-${state}.png` });
   await page.screenshot({ path: `test-results/screenshots/buyer-360-${state}-full.png`, fullPage: true });
+  await page.setViewportSize(desk);
+  await page.screenshot({ path: `test-results/screenshots/buyer-1280-${state}.png` });
+  await page.setViewportSize(phone);
 }
 
 async function phonePage(open: () => Promise<Page>): Promise<Page> {

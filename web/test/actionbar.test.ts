@@ -21,7 +21,7 @@ describe("nextStep", () => {
     const holds = [{ holdId: "h1", seats: ["E9", "E10"], heldUntilMs: now + 61_000 }];
     expect(nextStep({ ...base, selection: ["C3"], holds, price })).toEqual({ action: "pay", label: "Pay", total: "€18.00", holdId: "h1", text: "E9 and E10 held for you · 1:01" });
     expect(nextStep({ ...base, holds })).toMatchObject({ action: "confirm", holdId: "h1", total: "2 seats" });
-    expect(nextStep({ ...base, holds: [{ ...holds[0], paying: true }] as BarFacts["holds"], price })).toMatchObject({ action: "pay", label: "Continue to payment" });
+    expect(nextStep({ ...base, holds: [{ ...holds[0], paying: true }] as BarFacts["holds"], price })).toMatchObject({ action: "pay", label: "Continue paying" });
   });
   it("a hold that ran out is no step; a sale's waiting room has none", () => {
     expect(nextStep({ ...base, holds: [{ holdId: "h1", seats: ["E9"], heldUntilMs: now }] })).toMatchObject({ action: "find" });

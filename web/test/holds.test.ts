@@ -34,7 +34,7 @@ describe("showHold", () => {
       name: "revoked: released, however long it had left",
       hold: live,
       setting: { ...priced, revoked: true, canChoose: false },
-      want: { phase: "revoked", actions: [], note: "Released: the box office ended your pass, so A9 and A10 are free for others again." },
+      want: { phase: "revoked", actions: [], note: "Released as your pass ended: A9 and A10 are free for others again." },
     },
   ];
   for (const c of cases) {

@@ -292,8 +292,8 @@ h1{font-size:1rem;font-weight:500;color:#697386;margin:0}.amount{font-size:2rem;
 table{width:100%;border-collapse:collapse}td{padding:.4rem 0;border-bottom:1px solid #e3e8ee}td:last-child{text-align:right;font-variant-numeric:tabular-nums}
 .total td{font-weight:600;border-bottom:none}
 .timer{margin:1rem 0 0;padding:.6rem .8rem;border-radius:8px;background:#f6f8fa}.timer strong{font-variant-numeric:tabular-nums}
-.row{display:flex;gap:.75rem;margin-top:1.25rem}.row form{flex:1;display:flex}
-button{flex:1;font:inherit;padding:.7rem;border-radius:8px;border:1px solid #c1c9d2;background:#fff;cursor:pointer}
+.row{display:flex;gap:.75rem;margin-top:1.25rem}.row form{flex:1;display:flex}.row form:last-child{flex:2}
+button{flex:1;font:inherit;padding:.7rem;border-radius:8px;border:1px solid #c1c9d2;background:#fff;cursor:pointer;white-space:nowrap}
 button.pay{background:#635bff;border-color:#635bff;color:#fff;font-weight:600}
 .note{margin:1rem 0 0;padding:.6rem .8rem;border-radius:8px;background:#eef2ff}.error{background:#fde8e8}.ok{background:#e3f7ec}
 .back{display:inline-block;margin-top:1.25rem;color:#635bff;font-weight:600;text-decoration:none}.back:hover{text-decoration:underline}

@@ -50,7 +50,7 @@ export function nextStep(f: BarFacts): BarStep | undefined {
   if (hold) {
     const left = countdown(hold.heldUntilMs - f.nowMs);
     const base = { total: totalOfSeats(hold.seats), holdId: hold.holdId };
-    if (hold.paying) return { ...base, text: `${seatList(hold.seats)} kept for paying · ${left}`, action: "pay", label: "Continue to payment" };
+    if (hold.paying) return { ...base, text: `${seatList(hold.seats)} kept for paying · ${left}`, action: "pay", label: "Continue paying" };
     if (f.price) return { ...base, text: `${seatList(hold.seats)} held for you · ${left}`, action: "pay", label: "Pay" };
     return { ...base, text: `${seatList(hold.seats)} held for you · ${left}`, action: "confirm", label: "Confirm" };
   }

@@ -45,7 +45,7 @@ export function showHold(h: HoldFacts, s: HoldSetting): HoldShown {
   const seats = seatList(h.seats);
   const isAre = h.seats.length === 1 ? "is" : "are";
   if (s.revoked) {
-    return { phase: "revoked", actions: [], note: `Released: the box office ended your pass, so ${seats} ${isAre} free for others again.` };
+    return { phase: "revoked", actions: [], note: `Released as your pass ended: ${seats} ${isAre} free for others again.` };
   }
   if (h.heldUntilMs <= s.nowMs) {
     const it = h.seats.length === 1 ? "it" : "them";

@@ -81,7 +81,8 @@ async function main(): Promise<void> {
   const zoom = new MapZoom($("#mapview"), mapEl, $("#zoom"), $as(HTMLButtonElement, '[data-action="zoom-in"]'), $as(HTMLButtonElement, '[data-action="zoom-out"]'));
   const bookButton = $as(HTMLButtonElement, '[data-action="book"]');
   const holdButton = $as(HTMLButtonElement, '[data-action="hold"]');
-  holdButton.textContent = `Hold for ${String(Math.round(holdSeconds / 60)) || "<1"} min`;
+  const holdMinutes = Math.round(holdSeconds / 60);
+  holdButton.textContent = `Hold for ${holdMinutes >= 1 ? String(holdMinutes) : "<1"} min`;
 
   const joinButton = $as(HTMLButtonElement, '[data-action="join"]');
   const bestCard = new BestCard($("#best-card"), (count) => void holdBest(count));
@@ -232,6 +233,13 @@ async function main(): Promise<void> {
 
   /** A tapped seat's price (and state, when it cannot be chosen), above it for a moment. */
   let tipTimer: ReturnType<typeof setTimeout> | undefined;
+  // Placed in px above its seat: a new width (a phone turned) moves the seat, so the tip
+  // goes (not on a new height alone: a phone's address bar comes and goes as it scrolls).
+  let tipWidth = window.innerWidth;
+  window.addEventListener("resize", () => {
+    if (window.innerWidth !== tipWidth) $("#seat-tip").hidden = true;
+    tipWidth = window.innerWidth;
+  });
   function showTip(seat: string): void {
     const tip = $("#seat-tip");
     const b = seatButtons.get(seat);
@@ -467,23 +475,22 @@ async function main(): Promise<void> {
           ? "Join the queue now: everyone who joins before the opening gets a place in line by a fair, random draw, so there is no need to rush."
           : "Join the queue: people are let in to choose their seats in turn.";
     } else if (qs === "waiting") {
+      // The join's status line says "You are in the queue.": the box says what comes next.
       text = before
-        ? "You are in the queue. At the opening, everyone who joined early gets a place in line by a random draw."
+        ? "At the opening, everyone who joined early gets a place in line by a random draw."
         : ahead === undefined
           ? "The sale has opened. Places in line are being drawn…"
-          : "You are in the queue. Keep this page open: the seat map appears here when it is your turn.";
+          : "Keep this page open: the seat map appears here when it is your turn.";
     } else if (qs === "admitted") {
       [heading, text] = ["Your turn", `Choose up to ${seatsWord}, then hold or book them before your pass ends.`];
     } else if (qs === "done") {
       [heading, text] = ["All set", "Your booking is confirmed, so your pass has ended and the next person in line can choose."];
     } else if (place?.revoked) {
+      // The heading says who ended it; the words say what follows (the status line tells it happened).
       [heading, text] =
         place.passUntilMs === undefined
-          ? ["The box office removed your place", "The box office took your place out of the queue. If you think this is a mistake, please contact the box office."]
-          : [
-              "The box office ended your pass",
-              "The box office ended your pass, so the seat map has closed and any seats you held were released. If you think this is a mistake, please contact the box office.",
-            ];
+          ? ["The box office removed your place", "If you think this is a mistake, please contact the box office."]
+          : ["The box office ended your pass", "The seat map has closed and any seats you held were released. If you think this is a mistake, please contact the box office."];
     } else {
       const held = [...myHolds().values()].some((x) => x.heldUntilMs > at);
       const pay = screening?.price ? "paid for" : "confirmed";
@@ -493,8 +500,11 @@ async function main(): Promise<void> {
     setText($("#queue-text"), text);
     // The status line still tells of the join: say what changed since.
     if (shownQueueState === "waiting" && qs === "admitted") status.ok("It is your turn: choose your seats before your pass ends.");
-    else if (shownQueueState !== undefined && shownQueueState !== "expired" && qs === "expired" && place?.revoked) status.error("not_admitted", `${heading}.`);
-    else if (shownQueueState === "waiting" && (st === "soldout" || st === "closed")) status.error(st === "soldout" ? "sold_out" : "screening_started", text);
+    // What happened, in words of its own: the box below says where that leaves the buyer.
+    else if (shownQueueState !== undefined && shownQueueState !== "expired" && qs === "expired" && place?.revoked)
+      status.error("not_admitted", place.passUntilMs === undefined ? "The box office took you out of the queue." : "The box office ended your pass while you were choosing.");
+    else if (shownQueueState === "waiting" && (st === "soldout" || st === "closed"))
+      status.error(st === "soldout" ? "sold_out" : "screening_started", st === "soldout" ? "The last seats went while you waited." : "The sale closed while you waited.");
     shownQueueState = st === "soldout" || st === "closed" ? undefined : qs;
 
     $("#opens").hidden = !(before && selling());
@@ -996,6 +1006,8 @@ async function main(): Promise<void> {
   onSnapshot(
     doc(db, "screenings", screeningId),
     (snap) => {
+      // The hall is drawn below (or not at all): what it pushes down shows from this frame on.
+      delete $(".layout").dataset.loading;
       if (!snap.exists()) {
         // Said once, with nothing to pick or book below it.
         screening = undefined;
@@ -1027,7 +1039,10 @@ async function main(): Promise<void> {
       if (changed) buildMap(s); // paints, which opens the listeners the screening calls for
       else paint();
     },
-    (err) => status.error("unavailable", `The seat map could not be loaded (${err.code}).`),
+    (err) => {
+      delete $(".layout").dataset.loading;
+      status.error("unavailable", `The seat map could not be loaded (${err.code}).`);
+    },
   );
 
   let unsubscribeMine: Unsubscribe[] = [];

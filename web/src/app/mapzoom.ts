@@ -1,6 +1,7 @@
 /**
  * The seat map's pan and zoom (issue #50.2). The hall is drawn at a seat
- * size (`--seat-px` on the map): every length in it follows that size, so
+ * size (`--seat-px` on the box, so its scroll snapping follows it too):
+ * every length in it follows that size, so
  * zooming is a relayout, not a transform, and the seat a finger lands on
  * is the seat drawn there. A hall wider than its box pans by scrolling the
  * box (one finger, natural scroll); it zooms with + and −, a double tap, or
@@ -151,7 +152,7 @@ export class MapZoom {
 
   private apply(size: number): void {
     this.size = size;
-    this.map.style.setProperty("--seat-px", `${size.toFixed(2)}px`);
+    this.view.style.setProperty("--seat-px", `${size.toFixed(2)}px`);
     const wide = this.fit < this.first - 0.5;
     this.controls.hidden = !wide && size <= this.first;
     this.zoomIn.disabled = size >= MAX;

@@ -43,15 +43,38 @@ export function totalOf(price: Price, seats: readonly string[]): number {
   return seats.reduce((sum, s) => sum + seatPrice(price, s), 0);
 }
 
+/**
+ * A currency's formatter, made once per locale and currency: making one
+ * costs about a thousand times what formatting does, and the map names the
+ * price of every seat each time it paints (Lighthouse's blocking time,
+ * issue #50).
+ */
+const formats = new Map<string, Intl.NumberFormat>();
+function currencyFormat(currency: string, locale?: string): Intl.NumberFormat {
+  const key = `${locale ?? ""}|${currency.toUpperCase()}`;
+  let f = formats.get(key);
+  if (!f) {
+    f = new Intl.NumberFormat(locale, { style: "currency", currency: currency.toUpperCase() });
+    formats.set(key, f);
+  }
+  return f;
+}
+
+const units = new Map<string, number>();
+
 /** How many smallest units a currency's major unit has: 100 for EUR, 1 for JPY. */
 export function minorUnits(currency: string): number {
-  const f = new Intl.NumberFormat(undefined, { style: "currency", currency: currency.toUpperCase() });
-  return 10 ** (f.resolvedOptions().maximumFractionDigits ?? 2);
+  let n = units.get(currency);
+  if (n === undefined) {
+    n = 10 ** (currencyFormat(currency).resolvedOptions().maximumFractionDigits ?? 2);
+    units.set(currency, n);
+  }
+  return n;
 }
 
 /** An amount in the currency's smallest unit, as the buyer reads it: "€12.50". */
 export function money(amount: number, currency: string, locale?: string): string {
-  return new Intl.NumberFormat(locale, { style: "currency", currency: currency.toUpperCase() }).format(amount / minorUnits(currency));
+  return currencyFormat(currency, locale).format(amount / minorUnits(currency));
 }
 
 /** What the buyer reads about a payment. */

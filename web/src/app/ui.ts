@@ -164,6 +164,12 @@ export function mountAccount(
   });
 
   onAuthStateChanged(auth, (user) => {
+    // Which stand-in the seat map's page shows next time, before it knows (index.html).
+    try {
+      localStorage.setItem("firelock.account", user ? "in" : "out");
+    } catch {
+      // Storage refused (a private window's quota): the page shows the sign-in form's stand-in.
+    }
     if (user) {
       who.textContent = user.email ?? user.uid;
       who.title = `uid ${user.uid}`;

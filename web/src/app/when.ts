@@ -18,15 +18,27 @@ export const LOCALE = "en-GB";
 const DAY: Intl.DateTimeFormatOptions = { weekday: "short", day: "numeric", month: "short" };
 const HM: Intl.DateTimeFormatOptions = { hour: "2-digit", minute: "2-digit", hourCycle: "h23" };
 
+/** Each formatter made once (making one costs far more than formatting: a console's log formats hundreds). */
+const formats = new Map<string, Intl.DateTimeFormat>();
+function formatter(locale: string, opts: Intl.DateTimeFormatOptions): Intl.DateTimeFormat {
+  const key = `${locale}|${JSON.stringify(opts)}`;
+  let f = formats.get(key);
+  if (!f) {
+    f = new Intl.DateTimeFormat(locale, opts);
+    formats.set(key, f);
+  }
+  return f;
+}
+
 function format(ms: number, opts: Intl.DateTimeFormatOptions, timeZone: string | undefined, locale: string): string {
   if (timeZone) {
     try {
-      return new Intl.DateTimeFormat(locale, { ...opts, timeZone }).format(ms);
+      return formatter(locale, { ...opts, timeZone }).format(ms);
     } catch {
       // not a zone this browser knows: the browser's own, below
     }
   }
-  return new Intl.DateTimeFormat(locale, opts).format(ms);
+  return formatter(locale, opts).format(ms);
 }
 
 /** A day and a time with its zone: "Sat 28 Nov, 16:00 CET". */
