@@ -254,6 +254,9 @@ func (r *Request) validate(now time.Time) error {
 		return bad("direction %q: want in or out", r.Direction)
 	case !r.ScannedAt.IsZero() && r.ScannedAt.After(now.Add(MaxClockSkew)):
 		return bad("scannedAt %s is in the future (the server's clock says %s)", r.ScannedAt.UTC().Format(time.RFC3339), now.UTC().Format(time.RFC3339))
+	case r.ScannedAt.Before(time.Time{}):
+		// Firestore keeps no time before year 1: the commit would fail.
+		return bad("scannedAt %s is before year 1", r.ScannedAt.UTC().Format(time.RFC3339))
 	case r.Offline && r.ScannedAt.IsZero():
 		return bad("an offline scan needs its scannedAt")
 	}

@@ -300,7 +300,7 @@ func (u users) UIDByEmail(_ context.Context, email string) (string, error) {
 
 // A request refused before its code is read writes nothing: a gate that
 // is not the door's, a malformed gate, a short nonce, a scannedAt in the
-// future, an unknown screening, no scanner. A nonce used by another scan
+// future or before year 1, an unknown screening, no scanner. A nonce used by another scan
 // (another ticket, another gate) is nonce_reused and writes nothing.
 func TestRequestsRefusedBeforeTheCodeWriteNothing(t *testing.T) {
 	t.Parallel()
@@ -323,6 +323,8 @@ func TestRequestsRefusedBeforeTheCodeWriteNothing(t *testing.T) {
 		{"a nonce of 15 characters", e.scan(other.Code, "A", func(r *Request) { r.Nonce = "123456789012345" }), "invalid_argument"},
 		{"a nonce with a slash", e.scan(other.Code, "A", func(r *Request) { r.Nonce = "1234567890/123456" }), "invalid_argument"},
 		{"scannedAt in the future", e.scan(other.Code, "A", func(r *Request) { r.ScannedAt = time.Now().Add(time.Hour) }), "invalid_argument"},
+		// Firestore keeps no time before year 1: the commit would fail (500).
+		{"scannedAt before year 1", e.scan(other.Code, "A", func(r *Request) { r.ScannedAt, r.Offline = time.Date(0, 6, 1, 0, 0, 0, 0, time.UTC), true }), "invalid_argument"},
 		{"an offline scan without scannedAt", e.scan(other.Code, "A", func(r *Request) { r.Offline = true }), "invalid_argument"},
 		{"a direction sideways", e.scan(other.Code, "A", func(r *Request) { r.Direction = "up" }), "invalid_argument"},
 		{"no code", e.scan("", "A"), "invalid_argument"},
