@@ -542,15 +542,17 @@ func (s *Service) Cancel(ctx context.Context, uid, bookingID string) (_ Booking,
 		if err != nil {
 			return err
 		}
-		// The tickets first: one that has been used refuses the cancel
-		// (ticket_used) before anything else is decided.
+		// The tickets first: one that has been used (in at the door, or
+		// transferred to another user) refuses the cancel (ticket_used)
+		// before anything else is decided, the refund of a paid booking
+		// included.
 		ticketSnaps := snaps[len(snaps)-len(ticketRefs):]
 		snaps = snaps[:len(snaps)-len(ticketRefs)]
 		for i := 0; i < len(ticketSnaps); i += 2 {
 			if !ticketSnaps[i].Exists() {
 				continue
 			}
-			ups, err := s.tickets.Cancel(ticketSnaps[i], ticketSnaps[i+1])
+			ups, err := s.tickets.Cancel(b.UID, ticketSnaps[i], ticketSnaps[i+1])
 			if err != nil {
 				return err
 			}

@@ -25,13 +25,14 @@ type Tickets interface {
 	// document of its check-in at the door (checkins/{id}).
 	Ref(id string) *firestore.DocumentRef
 	CheckIn(id string) *firestore.DocumentRef
-	// Cancel returns the updates that cancel a ticket, as read in the
-	// transaction that cancels its booking, given its check-in as read
-	// there (which may not exist), or an error wrapping ErrTicketUsed for
-	// a ticket that has been checked in. The door's check-in reads the
+	// Cancel returns the updates that cancel a ticket of uid's booking, as
+	// read in the transaction that cancels the booking, given its check-in
+	// as read there (which may not exist), or an error wrapping
+	// ErrTicketUsed for a ticket that has been checked in or transferred
+	// to another user (no longer uid's to cancel). The door's check-in reads the
 	// ticket in its own transaction, so of a cancel and a scan of one ticket
 	// exactly one wins.
-	Cancel(ticket, checkIn *firestore.DocumentSnapshot) ([]firestore.Update, error)
+	Cancel(uid string, ticket, checkIn *firestore.DocumentSnapshot) ([]firestore.Update, error)
 }
 
 // IssuedTicket is a ticket to create: its id, its seat and its document.

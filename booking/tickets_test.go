@@ -36,7 +36,7 @@ func (t *seatTickets) CheckIn(id string) *firestore.DocumentRef {
 	return t.client.Collection("checkins").Doc(id)
 }
 
-func (t *seatTickets) Cancel(ticket, checkIn *firestore.DocumentSnapshot) ([]firestore.Update, error) {
+func (t *seatTickets) Cancel(_ string, ticket, checkIn *firestore.DocumentSnapshot) ([]firestore.Update, error) {
 	if checkIn.Exists() {
 		return nil, ErrTicketUsed
 	}

@@ -2,6 +2,8 @@ package door
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"strings"
@@ -172,6 +174,17 @@ type ScanRecord struct {
 	// answers them again, whatever the ticket did since.
 	EntryGate string     `firestore:"entryGate,omitempty"`
 	EntryAt   *time.Time `firestore:"entryAt,omitempty"`
+	// CodeHash is the code scanned, hashed (CodeHash): the nonce sent
+	// again with another code is nonce_reused, even another code of the
+	// same ticket. CheckIn records it; a scanner app's own scans may not.
+	CodeHash string `firestore:"codeHash,omitempty"`
+}
+
+// CodeHash is a scan record's codeHash: base64url (no padding) of the
+// SHA-256 of the code as scanned.
+func CodeHash(code string) string {
+	sum := sha256.Sum256([]byte(code))
+	return base64.RawURLEncoding.EncodeToString(sum[:])
 }
 
 // Request is one scan, as a scanner sends it.
@@ -254,6 +267,9 @@ func (r *Request) validate(now time.Time) error {
 		return bad("direction %q: want in or out", r.Direction)
 	case !r.ScannedAt.IsZero() && r.ScannedAt.After(now.Add(MaxClockSkew)):
 		return bad("scannedAt %s is in the future (the server's clock says %s)", r.ScannedAt.UTC().Format(time.RFC3339), now.UTC().Format(time.RFC3339))
+	case r.ScannedAt.Before(time.Time{}):
+		// Firestore keeps no time before year 1: the commit would fail.
+		return bad("scannedAt %s is before year 1", r.ScannedAt.UTC().Format(time.RFC3339))
 	case r.Offline && r.ScannedAt.IsZero():
 		return bad("an offline scan needs its scannedAt")
 	}
@@ -372,7 +388,7 @@ func (s *Service) decide(r Request, p ticket.Payload, verr error, snaps []*fires
 	if scannedAt.IsZero() {
 		scannedAt = now
 	}
-	d := &decision{record: ScanRecord{Gate: r.Gate, By: r.Scanner, Direction: r.Direction, At: now, ScannedAt: scannedAt, Offline: r.Offline}}
+	d := &decision{record: ScanRecord{Gate: r.Gate, By: r.Scanner, Direction: r.Direction, At: now, ScannedAt: scannedAt, Offline: r.Offline, CodeHash: CodeHash(r.Code)}}
 	if verr == nil {
 		d.record.TicketID = p.TicketID // a code that verified names its ticket
 	}
@@ -484,8 +500,8 @@ func (s *Service) decide(r Request, p ticket.Payload, verr error, snaps []*fires
 }
 
 // recorded answers a scan whose nonce is recorded already (one read): as
-// recorded, if it is the same scan (the same ticket, gate, direction and
-// scanner), else ErrNonceReused.
+// recorded, if it is the same scan (the same code, when the record says
+// which, ticket, gate, direction and scanner), else ErrNonceReused.
 func (s *Service) recorded(ctx context.Context, r Request, p ticket.Payload, verr error) (Scan, error) {
 	snap, err := s.scanRef(r.ScreeningID, r.Nonce).Get(ctx)
 	if err != nil {
@@ -499,7 +515,7 @@ func (s *Service) recorded(ctx context.Context, r Request, p ticket.Payload, ver
 	if verr == nil {
 		ticketID = p.TicketID
 	}
-	if rec.TicketID != ticketID || rec.Gate != r.Gate || rec.Direction != r.Direction || rec.By != r.Scanner {
+	if (rec.CodeHash != "" && rec.CodeHash != CodeHash(r.Code)) || rec.TicketID != ticketID || rec.Gate != r.Gate || rec.Direction != r.Direction || rec.By != r.Scanner {
 		return Scan{}, fmt.Errorf("%w: nonce %q was used for another scan", ErrNonceReused, r.Nonce)
 	}
 	switch rec.Result {

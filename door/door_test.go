@@ -166,7 +166,7 @@ func TestAFirstEntryIsAdmittedOnce(t *testing.T) {
 		t.Fatalf("check-in %+v", c)
 	}
 	rec := e.record("s1", r.Nonce)
-	if rec.Result != ResultAdmitted || rec.TicketID != tk.ID || rec.Gate != "A" || rec.By != "sc1" || rec.Direction != DirectionIn || !rec.At.Equal(got.At) || !rec.ScannedAt.Equal(got.At) {
+	if rec.Result != ResultAdmitted || rec.TicketID != tk.ID || rec.Gate != "A" || rec.By != "sc1" || rec.Direction != DirectionIn || !rec.At.Equal(got.At) || !rec.ScannedAt.Equal(got.At) || rec.CodeHash != CodeHash(tk.Code) {
 		t.Fatalf("scan record %+v", rec)
 	}
 	for range 2 {
@@ -300,7 +300,7 @@ func (u users) UIDByEmail(_ context.Context, email string) (string, error) {
 
 // A request refused before its code is read writes nothing: a gate that
 // is not the door's, a malformed gate, a short nonce, a scannedAt in the
-// future, an unknown screening, no scanner. A nonce used by another scan
+// future or before year 1, an unknown screening, no scanner. A nonce used by another scan
 // (another ticket, another gate) is nonce_reused and writes nothing.
 func TestRequestsRefusedBeforeTheCodeWriteNothing(t *testing.T) {
 	t.Parallel()
@@ -323,6 +323,8 @@ func TestRequestsRefusedBeforeTheCodeWriteNothing(t *testing.T) {
 		{"a nonce of 15 characters", e.scan(other.Code, "A", func(r *Request) { r.Nonce = "123456789012345" }), "invalid_argument"},
 		{"a nonce with a slash", e.scan(other.Code, "A", func(r *Request) { r.Nonce = "1234567890/123456" }), "invalid_argument"},
 		{"scannedAt in the future", e.scan(other.Code, "A", func(r *Request) { r.ScannedAt = time.Now().Add(time.Hour) }), "invalid_argument"},
+		// Firestore keeps no time before year 1: the commit would fail (500).
+		{"scannedAt before year 1", e.scan(other.Code, "A", func(r *Request) { r.ScannedAt, r.Offline = time.Date(0, 6, 1, 0, 0, 0, 0, time.UTC), true }), "invalid_argument"},
 		{"an offline scan without scannedAt", e.scan(other.Code, "A", func(r *Request) { r.Offline = true }), "invalid_argument"},
 		{"a direction sideways", e.scan(other.Code, "A", func(r *Request) { r.Direction = "up" }), "invalid_argument"},
 		{"no code", e.scan("", "A"), "invalid_argument"},
@@ -414,5 +416,67 @@ func TestCheckInsAreCountedByResult(t *testing.T) {
 		if got := rd.Value(t, telemetry.CheckIns, telemetry.Result.String(result)); got != want {
 			t.Errorf("firelock.checkins{%s} = %v, want %v: %s", result, got, want, rd.Dump(t, telemetry.CheckIns))
 		}
+	}
+}
+
+// A nonce sent again with another code answers nonce_reused and writes
+// nothing (CONTRACT §13), even when the other code is of the same ticket
+// (its code before a transfer) or both codes are no tickets: a scanner that
+// reused a nonce must not be told admitted for a stale code.
+func TestANonceSentAgainWithAnotherCodeIsReused(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	ctx := context.Background()
+	transferred := func(seat string) (old, cur ticket.Ticket) {
+		old = e.book("s1", seat, "alice")
+		if _, err := e.tickets.Transfer(ctx, "alice", old.ID, "bob@example.com", users{"bob@example.com": "bob"}); err != nil {
+			t.Fatal(err)
+		}
+		cur, err := e.tickets.Get(ctx, old.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return old, cur
+	}
+	old1, cur1 := transferred("A1")
+	old2, cur2 := transferred("A2")
+	admitted := e.scan(cur1.Code, "A")
+	if _, err := e.door.CheckIn(ctx, admitted); err != nil {
+		t.Fatal(err)
+	}
+	reissued := e.scan(old2.Code, "A")
+	if _, err := e.door.CheckIn(ctx, reissued); !errors.Is(err, ErrTicketReissued) {
+		t.Fatal(err)
+	}
+	invalid := e.scan("FLT1.bm90IGEgdGlja2V0.c2lnbmF0dXJl", "A")
+	if _, err := e.door.CheckIn(ctx, invalid); !errors.Is(err, ErrInvalidTicket) {
+		t.Fatal(err)
+	}
+	scans, checkins := e.docs("s1")
+	for _, c := range []struct {
+		name string
+		r    Request
+	}{
+		{"an admitted scan's nonce with the ticket's code before its transfer", e.scan(old1.Code, "A", func(r *Request) { r.Nonce = admitted.Nonce })},
+		{"a reissued scan's nonce with the ticket's current code", e.scan(cur2.Code, "A", func(r *Request) { r.Nonce = reissued.Nonce })},
+		{"an invalid scan's nonce with another invalid code", e.scan("FLT1.YW5vdGhlcg.c2lnbmF0dXJl", "A", func(r *Request) { r.Nonce = invalid.Nonce })},
+	} {
+		got, err := e.door.CheckIn(ctx, c.r)
+		if !errors.Is(err, ErrNonceReused) {
+			t.Errorf("%s: %+v %v, want nonce_reused", c.name, got, err)
+		}
+	}
+	// The same code again is a retry: it answers as before.
+	if got, err := e.door.CheckIn(ctx, admitted); err != nil || got.Result != ResultAdmitted {
+		t.Errorf("the admitted scan again: %+v %v", got, err)
+	}
+	if _, err := e.door.CheckIn(ctx, invalid); !errors.Is(err, ErrInvalidTicket) {
+		t.Errorf("the invalid scan again: %v", err)
+	}
+	if s, c := e.docs("s1"); s != scans || c != checkins {
+		t.Fatalf("%d scans, %d check-ins; want %d and %d (nothing more)", s, c, scans, checkins)
+	}
+	if _, ok := e.checkIn(cur2.ID); ok {
+		t.Fatal("a reused nonce checked a ticket in")
 	}
 }

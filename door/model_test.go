@@ -27,9 +27,10 @@ import (
 //   - A transfer of a ticket with a check-in is ticket_used, of a
 //     cancelled one ticket_cancelled; else the version goes up by one. One
 //     refused because it names an owner the ticket no longer has changes
-//     nothing. A
-//     cancel of a ticket with a check-in is ticket_used; else it is
-//     cancelled (again: harmless).
+//     nothing. A cancel (by the booker, alice) of a ticket with a
+//     check-in, or transferred away (to bob: an even version, as the
+//     workers pass tickets between alice and bob), is ticket_used; else it
+//     is cancelled (again: harmless).
 //   - A read of the check-in shows its state, seq and gate.
 //
 // Order is real time: Firestore's transactions are strictly serializable,
@@ -149,7 +150,7 @@ func doorStep(s ticketState, in doorIn, out doorOut) (bool, ticketState) {
 		next.Version++
 		return out.Result == "ok" && out.Version == next.Version, next
 	case opCancel:
-		if s.State != "" {
+		if s.State != "" || s.Version%2 == 0 {
 			return out.Result == "ticket_used", s
 		}
 		next := s
@@ -182,7 +183,7 @@ func doorUnknown(s ticketState, in doorIn, _ doorOut) ticketState {
 		}
 		return s
 	case opCancel:
-		if s.State == "" {
+		if s.State == "" && s.Version%2 == 1 {
 			s.Cancelled = true
 		}
 		return s

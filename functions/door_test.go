@@ -132,6 +132,7 @@ func TestCheckInOverHTTP(t *testing.T) {
 		{"a short nonce", scanner, map[string]any{"nonce": "short-nonce"}, http.StatusBadRequest, "invalid_argument"},
 		{"scannedAt in the future", scanner, map[string]any{"scannedAt": time.Now().Add(10 * time.Minute).UTC().Format(time.RFC3339)}, http.StatusBadRequest, "invalid_argument"},
 		{"scannedAt not RFC 3339", scanner, map[string]any{"scannedAt": "yesterday"}, http.StatusBadRequest, "invalid_argument"},
+		{"scannedAt before year 1", scanner, map[string]any{"scannedAt": "0000-06-01T00:00:00Z", "offline": true}, http.StatusBadRequest, "invalid_argument"},
 		{"a field unknown", scanner, map[string]any{"seat": "C1"}, http.StatusBadRequest, "invalid_argument"},
 	} {
 		body := map[string]any{"screeningId": "s1", "gate": "A", "code": tk.Code, "nonce": nonce()}

@@ -105,11 +105,11 @@ func Decode(code string) (Decoded, error) {
 		return Decoded{}, fmt.Errorf("%w: want %s.<payload>.<signature>", ErrMalformed, Prefix)
 	}
 	raw, err := b64.DecodeString(parts[1])
-	if err != nil || parts[1] == "" {
+	if err != nil || parts[1] == "" || !isBase64URL(parts[1]) {
 		return Decoded{}, fmt.Errorf("%w: the payload is not base64url without padding", ErrMalformed)
 	}
 	sig, err := b64.DecodeString(parts[2])
-	if err != nil {
+	if err != nil || !isBase64URL(parts[2]) {
 		return Decoded{}, fmt.Errorf("%w: the signature is not base64url without padding", ErrMalformed)
 	}
 	if len(sig) != ed25519.SignatureSize {
@@ -176,6 +176,17 @@ func decodePayload(raw []byte) (Payload, error) {
 		return Payload{}, bad(`"v" must be a whole number from 1`)
 	}
 	return p, nil
+}
+
+// isBase64URL says whether s is letters of base64url only: Go's decoders,
+// strict ones too, skip \r and \n, which the format does not allow.
+func isBase64URL(s string) bool {
+	for _, c := range []byte(s) {
+		if !('A' <= c && c <= 'Z' || 'a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '-' || c == '_') {
+			return false
+		}
+	}
+	return true
 }
 
 func isDigits(s string) bool {

@@ -130,6 +130,10 @@ func generate(t testing.TB) vectors {
 		{"four parts", good + ".x", "malformed"},
 		{"empty", "", "malformed"},
 		{"spaces around", " " + good + " ", "malformed"},
+		// Go's base64 decoders skip \r and \n even when strict: the format does not.
+		{"a line break at the end", good + "\n", "malformed"},
+		{"a line break inside the payload", "FLT1." + payload[:8] + "\r\n" + payload[8:] + "." + sig, "malformed"},
+		{"a line break inside the signature", "FLT1." + payload + "." + sig[:20] + "\n" + sig[20:], "malformed"},
 		{"the payload is not base64url", "FLT1.eyJ0Ijo*.@" + sig[1:], "malformed"},
 		{"the payload is padded", "FLT1." + payload + "==." + sig, "malformed"},
 		{"the payload is base64 (+ and /), not base64url", "FLT1." + strings.NewReplacer("-", "+", "_", "/").Replace(payload) + "+/." + sig, "malformed"},

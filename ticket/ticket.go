@@ -104,14 +104,18 @@ func (s *Service) Issue(b booking.Booking) ([]booking.IssuedTicket, error) {
 	return out, nil
 }
 
-// Cancel decides the cancellation of a ticket whose booking is being
-// cancelled (booking's Tickets seam): booking.ErrTicketUsed once it has a
-// check-in (it is in, or went in and out), else the update to cancelled
-// (none for one cancelled already).
-func (s *Service) Cancel(ticket, checkIn *firestore.DocumentSnapshot) ([]firestore.Update, error) {
+// Cancel decides the cancellation of a ticket whose booking, uid's, is
+// being cancelled (booking's Tickets seam): booking.ErrTicketUsed once it
+// has a check-in (it is in, or went in and out) or it was transferred to
+// another user (it is no longer uid's to cancel, nor to be refunded), else
+// the update to cancelled (none for one cancelled already).
+func (s *Service) Cancel(uid string, ticket, checkIn *firestore.DocumentSnapshot) ([]firestore.Update, error) {
 	if checkIn.Exists() {
 		state, _ := checkIn.Data()["state"].(string)
 		return nil, fmt.Errorf("%w: ticket %s (seat %v) is %s at the door", booking.ErrTicketUsed, ticket.Ref.ID, ticket.Data()["seatId"], state)
+	}
+	if holder, _ := ticket.Data()["uid"].(string); holder != uid {
+		return nil, fmt.Errorf("%w: ticket %s (seat %v) was transferred to another account", booking.ErrTicketUsed, ticket.Ref.ID, ticket.Data()["seatId"])
 	}
 	if ticket.Data()["status"] == StatusCancelled {
 		return nil, nil

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -365,4 +366,46 @@ type usersFunc func(ctx context.Context, email string) (string, error)
 
 func (f usersFunc) UIDByEmail(ctx context.Context, email string) (string, error) {
 	return f(ctx, email)
+}
+
+// A hostile giver: alice transfers her ticket to bob (who may have paid
+// her for it), then cancels or refunds her booking. A ticket transferred
+// away is no longer hers to cancel: the cancel answers ticket_used, naming
+// the seat, and writes nothing (no refund either: a paid booking's refund
+// is made only once the cancel commits); bob's ticket stays his and valid.
+func TestACancelAfterATransferLeavesTheNewHoldersTicket(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	ctx := context.Background()
+	b, _, err := e.bookings.Book(ctx, "x", booking.Request{UID: "alice", ScreeningID: "s1", Seats: []string{"A8", "A9"}, RequestID: "gift"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.tickets.Transfer(ctx, "alice", b.Tickets["A9"], "bob@example.com", users{"bob@example.com": "bob"}); err != nil {
+		t.Fatal(err)
+	}
+	before, err := e.fs.Collection(booking.Bookings).Doc(b.ID).Get(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, cerr := e.bookings.Cancel(ctx, "alice", b.ID)
+	if !errors.Is(cerr, booking.ErrTicketUsed) || booking.Code(cerr) != "ticket_used" || !strings.Contains(cerr.Error(), "A9") || !strings.Contains(cerr.Error(), "transferred") {
+		t.Fatalf("alice's cancel after giving A9 to bob: %v, want ticket_used naming A9, transferred", cerr)
+	}
+	after, err := e.fs.Collection(booking.Bookings).Doc(b.ID).Get(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !after.UpdateTime.Equal(before.UpdateTime) {
+		t.Fatal("the refused cancel wrote the booking")
+	}
+	for seat, uid := range map[string]string{"A8": "alice", "A9": "bob"} {
+		tk, err := e.tickets.Get(ctx, b.Tickets[seat])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tk.UID != uid || tk.Status != ticket.StatusValid {
+			t.Errorf("%s after the refused cancel: %s, of %s; want %s's, valid", seat, tk.Status, tk.UID, uid)
+		}
+	}
 }
