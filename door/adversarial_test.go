@@ -57,10 +57,9 @@ func sixGatesThroughFaults(t *testing.T, blind bool) (problems []string) {
 		svcs[i] = New(c, e.keys)
 		svcs[i].hooks.blindEntry = blind
 	}
-	const gates = 6
-	rounds := 4
-	if blind {
-		rounds = 1
+	gates, rounds := 6, 4
+	if blind { // a blind door admits every gate's scan: two gates show it, and twelve contended writers of one check-in take the emulator a minute and a half
+		gates, rounds = 2, 1
 	}
 	type told struct {
 		scan Scan
