@@ -58,12 +58,19 @@ func race(t *testing.T, scene func() doorScene, a, b func(doorScene) error) {
 	t.Logf("%d rounds: %v", raceRounds, wins)
 }
 
-func TestATransferRacingTheAppsCheckInOneWins(t *testing.T) {
+// raceSetup is a race's project: its admin client, the scanner sam, who
+// writes through the rules as the app does, and the tickets' keys.
+func raceSetup(t *testing.T) (rulesEnv, user, *ticket.Keys) {
+	t.Helper()
 	project := firelocktest.ProjectID(t)
-	e := rulesEnv{admin: firelocktest.NewClientFor(t, project)}
-	sam := user{t: t, project: project, uid: "sam", claims: map[string]any{"scanner": true}}
 	keys, err := ticket.GenerateKeys("races")
 	must(t, err)
+	return rulesEnv{admin: firelocktest.NewClientFor(t, project)},
+		user{t: t, project: project, uid: "sam", claims: map[string]any{"scanner": true}}, keys
+}
+
+func TestATransferRacingTheAppsCheckInOneWins(t *testing.T) {
+	e, sam, keys := raceSetup(t)
 	tickets := ticket.New(e.admin, keys)
 	race(t, func() doorScene { return newDoorScene(t, e, doorOptions{door: openDoor(false)}) },
 		func(sc doorScene) error { return sam.checkInBatch(sc, move{state: "in", seq: 1}) },
@@ -77,11 +84,7 @@ func TestATransferRacingTheAppsCheckInOneWins(t *testing.T) {
 }
 
 func TestACancelRacingTheAppsCheckInOneWins(t *testing.T) {
-	project := firelocktest.ProjectID(t)
-	e := rulesEnv{admin: firelocktest.NewClientFor(t, project)}
-	sam := user{t: t, project: project, uid: "sam", claims: map[string]any{"scanner": true}}
-	keys, err := ticket.GenerateKeys("races")
-	must(t, err)
+	e, sam, keys := raceSetup(t)
 	bookings := booking.New(e.admin, booking.WithTickets(ticket.New(e.admin, keys)))
 	defer bookings.Close()
 	ctx := context.Background()
@@ -106,11 +109,7 @@ func TestACancelRacingTheAppsCheckInOneWins(t *testing.T) {
 }
 
 func TestCheckInRacingTheAppsCheckInOneWins(t *testing.T) {
-	project := firelocktest.ProjectID(t)
-	e := rulesEnv{admin: firelocktest.NewClientFor(t, project)}
-	sam := user{t: t, project: project, uid: "sam", claims: map[string]any{"scanner": true}}
-	keys, err := ticket.GenerateKeys("races")
-	must(t, err)
+	e, sam, keys := raceSetup(t)
 	svc := door.New(e.admin, keys)
 	race(t, func() doorScene { return newDoorScene(t, e, doorOptions{door: openDoor(false)}) },
 		func(sc doorScene) error { return sam.checkInBatch(sc, move{state: "in", seq: 1, gate: "B"}) },
