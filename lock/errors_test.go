@@ -61,12 +61,21 @@ func TestErrorsSayWhatHappened(t *testing.T) {
 			c := firelocktest.NewClient(t)
 			l := newLocker(t, c, lock.WithLeaseDuration(3*time.Second))
 			err := l.WithLock(context.Background(), "k", func(ctx context.Context, lease *lock.Lease) error {
-				seen, err := lock.Inspect(context.Background(), c, coll+"/k")
-				if err != nil {
-					t.Fatal(err)
-				}
-				if err := lock.ForceRelease(context.Background(), c, seen, "olive@example.com", "stuck"); err != nil {
-					t.Fatal(err)
+				// As an operator does: inspect, force, and inspect again
+				// when a renewal (every second here) came in between (a
+				// loaded machine's renewal did, 06:34 on 11-29).
+				for {
+					seen, err := lock.Inspect(context.Background(), c, coll+"/k")
+					if err != nil {
+						t.Fatal(err)
+					}
+					err = lock.ForceRelease(context.Background(), c, seen, "olive@example.com", "stuck")
+					if err == nil {
+						break
+					}
+					if !errors.Is(err, lock.ErrChanged) {
+						t.Fatal(err)
+					}
 				}
 				<-ctx.Done()
 				return c.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
