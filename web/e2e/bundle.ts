@@ -121,6 +121,39 @@ function priceValue(p: Price): Value {
   return { mapValue: { fields } };
 }
 
+/**
+ * The screenings the running test wrote (createScreening), and whether with
+ * a sale: the test's fixture retires them when it ends (retireScreenings).
+ * A worker runs one test at a time, so this worker's list is that test's.
+ */
+const written: { id: string; sale: boolean }[] = [];
+
+/**
+ * Retires screenings once their test is over: each now started two hours
+ * ago, and a sale opened an hour before that (a sale's opening must come
+ * before its screening's start). Nothing else changes. The admitter looks
+ * after the sales of screenings that have not started or started within
+ * the hour, each in every pass (about 70 ms a sale on the bundle's
+ * emulator), and the bundle's admitters run for every test's sale: without
+ * this, the 30 sales of a run pile up and every pass of every test's
+ * admitter walks all of them.
+ */
+async function retireScreenings(screenings: { id: string; sale: boolean }[]): Promise<void> {
+  const startsAt = Date.now() - 2 * 3_600_000;
+  await Promise.all(
+    screenings.map(async ({ id, sale }) => {
+      const fields: Record<string, Value> = { startsAt: { timestampValue: new Date(startsAt).toISOString() } };
+      let mask = "updateMask.fieldPaths=startsAt";
+      if (sale) {
+        fields.sale = { mapValue: { fields: { opensAt: { timestampValue: new Date(startsAt - 3_600_000).toISOString() } } } };
+        mask += "&updateMask.fieldPaths=sale.opensAt";
+      }
+      const res = await fetch(`${docsURL()}/screenings/${id}?${mask}&currentDocument.exists=true`, { method: "PATCH", headers: owner, body: JSON.stringify({ fields }) });
+      if (!res.ok) throw new Error(`retire screening ${id}: ${String(res.status)} ${await res.text()}`);
+    }),
+  );
+}
+
 /** Writes a screening that starts in a day (or at `startsAt`), with a sale and a price if given: its id. */
 export async function createScreening(opts: { rows?: string[]; seatsPerRow?: number; title?: string; startsAt?: Date; sale?: Sale; price?: Price } = {}): Promise<string> {
   const id = `e2e-${randomUUID().slice(0, 8)}`;
@@ -135,6 +168,7 @@ export async function createScreening(opts: { rows?: string[]; seatsPerRow?: num
   if (opts.price) fields.price = priceValue(opts.price);
   const res = await fetch(`${docsURL()}/screenings/${id}`, { method: "PATCH", headers: owner, body: JSON.stringify({ fields }) });
   if (!res.ok) throw new Error(`create screening: ${String(res.status)} ${await res.text()}`);
+  written.push({ id, sale: opts.sale !== undefined });
   return id;
 }
 
@@ -345,9 +379,20 @@ export async function twoUsers(open: () => Promise<Page>, path: string): Promise
 /**
  * `test` with a second-browser helper: `open()` gives a page in a fresh
  * context (its own storage, so its own signed-in user), watched for errors;
- * every watched page must end the test without uncaught errors.
+ * every watched page must end the test without uncaught errors. Every test
+ * retires the screenings it wrote when it ends, its pages closed
+ * (retireScreenings).
  */
-export const test = base.extend<{ open: () => Promise<Page> }>({
+export const test = base.extend<{ open: () => Promise<Page>; retire: undefined }>({
+  retire: [
+    // eslint-disable-next-line no-empty-pattern -- Playwright wants a pattern, and this fixture needs no other
+    async ({}, use) => {
+      written.length = 0;
+      await use(undefined);
+      await retireScreenings(written.splice(0));
+    },
+    { auto: true },
+  ],
   open: async ({ browser }: { browser: Browser }, use) => {
     const watched: { page: Page; errors: string[] }[] = [];
     await use(async () => {

@@ -31,7 +31,7 @@ async function phonePage(open: () => Promise<Page>): Promise<Page> {
 
 const halls = { rows: ["A", "B", "C", "D", "E", "F", "G", "H", "I", "J"], seatsPerRow: 20, title: "Metropolis", price: { amount: 900, currency: "eur", rows: { A: 1500, B: 1500 } } };
 
-test("a buyer's own states at 360 px: signed out, choosing, held, paying, paid, tickets, cancelled, lapsed", async ({ open }) => {
+test("a buyer's own states at 360 px: signed out, choosing, held, paying, paid, tickets, cancelled", async ({ open }) => {
   const screening = await createScreening(halls);
   const p = await phonePage(open);
   await p.goto(`/?screening=${screening}`);
@@ -79,9 +79,15 @@ test("a buyer's own states at 360 px: signed out, choosing, held, paying, paid, 
   await expect(status(p)).toHaveText("Cancelled E9 and E10 and refunded €18.00 in full.");
   await status(p).scrollIntoViewIfNeeded();
   await shoot(p, "cancelled");
+});
 
+// The last of a buyer's own states, a test of its own beside the one above.
+test("a buyer's own states at 360 px: lapsed", async ({ open }) => {
+  const screening = await createScreening(halls);
+  const p = await phonePage(open);
   // A hold of 5 s that runs out.
   await p.goto(`/?screening=${screening}&holdSeconds=5`);
+  await signIn(p, await createUser("buyer"));
   await seat(p, "F4").click();
   await p.locator("[data-bar-action]").click();
   await expect(seat(p, "F4")).toHaveAttribute("data-state", "mine-held");
@@ -90,12 +96,11 @@ test("a buyer's own states at 360 px: signed out, choosing, held, paying, paid, 
   await shoot(p, "lapsed");
 });
 
-test("a sale's states at 360 px: waiting, admitted, sold out, and a revoked pass", async ({ open }) => {
+test("a sale's states at 360 px: waiting, admitted and sold out", async ({ open }) => {
   // One row of two seats, one pass at a time: the first buyer is admitted
   // and books both, the second waits, then meets the sold-out sale.
   const sale = { opensAt: new Date(Date.now() - 30_000), admitPerMinute: 60, maxActive: 1, passSeconds: 600 };
   const screening = await createScreening({ rows: ["A"], seatsPerRow: 2, title: "Nosferatu", sale, price: { amount: 900, currency: "eur" } });
-  const revoked = await createScreening({ rows: ["A", "B"], seatsPerRow: 8, title: "Nosferatu", sale, price: { amount: 900, currency: "eur" } });
   const admitter = runAdmitter();
   try {
     const a = await phonePage(open);
@@ -122,7 +127,17 @@ test("a sale's states at 360 px: waiting, admitted, sold out, and a revoked pass
     await expect(queue(w)).toHaveAttribute("data-sale-state", "soldout", { timeout: 30_000 });
     await expect(status(w)).toHaveAttribute("data-code", "sold_out");
     await shoot(w, "sold-out");
+  } finally {
+    await admitter.stop();
+  }
+});
 
+// A test of its own (its own sale), beside the one above.
+test("a sale's states at 360 px: a revoked pass", async ({ open }) => {
+  const sale = { opensAt: new Date(Date.now() - 30_000), admitPerMinute: 60, maxActive: 1, passSeconds: 600 };
+  const revoked = await createScreening({ rows: ["A", "B"], seatsPerRow: 8, title: "Nosferatu", sale, price: { amount: 900, currency: "eur" } });
+  const admitter = runAdmitter();
+  try {
     // An operator revokes an admitted buyer's pass (CONTRACT §8).
     const r = await phonePage(open);
     const buyer = await createUser("revoked");
