@@ -81,8 +81,11 @@ func JoinerEmail(email string) JoinOption {
 // the place uid has (created false): one place per user and sale, and
 // joining again changes nothing.
 //
-// One batched read decides (the screening, the place, the sale's public
-// document); its read time is joinedAt. A join before opensAt is early: its
+// One batched read decides (the screening and the sale's public document);
+// its read time is joinedAt. The place is not read first: it is created on
+// the precondition that it does not exist, and a join that finds it there
+// (or is refused) reads it then and answers with it. So a first join costs
+// two reads, not three (issue #51). A join before opensAt is early: its
 // random draw goes to the server-only queueDraws/{queueId}, in the same
 // commit as the place, and the place has no order until the admitter ranks
 // it at opensAt. A later join's order is its join time. The place is
@@ -125,42 +128,32 @@ func (s *Service) join(ctx context.Context, uid, screeningID string, who joiner)
 	ref := s.place(id)
 	start := time.Now() // the local clock only bounds how long the commit may take
 	snaps, err := s.client.GetAll(ctx, []*firestore.DocumentRef{
-		s.client.Collection(booking.Screenings).Doc(screeningID), ref, s.client.Collection(Sales).Doc(screeningID),
+		s.client.Collection(booking.Screenings).Doc(screeningID), s.client.Collection(Sales).Doc(screeningID),
 	})
 	if err != nil {
 		return Place{}, false, err
 	}
-	screening, existing, public := snaps[0], snaps[1], snaps[2]
+	screening, public := snaps[0], snaps[1]
 	now := screening.ReadTime
 	if !screening.Exists() {
 		return Place{}, false, fmt.Errorf("%w: %q", booking.ErrScreeningNotFound, screeningID)
 	}
-	if existing.Exists() {
-		p, err := placeOf(existing)
-		return p, false, err
-	}
-	cfg, err := s.config(screening)
-	// A sale of a screening that started is over, whatever its configuration.
-	if startsAt, ok := screening.Data()["startsAt"].(time.Time); ok && !now.Before(startsAt) && !errors.Is(err, ErrNoSale) {
-		return Place{}, false, booking.ErrScreeningStarted
-	}
-	if errors.Is(err, ErrMisconfigured) && s.shouldLog(screeningID, err) {
-		s.o.log.Error("sale: refusing joins to a misconfigured sale", "screeningId", screeningID, "error", err.Error())
-	}
+	cfg, err := s.joinable(screening, public, now, who)
 	if err != nil {
+		// A user who has a place keeps it, whatever the sale's state now:
+		// a join again answers with it.
+		got, gerr := ref.Get(ctx)
+		switch {
+		case gerr == nil:
+			p, err := placeOf(got)
+			return p, false, err
+		case status.Code(gerr) != codes.NotFound:
+			return Place{}, false, gerr
+		}
+		if errors.Is(err, ErrMisconfigured) && s.shouldLog(screeningID, err) {
+			s.o.log.Error("sale: refusing joins to a misconfigured sale", "screeningId", screeningID, "error", err.Error())
+		}
 		return Place{}, false, err
-	}
-	if controlOf(screening).Closed {
-		return Place{}, false, fmt.Errorf("%w: an operator closed it", ErrClosed)
-	}
-	if cfg.RequireVerifiedEmail && !who.verified {
-		return Place{}, false, ErrEmailNotVerified
-	}
-	switch public.Data()["state"] {
-	case StateSoldOut:
-		return Place{}, false, ErrSoldOut
-	case StateClosed:
-		return Place{}, false, booking.ErrScreeningStarted
 	}
 
 	p := Place{ID: id, UID: uid, ScreeningID: screeningID, Status: StatusWaiting, JoinedAt: now, Shard: shardOf(id), Email: who.email, AppCheck: who.appCheck}
@@ -188,7 +181,7 @@ func (s *Service) join(ctx context.Context, uid, screeningID string, who joiner)
 	switch {
 	case err == nil:
 		return p, true, nil
-	case status.Code(err) == codes.AlreadyExists: // the same user joined at the same moment
+	case status.Code(err) == codes.AlreadyExists: // the user has a place (joined before, or at the same moment)
 		got, err := ref.Get(ctx)
 		if err != nil {
 			return Place{}, false, err
@@ -205,4 +198,31 @@ func (s *Service) join(ctx context.Context, uid, screeningID string, who joiner)
 		return Place{}, false, fmt.Errorf("%w: %v", ErrJoinTimedOut, err)
 	}
 	return Place{}, false, err
+}
+
+// joinable decides a new join on the screening and the sale's public
+// document as read at now: the sale's configuration, or why nobody may
+// join it now.
+func (s *Service) joinable(screening, public *firestore.DocumentSnapshot, now time.Time, who joiner) (Config, error) {
+	cfg, err := s.config(screening)
+	// A sale of a screening that started is over, whatever its configuration.
+	if startsAt, ok := screening.Data()["startsAt"].(time.Time); ok && !now.Before(startsAt) && !errors.Is(err, ErrNoSale) {
+		return Config{}, booking.ErrScreeningStarted
+	}
+	if err != nil {
+		return Config{}, err
+	}
+	if controlOf(screening).Closed {
+		return Config{}, fmt.Errorf("%w: an operator closed it", ErrClosed)
+	}
+	if cfg.RequireVerifiedEmail && !who.verified {
+		return Config{}, ErrEmailNotVerified
+	}
+	switch public.Data()["state"] {
+	case StateSoldOut:
+		return Config{}, ErrSoldOut
+	case StateClosed:
+		return Config{}, booking.ErrScreeningStarted
+	}
+	return cfg, nil
 }
