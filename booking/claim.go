@@ -471,10 +471,15 @@ func (s *Service) takeRead(ctx context.Context, c *claim, refs []*firestore.Docu
 
 // listenedScreening is c's screening as its listener keeps it, when a
 // request that reads first may be refused by its seats on it without
-// reading the screening (takeRead): current (fastTime's test), valid for
-// the seats, and surely not starting within fastMargin.
+// reading the screening (takeRead): current (fastTime's test) and
+// delivered or read within half the TTL, valid for the seats, and surely
+// not starting within fastMargin. A screening nobody edits sends its
+// listener nothing, and a refusal that skips the read does not refresh the
+// entry: past half the TTL the next request reads the screening again
+// (put), so the entry stays current, for a read every 15 s, not one a
+// request.
 func (s *Service) listenedScreening(c *claim) (cached, bool) {
-	got, ok := s.screenings.current(c.r.ScreeningID)
+	got, ok := s.screenings.currentWithin(c.r.ScreeningID, ScreeningCacheTTL/2)
 	if !ok || got.err != nil || got.sc.checkSeats(c.seats) != nil {
 		return cached{}, false
 	}

@@ -3,6 +3,7 @@ package sale
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -53,5 +54,39 @@ func TestARefusedHoldReadsNoScreening(t *testing.T) {
 	// A retry of a hold made answers it, whatever its seats show.
 	if n, err := hold("bob", "b2", "A3", "A4"); err != nil || n > 5 {
 		t.Errorf("bob's retry: %v after %d reads", err, n)
+	}
+}
+
+// A screening nobody edits sends its listener nothing, and refusals that
+// skip its read do not refresh it: without a read now and then the entry
+// would age past booking.ScreeningCacheTTL and every request read the
+// screening again (the surge of 06:20: 5.85 reads a hold). Past half the
+// TTL one request reads it, and the refusals after it skip it again. Four
+// refusals 10 s apart, the last 30 s after the screening was first read:
+// it reads the request's document, the pass and the seat only.
+func TestRefusedHoldsSkipTheScreeningPastItsCacheTTL(t *testing.T) {
+	t.Parallel() // its own project; it mostly waits
+	ctx := context.Background()
+	e := newEnv(t, 2, 10, saleOpening(time.Now().Add(-time.Minute), 600, 10, 600))
+	svc, stats := e.statsService()
+	bk := booking.New(svc.client, booking.WithGate(svc))
+	t.Cleanup(bk.Close)
+	g := gateEnv{e, ctx}
+	e.holdFor(bk, "alice", "A1") // reads the screening, and starts its listener
+	g.pass(e.id, "bob", StatusAdmitted, time.Now().Add(10*time.Minute), nil)
+	start := time.Now()
+	var reads []int
+	for i := range 4 {
+		time.Sleep(time.Until(start.Add(time.Duration(i)*booking.ScreeningCacheTTL/3 + 500*time.Millisecond)))
+		before := stats.Snapshot()
+		_, _, err := bk.Hold(ctx, "e", booking.Request{UID: "bob", ScreeningID: e.id, Seats: []string{"A1"}, RequestID: fmt.Sprintf("b%d", i)}, 5*time.Minute)
+		if !errors.Is(err, booking.ErrSeatHeld) {
+			t.Fatalf("bob's hold of a held seat: %v", err)
+		}
+		reads = append(reads, stats.Snapshot().Sub(before).Reads)
+	}
+	t.Logf("reads of refusals 0, 10, 20, 30 s on: %v", reads)
+	if reads[len(reads)-1] != 3 {
+		t.Errorf("the last refusal, %v after the screening's first read, read %d documents, want 3", booking.ScreeningCacheTTL, reads[len(reads)-1])
 	}
 }
