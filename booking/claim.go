@@ -300,22 +300,26 @@ func (s *Service) observe(committed, sent time.Time, c *claim, now time.Time) {
 func (s *Service) takeRead(ctx context.Context, c *claim, refs []*firestore.DocumentRef) (*firestore.DocumentSnapshot, error) {
 	scRef := s.client.Collection(Screenings).Doc(c.r.ScreeningID)
 	pass := s.passRef(c.r.ScreeningID, c.r.UID)
-	all := append([]*firestore.DocumentRef{c.ref, scRef}, pass...)
-	all = append(all, refs...)
 	var lastErr error
 	for round := range takeRounds {
 		if round > 0 { // let the winner of the race we lost finish
 			sleep(ctx, time.Duration(rand.Int64N(int64(2*time.Millisecond)<<round)))
 		}
+		// A screening its listener keeps current is not read with the
+		// rest: most requests that read first lose to a taken seat, and
+		// they are refused on the listener's screening (refuseBySeats); the
+		// others read it then.
+		listened, fromListener := s.listenedScreening(c)
+		all := []*firestore.DocumentRef{c.ref}
+		if !fromListener {
+			all = append(all, scRef)
+		}
+		all = append(all, pass...)
+		all = append(all, refs...)
 		sent := time.Now()
 		snaps, err := s.client.GetAll(ctx, all)
 		if err == nil && s.hooks.batchRead != nil {
 			s.hooks.batchRead(snaps)
-		}
-		if err == nil {
-			if sc, derr := DecodeScreening(snaps[1]); derr == nil {
-				c.startsAt = sc.StartsAt
-			}
 		}
 		if err != nil {
 			if lastErr != nil && isAmbiguous(lastErr) {
@@ -325,14 +329,22 @@ func (s *Service) takeRead(ctx context.Context, c *claim, refs []*firestore.Docu
 		}
 		now := snaps[0].ReadTime
 		s.clock.observe(now, sent, time.Now())
-		got := cached{snap: snaps[1]}
-		got.sc, got.err = DecodeScreening(snaps[1])
-		// Before a retry's answer too: the read opens the screening's listener.
-		s.screenings.put(got)
+		rest := snaps[1:]
+		got := listened
+		if !fromListener {
+			got = cached{snap: rest[0]}
+			got.sc, got.err = DecodeScreening(rest[0])
+			rest = rest[1:]
+			// Before a retry's answer too: the read opens the screening's listener.
+			s.screenings.put(got)
+		}
+		if got.err == nil {
+			c.startsAt = got.sc.StartsAt
+		}
+		passSnaps, seats := rest[:len(pass)], rest[len(pass):]
 		if snaps[0].Exists() { // this request's document: a retry, or our own lost answer
 			return snaps[0], nil
 		}
-		seats := snaps[2+len(pass):]
 		if slices.ContainsFunc(seats, c.owns) {
 			// A batched read is not one snapshot: the emulator reads its
 			// documents one at a time, so a commit of this request (a
@@ -344,6 +356,22 @@ func (s *Service) takeRead(ctx context.Context, c *claim, refs []*firestore.Docu
 				return own, nil
 			} else if !notFound(err) {
 				return nil, err
+			}
+		}
+		if fromListener {
+			if err := s.refuseBySeats(c, got, passSnaps, seats, refs, now); err != nil {
+				return nil, err
+			}
+			// Not refused by its seats: the screening as read now decides.
+			scSnaps, err := s.client.GetAll(ctx, []*firestore.DocumentRef{scRef})
+			if err != nil {
+				return nil, err
+			}
+			got = cached{snap: scSnaps[0]}
+			got.sc, got.err = DecodeScreening(scSnaps[0])
+			s.screenings.put(got)
+			if got.err == nil {
+				c.startsAt = got.sc.StartsAt
 			}
 		}
 		if got.err != nil {
@@ -376,9 +404,9 @@ func (s *Service) takeRead(ctx context.Context, c *claim, refs []*firestore.Docu
 		// instead) is seat_held whatever the cap says (CONTRACT §3). All
 		// hold before anything is written; the order only picks the answer.
 		var passUps []firestore.Update
-		gated := s.gate != nil && s.gate.Gated(snaps[1])
+		gated := s.gate != nil && s.gate.Gated(got.snap)
 		if gated {
-			passUps, err = s.gate.Admit(snaps[1], snaps[2], Claim{Kind: c.kind, ID: c.id, UID: c.r.UID, ScreeningID: c.r.ScreeningID, Seats: c.seats, Until: c.holdUntil(now)}, now)
+			passUps, err = s.gate.Admit(got.snap, passSnaps[0], Claim{Kind: c.kind, ID: c.id, UID: c.r.UID, ScreeningID: c.r.ScreeningID, Seats: c.seats, Until: c.holdUntil(now)}, now)
 			if errors.Is(err, ErrSeatLimit) {
 				if serr := decide(); serr != nil {
 					return nil, serr
@@ -399,8 +427,8 @@ func (s *Service) takeRead(ctx context.Context, c *claim, refs []*firestore.Docu
 		b.Create(c.ref, c.doc(now))
 		s.createTickets(b, c.tickets)
 		if gated && len(passUps) > 0 {
-			if snaps[2].Exists() {
-				b.Update(snaps[2].Ref, passUps, firestore.LastUpdateTime(snaps[2].UpdateTime))
+			if passSnaps[0].Exists() {
+				b.Update(passSnaps[0].Ref, passUps, firestore.LastUpdateTime(passSnaps[0].UpdateTime))
 			} else {
 				return nil, fmt.Errorf("booking: the gate admitted %s without a pass document", c.r.UID)
 			}
@@ -418,7 +446,7 @@ func (s *Service) takeRead(ctx context.Context, c *claim, refs []*firestore.Docu
 			s.taken.mark(true, refs...)
 			c.committed = res[0].UpdateTime
 			if gated && len(passUps) > 0 {
-				c.pass = snaps[2].Ref
+				c.pass = passSnaps[0].Ref
 			}
 			return nil, nil
 		}
@@ -439,6 +467,59 @@ func (s *Service) takeRead(ctx context.Context, c *claim, refs []*firestore.Docu
 		return nil, lastErr
 	}
 	return nil, &SeatsError{Kind: ErrSeatBusy, Seats: c.seats}
+}
+
+// listenedScreening is c's screening as its listener keeps it, when a
+// request that reads first may be refused by its seats on it without
+// reading the screening (takeRead): current (fastTime's test) and
+// delivered or read within half the TTL, valid for the seats, and surely
+// not starting within fastMargin. A screening nobody edits sends its
+// listener nothing, and a refusal that skips the read does not refresh the
+// entry: past half the TTL the next request reads the screening again
+// (put), so the entry stays current, for a read every 15 s, not one a
+// request.
+func (s *Service) listenedScreening(c *claim) (cached, bool) {
+	got, ok := s.screenings.currentWithin(c.r.ScreeningID, ScreeningCacheTTL/2)
+	if !ok || got.err != nil || got.sc.checkSeats(c.seats) != nil {
+		return cached{}, false
+	}
+	if _, hi, ok := s.clock.bounds(); !ok || (!got.sc.StartsAt.IsZero() && !hi.Add(fastMargin).Before(got.sc.StartsAt)) {
+		return cached{}, false
+	}
+	return got, true
+}
+
+// refuseBySeats refuses c by its seats, read at now, on the screening as
+// its listener has it (got): a seat booked or under a live hold
+// (ErrSeatTaken, ErrSeatHeld), for a caller the gate lets through as far
+// as the seats (its pass checks come first, as in takeRead: a caller
+// without a live pass learns nothing of the seats). Anything else is nil:
+// the gate refusing, a priced booking, seats free. Those are decided on the
+// screening read afresh, as is everything that writes; a refusal by the
+// seats needs no fresher screening, since no screening lets a request take
+// a seat that is taken (a sale closed or a screening started meanwhile
+// would refuse it too, under another code).
+func (s *Service) refuseBySeats(c *claim, got cached, pass, seats []*firestore.DocumentSnapshot, refs []*firestore.DocumentRef, now time.Time) error {
+	if got.sc.started(now) || (c.kind == ClaimBooking && got.sc.Priced) {
+		return nil
+	}
+	if s.gate != nil && s.gate.Gated(got.snap) {
+		_, err := s.gate.Admit(got.snap, pass[0], Claim{Kind: c.kind, ID: c.id, UID: c.r.UID, ScreeningID: c.r.ScreeningID, Seats: c.seats, Until: c.holdUntil(now)}, now)
+		if err != nil && !errors.Is(err, ErrSeatLimit) {
+			return nil
+		}
+	}
+	err := got.sc.decide(c.seats, seats, now)
+	var se *SeatsError
+	if !errors.As(err, &se) {
+		return nil
+	}
+	for i, seat := range seats {
+		if seatState(seat, now) != "" {
+			s.taken.mark(true, refs[i])
+		}
+	}
+	return err
 }
 
 // owns: seat's document names c (a booking's bookingId, a hold's holdId):

@@ -106,6 +106,27 @@ func (c *screenings) current(id string) (cached, bool) {
 	return got, live && got.snap != nil
 }
 
+// currentWithin is current, but only for a screening the listener or a
+// read delivered within d (less than ScreeningCacheTTL): a caller that may
+// skip its read of the screening this way leaves it to the requests that
+// read it to keep the entry current (put), and the entry is older than d
+// before it is older than the TTL, so one of them reads it then.
+func (c *screenings) currentWithin(id string, d time.Duration) (cached, bool) {
+	got, ok := c.current(id)
+	if !ok {
+		return got, false
+	}
+	c.mu.Lock()
+	e := c.m[id]
+	c.mu.Unlock()
+	if e == nil {
+		return cached{}, false
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return got, time.Since(e.at) < d
+}
+
 // put records a screening that a request read: a later read time wins.
 // It opens the screening's listener if the screening exists and has none.
 func (c *screenings) put(got cached) {

@@ -168,6 +168,7 @@ type saleRun struct {
 	counter bool       // the tickets-sold counter has its shards
 	bad     string     // the misconfiguration last logged
 	last    *Public    // as last published by this run
+	line    *line      // the head of the waiting line, as this run read it (nil: nothing known)
 	// pending: when (Firestore's clock) numbers or a state this run knows
 	// but did not publish yet may go out (zero: nothing pending). The step
 	// looks again then, so that an idle sale's change of state waits for
@@ -383,7 +384,7 @@ func (a *Admitter) take(runCtx context.Context, r *saleRun, long bool) (bool, er
 	if snaps[2].Exists() && snaps[2].DataTo(&p) == nil && p.State != StateClosed {
 		last = &p
 	}
-	r.lease, r.st, r.rank, r.last, r.pending = lease, st, rs, last, time.Time{}
+	r.lease, r.st, r.rank, r.last, r.pending, r.line = lease, st, rs, last, time.Time{}, nil
 	kctx, stopKeepAlive := lease.KeepAlive(runCtx)
 	wctx, stopWatch := context.WithCancel(kctx)
 	var watched sync.WaitGroup
@@ -531,8 +532,12 @@ func (a *Admitter) step(r *saleRun) (time.Duration, bool, error) {
 
 	opened := m.valid && !t0.Before(cfg.OpensAt.Add(o.joinWindow))
 	if opened {
+		ranked := r.rank.Ranked
 		if err := a.rank(r); err != nil {
 			return 0, false, err
+		}
+		if r.rank.Ranked != ranked {
+			r.line = nil // a straggler may sort before places the run knows
 		}
 	}
 
@@ -554,7 +559,7 @@ func (a *Admitter) step(r *saleRun) (time.Duration, bool, error) {
 			bound = earlyOrder(r.rank.Frontier)
 		}
 		if free > 0 && bound != "" && c.waiting > 0 {
-			if heads, err = a.heads(ctx, r.id, bound, int(free)); err != nil {
+			if heads, err = a.heads(ctx, r, bound, int(free)); err != nil {
 				return 0, false, err
 			}
 		}
@@ -711,43 +716,106 @@ func countOf(ctx context.Context, q firestore.Query, tx *firestore.Transaction) 
 	return v.GetIntegerValue(), nil
 }
 
+// line is what a run knows of the head of a sale's waiting line, so that
+// each waiting place is read by a query once, not once a tick until it is
+// admitted (issue #51: the 16 shards' heads read afresh for every refill
+// cost 23 reads an admission). For each shard it keeps the waiting places
+// read, in order, and the order through which they are all of the shard's:
+// every waiting place of shard s whose order sorts at or before known[s]
+// is in places[s] (as read; a place taken since is dropped).
+//
+// That stays true while the run holds the lease, since nothing else
+// admits, and a place never gets an order at or before a bound the run has
+// read through: a later joiner's order is its join time, and the bound
+// leaves out the joins still in their window; an early joiner's is
+// ranked, by this run, after the frontier. The run forgets the line when
+// it ranks (a straggler may sort before places it knows) and when it
+// takes the lease (another admitter may have admitted meanwhile). A place
+// that left the line otherwise (an operator's revoke) is found so by the
+// admitting transaction, which reads every place it admits.
+type line struct {
+	places [Shards][]*firestore.DocumentSnapshot
+	known  [Shards]string // "": nothing known yet
+}
+
+// headRounds bounds the queries of one heads call: each round reads the
+// shards whose known part holds the merge back.
+const headRounds = 4
+
 // heads returns up to want waiting places in admission order with order
-// at or before bound: the heads of the line's shards, merged. A shard that
-// returned a full page may have more before another shard's last place, so
-// the merge stops at the lowest last order of the full pages.
-func (a *Admitter) heads(ctx context.Context, id, bound string, want int) ([]*firestore.DocumentSnapshot, error) {
-	per := min(want, want/Shards+8)
-	var mu sync.Mutex
-	var all []*firestore.DocumentSnapshot
-	stop := bound + "\uffff" // above every order
-	var errs [Shards]error
-	var wg sync.WaitGroup
-	for shard := range Shards {
-		wg.Go(func() {
-			docs, err := a.queue(id).Where("status", "==", StatusWaiting).Where("shard", "==", shard).
-				Where("order", "<=", bound).OrderBy("order", firestore.Asc).Limit(per).Documents(ctx).GetAll()
-			if err != nil {
-				errs[shard] = err
-				return
+// at or before bound: the heads of the line's shards, merged, from what
+// the run knows of the line (r.line), reading only the shards whose known
+// part ends before bound and holds the merge back, from where it ends. A
+// shard's page is a share of want and two more, so that a refill of one
+// reads a couple of places of each shard once, not every shard each time.
+func (a *Admitter) heads(ctx context.Context, r *saleRun, bound string, want int) ([]*firestore.DocumentSnapshot, error) {
+	if r.line == nil {
+		r.line = &line{}
+	}
+	l := r.line
+	per := want/Shards + 2
+	for round := 0; ; round++ {
+		// Every place at or before front is known, in every shard.
+		front := bound
+		for s := range Shards {
+			front = min(front, l.known[s])
+		}
+		var ready []*firestore.DocumentSnapshot
+		for s := range Shards {
+			for _, p := range l.places[s] {
+				if orderOf(p) > front {
+					break
+				}
+				ready = append(ready, p)
 			}
-			mu.Lock()
-			defer mu.Unlock()
-			all = append(all, docs...)
-			if len(docs) == per {
-				stop = min(stop, orderOf(docs[len(docs)-1]))
+		}
+		slices.SortFunc(ready, func(x, y *firestore.DocumentSnapshot) int { return cmp.Compare(orderOf(x), orderOf(y)) })
+		if len(ready) >= want || front >= bound || round == headRounds {
+			return ready[:min(len(ready), want)], nil
+		}
+		var errs [Shards]error
+		var wg sync.WaitGroup
+		for s := range Shards {
+			// A shard known through bound has nothing more to give; one
+			// with a page in hand beyond the front gives it next round.
+			if l.known[s] >= bound || (l.known[s] > front && len(l.places[s]) >= per) {
+				continue
 			}
-		})
+			wg.Go(func() {
+				q := a.queue(r.id).Where("status", "==", StatusWaiting).Where("shard", "==", s)
+				if l.known[s] != "" {
+					q = q.Where("order", ">", l.known[s])
+				}
+				docs, err := q.Where("order", "<=", bound).OrderBy("order", firestore.Asc).Limit(per).Documents(ctx).GetAll()
+				if err != nil {
+					errs[s] = err
+					return
+				}
+				l.places[s] = append(l.places[s], docs...)
+				if len(docs) < per {
+					l.known[s] = bound
+				} else {
+					l.known[s] = orderOf(docs[len(docs)-1])
+				}
+			})
+		}
+		wg.Wait()
+		if err := errors.Join(errs[:]...); err != nil {
+			r.line = nil // a shard's page may be half taken in: read the line afresh
+			return nil, err
+		}
 	}
-	wg.Wait()
-	if err := errors.Join(errs[:]...); err != nil {
-		return nil, err
+}
+
+// taken drops the places an admitting transaction read from the line:
+// each is admitted now, or was found out of the line.
+func (l *line) taken(ids map[string]bool) {
+	if l == nil || len(ids) == 0 {
+		return
 	}
-	slices.SortFunc(all, func(x, y *firestore.DocumentSnapshot) int { return cmp.Compare(orderOf(x), orderOf(y)) })
-	n := 0
-	for n < len(all) && n < want && orderOf(all[n]) <= stop {
-		n++
+	for s := range Shards {
+		l.places[s] = slices.DeleteFunc(l.places[s], func(p *firestore.DocumentSnapshot) bool { return ids[p.Ref.ID] })
 	}
-	return all[:n], nil
 }
 
 func orderOf(s *firestore.DocumentSnapshot) string {
@@ -784,8 +852,9 @@ func (a *Admitter) admit(r *saleRun, m mode, c counts, heads []*firestore.Docume
 	var pub, cur *Public // published now; the numbers as of now
 	var pending time.Time
 	var held time.Time
+	var taken map[string]bool // the places read to be admitted: off the line, one way or the other
 	err := a.s.client.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
-		pub, cur, st, pending, held = nil, nil, admitState{}, time.Time{}, time.Time{}
+		pub, cur, st, pending, held, taken = nil, nil, admitState{}, time.Time{}, time.Time{}, nil
 		stSnap, err := readState(tx, a.stateRef(r.id), &st)
 		if err != nil {
 			return err
@@ -838,8 +907,10 @@ func (a *Admitter) admit(r *saleRun, m mode, c counts, heads []*firestore.Docume
 		if free > 0 && len(heads) > 0 {
 			take := heads[:min(int64(len(heads)), free)]
 			refs := make([]*firestore.DocumentRef, len(take))
+			taken = make(map[string]bool, len(take))
 			for i, h := range take {
 				refs[i] = h.Ref
+				taken[h.Ref.ID] = true
 			}
 			if places, err = tx.GetAll(refs); err != nil {
 				return err
@@ -944,6 +1015,7 @@ func (a *Admitter) admit(r *saleRun, m mode, c counts, heads []*firestore.Docume
 	}
 	a.metrics.admitted(ctx, r.id, st.Admitted-r.st.Admitted)
 	r.st = st
+	r.line.taken(taken)
 	if pub != nil {
 		r.last = pub
 	}

@@ -7,11 +7,13 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"cloud.google.com/go/firestore"
 	"github.com/firelock/firelock/booking"
 	"github.com/firelock/firelock/lock"
+	"golang.org/x/sync/singleflight"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 )
@@ -81,8 +83,14 @@ func JoinerEmail(email string) JoinOption {
 // the place uid has (created false): one place per user and sale, and
 // joining again changes nothing.
 //
-// One batched read decides (the screening, the place, the sale's public
-// document); its read time is joinedAt. A join before opensAt is early: its
+// The screening's read decides, with the sale's public document as this
+// instance read it within the last second (publicOf: it is published at
+// most once a second, so a burst of joins reads it once a second, not once
+// each); the screening's read time is joinedAt. The place is not read
+// first: it is created on the precondition that it does not exist, and a
+// join that finds it there (or is refused) reads it then and answers with
+// it. So a first join costs one read, not three (issue #51). A join before
+// opensAt is early: its
 // random draw goes to the server-only queueDraws/{queueId}, in the same
 // commit as the place, and the place has no order until the admitter ranks
 // it at opensAt. A later join's order is its join time. The place is
@@ -124,43 +132,35 @@ func (s *Service) join(ctx context.Context, uid, screeningID string, who joiner)
 	id := QueueID(screeningID, uid)
 	ref := s.place(id)
 	start := time.Now() // the local clock only bounds how long the commit may take
-	snaps, err := s.client.GetAll(ctx, []*firestore.DocumentRef{
-		s.client.Collection(booking.Screenings).Doc(screeningID), ref, s.client.Collection(Sales).Doc(screeningID),
-	})
+	snaps, err := s.client.GetAll(ctx, []*firestore.DocumentRef{s.client.Collection(booking.Screenings).Doc(screeningID)})
 	if err != nil {
 		return Place{}, false, err
 	}
-	screening, existing, public := snaps[0], snaps[1], snaps[2]
+	screening := snaps[0]
 	now := screening.ReadTime
 	if !screening.Exists() {
 		return Place{}, false, fmt.Errorf("%w: %q", booking.ErrScreeningNotFound, screeningID)
 	}
-	if existing.Exists() {
-		p, err := placeOf(existing)
-		return p, false, err
-	}
-	cfg, err := s.config(screening)
-	// A sale of a screening that started is over, whatever its configuration.
-	if startsAt, ok := screening.Data()["startsAt"].(time.Time); ok && !now.Before(startsAt) && !errors.Is(err, ErrNoSale) {
-		return Place{}, false, booking.ErrScreeningStarted
-	}
-	if errors.Is(err, ErrMisconfigured) && s.shouldLog(screeningID, err) {
-		s.o.log.Error("sale: refusing joins to a misconfigured sale", "screeningId", screeningID, "error", err.Error())
-	}
+	public, err := s.publicOf(ctx, screeningID)
 	if err != nil {
 		return Place{}, false, err
 	}
-	if controlOf(screening).Closed {
-		return Place{}, false, fmt.Errorf("%w: an operator closed it", ErrClosed)
-	}
-	if cfg.RequireVerifiedEmail && !who.verified {
-		return Place{}, false, ErrEmailNotVerified
-	}
-	switch public.Data()["state"] {
-	case StateSoldOut:
-		return Place{}, false, ErrSoldOut
-	case StateClosed:
-		return Place{}, false, booking.ErrScreeningStarted
+	cfg, err := s.joinable(screening, public, now, who)
+	if err != nil {
+		// A user who has a place keeps it, whatever the sale's state now:
+		// a join again answers with it.
+		got, gerr := ref.Get(ctx)
+		switch {
+		case gerr == nil:
+			p, err := placeOf(got)
+			return p, false, err
+		case status.Code(gerr) != codes.NotFound:
+			return Place{}, false, gerr
+		}
+		if errors.Is(err, ErrMisconfigured) && s.shouldLog(screeningID, err) {
+			s.o.log.Error("sale: refusing joins to a misconfigured sale", "screeningId", screeningID, "error", err.Error())
+		}
+		return Place{}, false, err
 	}
 
 	p := Place{ID: id, UID: uid, ScreeningID: screeningID, Status: StatusWaiting, JoinedAt: now, Shard: shardOf(id), Email: who.email, AppCheck: who.appCheck}
@@ -188,7 +188,7 @@ func (s *Service) join(ctx context.Context, uid, screeningID string, who joiner)
 	switch {
 	case err == nil:
 		return p, true, nil
-	case status.Code(err) == codes.AlreadyExists: // the same user joined at the same moment
+	case status.Code(err) == codes.AlreadyExists: // the user has a place (joined before, or at the same moment)
 		got, err := ref.Get(ctx)
 		if err != nil {
 			return Place{}, false, err
@@ -205,4 +205,90 @@ func (s *Service) join(ctx context.Context, uid, screeningID string, who joiner)
 		return Place{}, false, fmt.Errorf("%w: %v", ErrJoinTimedOut, err)
 	}
 	return Place{}, false, err
+}
+
+// joinable decides a new join on the screening as read at now and the
+// sale's public document: the sale's configuration, or why nobody may join
+// it now.
+func (s *Service) joinable(screening, public *firestore.DocumentSnapshot, now time.Time, who joiner) (Config, error) {
+	cfg, err := s.config(screening)
+	// A sale of a screening that started is over, whatever its configuration.
+	if startsAt, ok := screening.Data()["startsAt"].(time.Time); ok && !now.Before(startsAt) && !errors.Is(err, ErrNoSale) {
+		return Config{}, booking.ErrScreeningStarted
+	}
+	if err != nil {
+		return Config{}, err
+	}
+	if controlOf(screening).Closed {
+		return Config{}, fmt.Errorf("%w: an operator closed it", ErrClosed)
+	}
+	if cfg.RequireVerifiedEmail && !who.verified {
+		return Config{}, ErrEmailNotVerified
+	}
+	switch public.Data()["state"] {
+	case StateSoldOut:
+		return Config{}, ErrSoldOut
+	case StateClosed:
+		return Config{}, booking.ErrScreeningStarted
+	}
+	return cfg, nil
+}
+
+// publicTTL is how long an instance's joins use one read of a sale's public
+// document: the admitter writes it at most once a publishEvery, so a join
+// decides on a state at most about a second older than a read would give
+// it (sold_out, closed), as the sale's own publication lags the seats.
+const publicTTL = publishEvery
+
+// maxPublics bounds the sales whose public document an instance keeps.
+const maxPublics = 1000
+
+// publics keeps the sales' public documents for joins: each read at most
+// once a publicTTL per instance, concurrent misses sharing one read.
+type publics struct {
+	group singleflight.Group
+	mu    sync.Mutex
+	m     map[string]publicRead
+}
+
+type publicRead struct {
+	snap *firestore.DocumentSnapshot
+	at   time.Time // local clock
+}
+
+// publicOf returns sales/{id} as this instance read it within publicTTL
+// (a missing one too: its snapshot does not exist).
+func (s *Service) publicOf(ctx context.Context, id string) (*firestore.DocumentSnapshot, error) {
+	c := &s.publics
+	fresh := func() (*firestore.DocumentSnapshot, bool) {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		r, ok := c.m[id]
+		return r.snap, ok && time.Since(r.at) < publicTTL
+	}
+	if snap, ok := fresh(); ok {
+		return snap, nil
+	}
+	v, err, _ := c.group.Do(id, func() (any, error) {
+		if snap, ok := fresh(); ok {
+			return snap, nil
+		}
+		at := time.Now()
+		// The read must not die with the first caller's request.
+		snaps, err := s.client.GetAll(context.WithoutCancel(ctx), []*firestore.DocumentRef{s.client.Collection(Sales).Doc(id)})
+		if err != nil {
+			return nil, err
+		}
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if c.m == nil || len(c.m) >= maxPublics {
+			c.m = map[string]publicRead{}
+		}
+		c.m[id] = publicRead{snap: snaps[0], at: at}
+		return snaps[0], nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return v.(*firestore.DocumentSnapshot), nil
 }

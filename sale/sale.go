@@ -272,6 +272,8 @@ type Service struct {
 	o      options
 	mu     sync.Mutex
 	logged map[string]logged // misconfigurations logged, by screening
+	// publics: the sales' public documents as joins last read them.
+	publics publics
 }
 
 type logged struct {
