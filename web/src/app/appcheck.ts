@@ -11,7 +11,6 @@
  * | neither                    | off: no App Check, no header |
  */
 import type { FirebaseApp } from "firebase/app";
-import { type AppCheck, CustomProvider, ReCaptchaEnterpriseProvider, getToken, initializeAppCheck } from "firebase/app-check";
 
 /** The App Check part of the app's configuration (config.ts's Env). */
 export interface AppCheckEnv {
@@ -55,18 +54,26 @@ export async function fetchLocalToken(tokenURL: string): Promise<LocalToken> {
 export type AppCheckTokens = (forceRefresh: boolean) => Promise<string>;
 
 /**
- * Initializes App Check on the app as `setup` says (before any call to the
- * functions), with automatic refresh, and answers its token getter;
- * undefined when off. A token the SDK cannot get is still sent (the SDK's
+ * Initializes App Check on the app as `setup` says, with automatic refresh,
+ * and answers its token getter; undefined when off. The App Check SDK loads
+ * apart (a dynamic import, started here): off, a page never loads it, and
+ * on, its evaluation is a task of its own, not part of the page's start
+ * (issue #50). The getter waits for it, so App Check is up before any call
+ * to the functions. A token the SDK cannot get is still sent (the SDK's
  * placeholder): the functions refuse it with `app_check_failed` in
  * enforce, and count it in monitor.
  */
 export function startAppCheck(app: FirebaseApp, setup: AppCheckSetup): AppCheckTokens | undefined {
   if (setup.provider === "off") return undefined;
-  const provider =
-    setup.provider === "local"
-      ? new CustomProvider({ getToken: () => fetchLocalToken(setup.tokenURL) })
-      : new ReCaptchaEnterpriseProvider(setup.siteKey);
-  const appCheck: AppCheck = initializeAppCheck(app, { provider, isTokenAutoRefreshEnabled: true });
-  return async (forceRefresh) => (await getToken(appCheck, forceRefresh)).token;
+  const appCheck = import("firebase/app-check").then(({ CustomProvider, ReCaptchaEnterpriseProvider, initializeAppCheck, getToken }) => {
+    const provider =
+      setup.provider === "local"
+        ? new CustomProvider({ getToken: () => fetchLocalToken(setup.tokenURL) })
+        : new ReCaptchaEnterpriseProvider(setup.siteKey);
+    return { appCheck: initializeAppCheck(app, { provider, isTokenAutoRefreshEnabled: true }), getToken };
+  });
+  return async (forceRefresh) => {
+    const { appCheck: ac, getToken } = await appCheck;
+    return (await getToken(ac, forceRefresh)).token;
+  };
 }

@@ -16,18 +16,18 @@
  * | `VITE_APPCHECK_TOKEN_URL`       | App Check with firelock-local's tokens (local; appcheck.ts) |
  */
 import { type FirebaseApp, type FirebaseOptions, initializeApp } from "firebase/app";
-import { type Auth, browserLocalPersistence, browserSessionPersistence, connectAuthEmulator, indexedDBLocalPersistence, initializeAuth } from "firebase/auth";
+import type { Auth } from "firebase/auth";
 import { type Firestore, connectFirestoreEmulator, getFirestore, initializeFirestore, persistentLocalCache, persistentMultipleTabManager } from "firebase/firestore";
+import type { AuthEnv } from "./account";
 import { type AppCheckEnv, type AppCheckTokens, appCheckSetup, startAppCheck } from "./appcheck";
 
-export interface Env extends AppCheckEnv {
+export interface Env extends AppCheckEnv, AuthEnv {
   VITE_FIREBASE_PROJECT_ID?: string;
   VITE_FIREBASE_API_KEY?: string;
   VITE_FIREBASE_AUTH_DOMAIN?: string;
   VITE_FIREBASE_APP_ID?: string;
   VITE_FUNCTIONS_URL?: string;
   VITE_FIRESTORE_EMULATOR_HOST?: string;
-  VITE_AUTH_EMULATOR_HOST?: string;
 }
 
 export interface Services {
@@ -73,8 +73,15 @@ export interface ServiceOptions {
   persistentCache?: boolean;
 }
 
-/** Initializes Firebase once for the page. */
-export async function services(env: Env = import.meta.env as Env, opts: ServiceOptions = {}): Promise<Services> {
+/** What a page has before Auth: the app, Firestore, the functions and App Check. */
+export type ServicesBeforeAuth = Omit<Services, "auth">;
+
+/**
+ * Initializes Firebase once for the page, without Auth: the seat map
+ * starts its listener with these and loads Auth (account.ts's `startAuth`)
+ * once it has drawn (issue #50). Firestore reads as nobody until then.
+ */
+export async function servicesBeforeAuth(env: Env = import.meta.env as Env, opts: ServiceOptions = {}): Promise<ServicesBeforeAuth> {
   let options = optionsFromEnv(env);
   if (!options) {
     const res = await fetch("/__/firebase/init.json");
@@ -86,17 +93,20 @@ export async function services(env: Env = import.meta.env as Env, opts: ServiceO
   const app = initializeApp(options);
   // First, so that App Check is ready before anything calls the functions.
   const appCheckToken = startAppCheck(app, appCheckSetup(env));
-  // getAuth's persistence without its popup and redirect resolver: the app
-  // signs in by email, and the resolver loads apis.google.com's script on
-  // every page (Lighthouse's best practices, issue #50).
-  const auth = initializeAuth(app, { persistence: [indexedDBLocalPersistence, browserLocalPersistence, browserSessionPersistence] });
   const db = opts.persistentCache ? initializeFirestore(app, { localCache: persistentLocalCache({ tabManager: persistentMultipleTabManager() }) }) : getFirestore(app);
-  if (env.VITE_AUTH_EMULATOR_HOST) {
-    connectAuthEmulator(auth, `http://${env.VITE_AUTH_EMULATOR_HOST}`, { disableWarnings: true });
-  }
   if (env.VITE_FIRESTORE_EMULATOR_HOST) {
     const { host, port } = hostPort(env.VITE_FIRESTORE_EMULATOR_HOST);
     connectFirestoreEmulator(db, host, port);
   }
-  return { app, auth, db, functionsURL: functionsURLFor(options.projectId ?? "", env), appCheckToken };
+  return { app, db, functionsURL: functionsURLFor(options.projectId ?? "", env), appCheckToken };
+}
+
+/**
+ * Initializes Firebase once for the page, Auth included (before the page's
+ * first read, so Firestore starts as the signed-in user).
+ */
+export async function services(env: Env = import.meta.env as Env, opts: ServiceOptions = {}): Promise<Services> {
+  const base = await servicesBeforeAuth(env, opts);
+  const { startAuth } = await import("./account");
+  return { ...base, auth: startAuth(base.app, env) };
 }

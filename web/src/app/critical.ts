@@ -11,7 +11,8 @@ import { type Mutex, MutexHeldError, MutexNotHeldError, Mutexes, serverRead } fr
 import { services } from "./config";
 import { saveProfile, shownName, watchName } from "./profiles";
 import { countdown } from "./seats";
-import { $, $as, Status, mountAccount, runAction } from "./ui";
+import { $, $as, Status, runAction } from "./ui";
+import { mountAccount } from "./account";
 
 const LEASE_SECONDS = 30;
 

@@ -18,6 +18,19 @@ export function blocksOf(seatsPerRow: number): [number, number][] {
 }
 
 /**
+ * A row's width in seats, its gaps, aisle and two letters counted (as
+ * style.css draws them: a letter 0.65 of a seat, the aisle 0.5, gaps 0.15),
+ * without the map's 8 px of padding. mapzoom.ts's `expect` guesses the first
+ * zoom from it, so that the hall is laid out once at that size (issue #50);
+ * the zoom itself is measured.
+ */
+export function rowWidthInSeats(seatsPerRow: number): number {
+  const aisles = blocksOf(seatsPerRow).length - 1;
+  const items = seatsPerRow + aisles + 2;
+  return seatsPerRow + 0.5 * aisles + 2 * 0.65 + 0.15 * (items - 1);
+}
+
+/**
  * Fills container with the hall's rows of seats, each made by seat(id,
  * number), and returns the buttons by seat id, in row and number order.
  */

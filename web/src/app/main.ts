@@ -17,18 +17,18 @@
  * hold shows its price and a Pay button that opens the checkout page; back
  * here, the payment's state shows live from `payments/{holdId}`.
  */
-import { type User, sendEmailVerification } from "firebase/auth";
+import type { Auth, User } from "firebase/auth";
 import { type FirestoreError, type Timestamp, type Unsubscribe, collection, doc, getDoc, onSnapshot, query, where } from "firebase/firestore";
 import { type BarStep, nextStep } from "./actionbar";
 import { Api, ApiError, type Booking, type Hold } from "./api";
 import { BestCard, bestWhy, flash } from "./best";
 import { type HoldAction, type HoldPhase, showHold } from "./holds";
 import { type PaymentDoc, type PriceCategory, money, paymentState, paymentWords, priceCategories, priceRange, rowsWords, seatPrice, totalOf } from "./pay";
-import { buildHall } from "./hall";
+import { buildHall, rowWidthInSeats } from "./hall";
 import { MapZoom } from "./mapzoom";
 import { whenWords } from "./when";
 import { orderRef } from "./ticketview";
-import { services } from "./config";
+import { type Env, servicesBeforeAuth } from "./config";
 import { placeIsNear, pollSaleState, saleStateBase, waitOf } from "./salestate";
 import {
   DEFAULT_MAX_SEATS_PER_USER,
@@ -43,7 +43,7 @@ import {
   queueState,
 } from "./queue";
 import { type ErrorContext, type Mine, type Screening, type SeatDoc, type SeatMapDoc, type SeatState, countdown, errorMessage, layoutProblem, seatGrid, seatList, seatOrder, seatState, seatStateFromMap } from "./seats";
-import { $, $as, Status, h, mountAccount, runAction } from "./ui";
+import { $, $as, Status, h, runAction } from "./ui";
 
 const STATE_WORDS: Record<SeatState, string> = {
   free: "free",
@@ -74,8 +74,11 @@ async function main(): Promise<void> {
   const holdSeconds = Number.isInteger(holdSecondsParam) && holdSecondsParam >= 5 && holdSecondsParam <= 900 ? holdSecondsParam : 420;
 
   const status = new Status($("[data-status]"));
-  const { auth, db, functionsURL, appCheckToken } = await services();
-  const api = new Api(functionsURL, () => auth.currentUser, { appCheckToken });
+  const env = import.meta.env as Env;
+  const { app, db, functionsURL, appCheckToken } = await servicesBeforeAuth(env);
+  // Auth comes once the map is drawn (below): until then, as signed out.
+  let auth: Auth | undefined;
+  const api = new Api(functionsURL, () => auth?.currentUser ?? null, { appCheckToken });
 
   const mapEl = $("#seatmap");
   const zoom = new MapZoom($("#mapview"), mapEl, $("#zoom"), $as(HTMLButtonElement, '[data-action="zoom-in"]'), $as(HTMLButtonElement, '[data-action="zoom-out"]'));
@@ -187,6 +190,7 @@ async function main(): Promise<void> {
     seatButtons.clear();
     seatIndex.clear();
     seatGrid(s).flat().forEach((seat, i) => seatIndex.set(seat, i));
+    zoom.expect(rowWidthInSeats(s.seatsPerRow));
     const made = buildHall(s, (seat, number) => {
       const b = h("button", { type: "button", class: "seat", "data-seat": seat, tabindex: "-1" }, String(number));
       b.addEventListener("click", () => {
@@ -856,7 +860,7 @@ async function main(): Promise<void> {
   $('[data-action="send-verification"]').addEventListener("click", () => {
     void act("Sending the verification email…", async () => {
       if (!user) throw new ApiError(401, "unauthenticated", "sign in first");
-      await sendEmailVerification(user);
+      await (await account).sendEmailVerification(user);
       return `We sent a verification link to ${user.email ?? "your address"}. Open it, then come back and press “I have verified it”.`;
     });
   });
@@ -1003,11 +1007,24 @@ async function main(): Promise<void> {
 
   // ---- live data ----
 
+  // Auth (its SDK, the user, the sign-in panel) loads once the screening is
+  // drawn, or could not be, and the page is idle: its evaluation and start
+  // are a long task that would otherwise block the map's first drawing
+  // (Lighthouse's Total Blocking Time, issue #50). Firestore reads as nobody
+  // until then, and then restarts its streams as the user, if any.
+  let drawn: () => void = () => undefined;
+  const firstDrawn = new Promise<void>((resolve) => (drawn = resolve));
+  setTimeout(drawn, 3000); // the screening is slow to come: the sign-in panel does not wait for it
+  const account = firstDrawn.then(whenIdle).then(() => import("./account"));
+  // Its start in a task after its evaluation's.
+  const authStarted = account.then(nextTask).then(async () => (auth = (await account).startAuth(app, env)));
+
   onSnapshot(
     doc(db, "screenings", screeningId),
     (snap) => {
       // The hall is drawn below (or not at all): what it pushes down shows from this frame on.
       delete $(".layout").dataset.loading;
+      setTimeout(drawn); // after this callback's drawing
       if (!snap.exists()) {
         // Said once, with nothing to pick or book below it.
         screening = undefined;
@@ -1041,12 +1058,17 @@ async function main(): Promise<void> {
     },
     (err) => {
       delete $(".layout").dataset.loading;
+      drawn();
       status.error("unavailable", `The seat map could not be loaded (${err.code}).`);
     },
   );
 
+  // Countdowns, and holds that lapse, by the estimated server clock.
+  setInterval(paint, 1000);
+
   let unsubscribeMine: Unsubscribe[] = [];
-  mountAccount($("#account"), auth, status, (u) => {
+  const { mountAccount } = await account;
+  mountAccount($("#account"), await authStarted, status, (u) => {
     for (const un of unsubscribeMine) un();
     unsubscribeMine = [];
     stopPlace?.();
@@ -1140,9 +1162,19 @@ async function main(): Promise<void> {
     }
     paint();
   }, () => (screening?.sale ? "Signed in." : "Signed in. Pick your seats."));
+}
 
-  // Countdowns, and holds that lapse, by the estimated server clock.
-  setInterval(paint, 1000);
+/** Resolves in a task of its own (after the one running now). */
+function nextTask(): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve));
+}
+
+/** Resolves when the page is idle (or after a second at most). */
+function whenIdle(): Promise<void> {
+  return new Promise((resolve) => {
+    if (typeof requestIdleCallback === "function") requestIdleCallback(() => resolve(), { timeout: 1000 });
+    else setTimeout(resolve, 50); // Safari has no requestIdleCallback
+  });
 }
 
 /** Sets an element's text only when it changes (screen readers announce changes of a timer). */

@@ -118,6 +118,18 @@ export class MapZoom {
     return this.size;
   }
 
+  /**
+   * Before the hall is (re)built, its rows `seats` seats wide (hall.ts's
+   * rowWidthInSeats): draws it at the first zoom it will likely have, so
+   * that reset() measures it at that size and the 200-odd seats are laid out
+   * once, not twice (a long task on a phone: Lighthouse's Total Blocking
+   * Time, issue #50). Only a guess: reset() measures.
+   */
+  expect(seats: number): void {
+    const box = this.view.clientWidth;
+    if (box > 0 && seats > 0) this.apply(firstSize((box - 8) / seats));
+  }
+
   /** After the hall is (re)built: the first zoom for this box, scrolled to the middle of the hall. */
   reset(): void {
     this.measure(true);
@@ -152,7 +164,9 @@ export class MapZoom {
 
   private apply(size: number): void {
     this.size = size;
-    this.view.style.setProperty("--seat-px", `${size.toFixed(2)}px`);
+    // Set only when it changes: a new value restyles every seat.
+    const px = `${size.toFixed(2)}px`;
+    if (this.view.style.getPropertyValue("--seat-px") !== px) this.view.style.setProperty("--seat-px", px);
     const wide = this.fit < this.first - 0.5;
     this.controls.hidden = !wide && size <= this.first;
     this.zoomIn.disabled = size >= MAX;

@@ -23,7 +23,8 @@ import { clockWords, whenExact, whenWords } from "./when";
 import { mountFinder } from "./person";
 import { type Mark, DEFAULT_PASS_SECONDS, admitRatePerMinute, waitMs, waitWords } from "./queue";
 import { type StoryEntry, changeMarks, limitSteps, pausedSpans } from "./salestory";
-import { $, $as, Status, h, mountAccount, runAction } from "./ui";
+import { $, $as, Status, h, runAction } from "./ui";
+import { mountAccount } from "./account";
 
 
 interface MinuteDoc {

@@ -46,7 +46,8 @@ import { scanCamera, qrReader } from "./camera";
 import { services } from "./config";
 import { GateStore, type ScanRecord, type StoredEntry } from "./gatestore";
 import { KeyRing, REFRESH_MS } from "./ticketkeys";
-import { $, $as, Status, h, mountAccount } from "./ui";
+import { $, $as, Status, h } from "./ui";
+import { mountAccount } from "./account";
 import {
   type Direction,
   type Door,

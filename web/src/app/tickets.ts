@@ -16,7 +16,8 @@ import { Api, ApiError } from "./api";
 import { services } from "./config";
 import { STATE_WORDS, type TicketState, orderRef, ticketState, whenWords } from "./ticketview";
 import { clockWords } from "./when";
-import { $, Status, h, mountAccount, runAction } from "./ui";
+import { $, Status, h, runAction } from "./ui";
+import { mountAccount } from "./account";
 
 interface TicketDoc {
   uid: string;
