@@ -5,8 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"cloud.google.com/go/firestore"
 )
 
 // Attacks on the read cuts of issue #51 (the admitter's kept line, the
@@ -91,5 +94,129 @@ func TestALaterJoinWhoseCommitLandsLateIsStillAdmittedFirst(t *testing.T) {
 	if s.Status != StatusAdmitted || len(overtook) > 0 {
 		t.Fatalf("the place whose join landed late (order %s, landed %v) is %s, admitted %v; admitted before it, though they joined a second or more after it landed: %v",
 			s.Order, landed, s.Status, s.AdmittedAt, overtook)
+	}
+}
+
+// A join decides sold_out and closed on sales/{id} as its instance read it
+// within the last second, and no longer reads the place first. Attacked
+// with an instance whose cache says open: right after an operator's close
+// (read from the screening), 10 users with places joining again at once
+// each get their own place back, unchanged, and 10 new users at once are
+// refused sale_closed with nothing written; a cached sold_out refuses new
+// users and still gives the others their places; a pause refuses nobody.
+func TestJoinsAroundACloseKeepPlacesAndRefuseNewcomersAtOnce(t *testing.T) {
+	e := newEnv(t, 2, 5, saleOpening(time.Now().Add(-time.Minute), 600, 10, 60))
+	ctx := context.Background()
+	before := map[string]Place{}
+	for i := range 10 {
+		p := e.join(fmt.Sprintf("had%02d", i))
+		before[p.UID] = p
+	}
+	svc := New(e.fs, testOptions(e.log)...) // another instance: its cache is its own
+	if _, _, err := svc.Join(ctx, "warm", e.id); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range e.places() {
+		before[p.UID] = p
+	}
+	// joinAll joins users at once through svc: their answers by uid.
+	type answer struct {
+		p       Place
+		created bool
+		err     error
+	}
+	joinAll := func(uids []string) map[string]answer {
+		var mu sync.Mutex
+		var wg sync.WaitGroup
+		got := map[string]answer{}
+		for _, uid := range uids {
+			wg.Go(func() {
+				p, created, err := svc.Join(ctx, uid, e.id)
+				mu.Lock()
+				defer mu.Unlock()
+				got[uid] = answer{p, created, err}
+			})
+		}
+		wg.Wait()
+		return got
+	}
+	uids := func(prefix string, n int) []string {
+		var out []string
+		for i := range n {
+			out = append(out, fmt.Sprintf("%s%02d", prefix, i))
+		}
+		return out
+	}
+	checkKept := func(when string, got map[string]answer) {
+		t.Helper()
+		for uid, a := range got {
+			b := before[uid]
+			if a.err != nil || a.created || a.p.ID != b.ID || a.p.Order != b.Order || !a.p.JoinedAt.Equal(b.JoinedAt) {
+				t.Errorf("%s: %s joined again: %+v created=%v err=%v; had %+v", when, uid, a.p, a.created, a.err, b)
+			}
+		}
+	}
+	checkRefused := func(when string, got map[string]answer, want error) {
+		t.Helper()
+		for uid, a := range got {
+			if !errors.Is(a.err, want) {
+				t.Errorf("%s: newcomer %s: %+v created=%v err=%v, want %v", when, uid, a.p, a.created, a.err, want)
+			}
+		}
+	}
+	countPlaces := func() int {
+		t.Helper()
+		return len(e.places())
+	}
+
+	// A pause changes nothing for joins.
+	e.operate(svc, "pause", nil)
+	got := joinAll(append(uids("had", 10), uids("paused", 3)...))
+	for _, uid := range uids("paused", 3) {
+		a := got[uid]
+		if a.err != nil || !a.created {
+			t.Errorf("a join to a paused sale: %s: %+v created=%v err=%v", uid, a.p, a.created, a.err)
+		}
+		before[uid] = a.p
+		delete(got, uid)
+	}
+	checkKept("paused", got)
+	e.operate(svc, "resume", nil)
+
+	// A cached sold_out: as the admitter publishes it.
+	if _, err := e.fs.Collection(Sales).Doc(e.id).Set(ctx, map[string]any{"state": StateSoldOut}, firestore.MergeAll); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(publicTTL + 100*time.Millisecond) // the instance reads it again
+	n := countPlaces()
+	checkKept("sold out", joinAll(uids("had", 10)))
+	checkRefused("sold out", joinAll(uids("new", 10)), ErrSoldOut)
+	if m := countPlaces(); m != n {
+		t.Errorf("sold out: %d places before the refused joins, %d after", n, m)
+	}
+	if _, err := e.fs.Collection(Sales).Doc(e.id).Set(ctx, map[string]any{"state": StateOpen}, firestore.MergeAll); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(publicTTL + 100*time.Millisecond)
+	if _, _, err := svc.Join(ctx, "warm", e.id); err != nil { // the cache says open again
+		t.Fatal(err)
+	}
+
+	// The operator closes; the instance's cache still says open.
+	e.operate(e.svc, "close", nil)
+	n = countPlaces()
+	var kept, refused map[string]answer
+	var wg sync.WaitGroup
+	wg.Go(func() { kept = joinAll(uids("had", 10)) })
+	wg.Go(func() { refused = joinAll(uids("closed", 10)) })
+	wg.Wait()
+	checkKept("closed", kept)
+	checkRefused("closed", refused, ErrClosed)
+	if m := countPlaces(); m != n {
+		t.Errorf("closed: %d places before the refused joins, %d after", n, m)
+	}
+	draws, err := e.fs.Collection(Draws).Where("screeningId", "==", e.id).Documents(ctx).GetAll()
+	if err != nil || len(draws) != 0 {
+		t.Errorf("draws of a sale open a minute before: %d, %v", len(draws), err)
 	}
 }
