@@ -4,12 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"cloud.google.com/go/firestore"
+	"github.com/firelock/firelock/booking"
+	"github.com/firelock/firelock/firelocktest"
 )
 
 // Attacks on the read cuts of issue #51 (the admitter's kept line, the
@@ -218,5 +222,140 @@ func TestJoinsAroundACloseKeepPlacesAndRefuseNewcomersAtOnce(t *testing.T) {
 	draws, err := e.fs.Collection(Draws).Where("screeningId", "==", e.id).Documents(ctx).GetAll()
 	if err != nil || len(draws) != 0 {
 		t.Errorf("draws of a sale open a minute before: %d, %v", len(draws), err)
+	}
+}
+
+// fairViolations: on what Firestore holds, a place admitted while a place
+// before it in order was still waiting (admitted later, or still waiting).
+// A place revoked before its turn (expired, never admitted) is out of it.
+func fairViolations(places []Place) []string {
+	var in []Place
+	for _, p := range places {
+		if p.Order != "" && (p.AdmittedAt != nil || p.Status == StatusWaiting) {
+			in = append(in, p)
+		}
+	}
+	slices.SortFunc(in, func(x, y Place) int { return strings.Compare(x.Order, y.Order) })
+	var bad []string
+	for i, q := range in {
+		for _, p := range in[i+1:] {
+			if p.AdmittedAt != nil && (q.AdmittedAt == nil || q.AdmittedAt.After(*p.AdmittedAt)) {
+				bad = append(bad, fmt.Sprintf("%s (order %s) admitted at %v while %s (order %s) waited (admitted %v)", p.UID, p.Order, *p.AdmittedAt, q.UID, q.Order, q.AdmittedAt))
+			}
+		}
+	}
+	return bad
+}
+
+// Two admitters whose answers are dropped, delayed and reset at random
+// (commits that land unheard, leases lost and taken over mid-line), a line
+// of early joiners ranked at the opening, later joiners trickling in and an
+// operator revoking waiting places while the runs keep their lines: no
+// place is admitted while one before it in order still waits, and the
+// limits hold. fairViolations is shown to catch an admitter that takes the
+// line's places from the back (TestFairCheckerCatchesAnAdmitterOutOfOrder).
+func TestAdmittersThroughFaultsKeepTheOrderWhileTheLineIsKept(t *testing.T) {
+	const perWindow, maxActive = 6, 3
+	e := newEnv(t, 10, 20, saleOpening(time.Now().Add(time.Hour), perWindow, maxActive, 1))
+	e.joinAndOpen(16)
+	a, pa := e.faultyAdmitter()
+	b, pb := e.faultyAdmitter()
+	const d = 9 * time.Second
+	stop := time.Now().Add(d - time.Second)
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	var errs [2]error
+	wg.Go(func() { errs[0] = e.run(a, d) })
+	wg.Go(func() { errs[1] = e.run(b, d) })
+	wg.Go(func() {
+		rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 2))
+		for time.Now().Before(stop) {
+			p := []*firelocktest.Proxy{pa, pb}[rng.IntN(2)]
+			switch rng.IntN(3) {
+			case 0:
+				p.DropAnswers(100 * time.Millisecond)
+			case 1:
+				p.Delay(time.Duration(200+rng.IntN(600)) * time.Millisecond)
+			case 2:
+				p.Reset()
+			}
+			time.Sleep(time.Duration(100+rng.IntN(700)) * time.Millisecond)
+			p.Heal()
+			time.Sleep(time.Duration(rng.IntN(400)) * time.Millisecond)
+		}
+	})
+	var revoked []string
+	wg.Go(func() {
+		bk := booking.New(e.fs, booking.WithGate(e.svc))
+		defer bk.Close()
+		for i := 0; time.Now().Before(stop); i++ {
+			e.join(fmt.Sprintf("later%02d", i))
+			time.Sleep(200 * time.Millisecond)
+			if i%8 != 4 {
+				continue
+			}
+			// Revoke the last waiting place: one a run may have read.
+			var last Place
+			for _, p := range e.places() {
+				if p.Status == StatusWaiting && p.Order > last.Order {
+					last = p
+				}
+			}
+			if last.UID == "" {
+				continue
+			}
+			if _, err := e.svc.Operate(ctx, Operation{ScreeningID: e.id, Action: "revoke", UID: last.UID, By: olive}, bk); err != nil {
+				t.Errorf("revoke %s: %v", last.UID, err)
+			}
+			revoked = append(revoked, last.UID)
+		}
+	})
+	wg.Wait()
+	places := e.places()
+	admitted := 0
+	for _, p := range places {
+		if p.AdmittedAt != nil {
+			admitted++
+		}
+		if slices.Contains(revoked, p.UID) && p.AdmittedAt != nil && p.Status != StatusExpired {
+			t.Errorf("revoked %s, yet it holds a pass: %+v", p.UID, p)
+		}
+	}
+	t.Logf("faults %d and %d; runs %v; %d places, %d admitted, revoked %v", pa.Faults(), pb.Faults(), errs, len(places), admitted, revoked)
+	if admitted < perWindow {
+		t.Fatalf("only %d admitted", admitted)
+	}
+	if bad := fairViolations(places); len(bad) > 0 {
+		t.Fatalf("admitted out of order:\n%s", strings.Join(bad, "\n"))
+	}
+	if bad := meteringViolations(places, nil, e.state(), perWindow, maxActive, 2*time.Second); len(bad) > 0 {
+		t.Fatalf("metering violated:\n%s", strings.Join(bad, "\n"))
+	}
+}
+
+// The order checker goes red on an admitter that admits the line from its
+// back: its negative control.
+func TestFairCheckerCatchesAnAdmitterOutOfOrder(t *testing.T) {
+	at := time.Now()
+	later := at.Add(time.Second)
+	ok := []Place{
+		{UID: "a", Order: "0aa", Status: StatusExpired, AdmittedAt: &at},
+		{UID: "b", Order: "0bb", Status: StatusAdmitted, AdmittedAt: &later},
+		{UID: "r", Order: "0bc", Status: StatusExpired}, // revoked before its turn
+		{UID: "c", Order: "1cc", Status: StatusWaiting},
+	}
+	if bad := fairViolations(ok); len(bad) > 0 {
+		t.Fatalf("a fair line judged unfair: %v", bad)
+	}
+	backwards := []Place{
+		{UID: "a", Order: "0aa", Status: StatusAdmitted, AdmittedAt: &later},
+		{UID: "b", Order: "0bb", Status: StatusAdmitted, AdmittedAt: &at},
+	}
+	skipped := []Place{
+		{UID: "a", Order: "0aa", Status: StatusWaiting},
+		{UID: "b", Order: "0bb", Status: StatusAdmitted, AdmittedAt: &at},
+	}
+	if len(fairViolations(backwards)) == 0 || len(fairViolations(skipped)) == 0 {
+		t.Fatal("the checker missed an admission out of order")
 	}
 }
