@@ -359,3 +359,73 @@ func TestFairCheckerCatchesAnAdmitterOutOfOrder(t *testing.T) {
 		t.Fatal("the checker missed an admission out of order")
 	}
 }
+
+// A hold that loses to a taken seat is refused on the screening as its
+// listener keeps it (issue #51); everything that writes reads the
+// screening first. Attacked right after an operator's close, and right
+// after an admin moves the start into the past, while the listener may
+// still hold the screening before: six admitted users at once hold a free
+// seat each, and one a taken seat. Nothing is granted: the free seats are
+// refused sale_closed (screening_started), the taken one refused, and no
+// seat, hold or pass record is written.
+func TestHoldsRightAfterACloseOrAStartAreRefusedWhateverTheListenerHas(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		act  func(e *env)
+		want error
+	}{
+		{"closed", func(e *env) { e.operate(e.svc, "close", nil) }, booking.ErrSaleClosed},
+		{"started", func(e *env) {
+			if _, err := e.fs.Collection(booking.Screenings).Doc(e.id).Update(context.Background(), []firestore.Update{{Path: "startsAt", Value: time.Now().Add(-time.Second)}}); err != nil {
+				e.t.Fatal(err)
+			}
+		}, booking.ErrScreeningStarted},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ctx := context.Background()
+			e := newEnv(t, 2, 10, saleOpening(time.Now().Add(-time.Minute), 600, 20, 600))
+			bk := booking.New(e.fs, booking.WithGate(e.svc))
+			t.Cleanup(bk.Close)
+			g := gateEnv{e, ctx}
+			users := []string{"u0", "u1", "u2", "u3", "u4", "u5", "late"}
+			for _, u := range append(users, "alice") {
+				g.pass(e.id, u, StatusAdmitted, time.Now().Add(10*time.Minute), nil)
+			}
+			e.holdFor(bk, "alice", "A1")       // reads the screening, and starts its listener
+			time.Sleep(500 * time.Millisecond) // the listener's first snapshot
+			// A refusal on the listener's screening: the path under attack.
+			if _, _, err := bk.Hold(ctx, "e", booking.Request{UID: "late", ScreeningID: e.id, Seats: []string{"A1"}, RequestID: "warm"}, time.Minute); !errors.Is(err, booking.ErrSeatHeld) {
+				t.Fatalf("a hold of a held seat: %v", err)
+			}
+			c.act(e)
+			var wg sync.WaitGroup
+			errs := make([]error, len(users))
+			for i, u := range users {
+				seat := fmt.Sprintf("B%d", i+1)
+				if u == "late" {
+					seat = "A1"
+				}
+				wg.Go(func() {
+					_, _, errs[i] = bk.Hold(ctx, "e", booking.Request{UID: u, ScreeningID: e.id, Seats: []string{seat}, RequestID: "after-" + u}, time.Minute)
+				})
+			}
+			wg.Wait()
+			for i, u := range users {
+				switch {
+				case errs[i] == nil:
+					t.Errorf("%s: %s was granted a hold after it", c.name, u)
+				case u != "late" && !errors.Is(errs[i], c.want):
+					t.Errorf("%s: %s's hold of a free seat: %v, want %v", c.name, u, errs[i], c.want)
+				}
+			}
+			seats, err := e.fs.Collection(booking.Screenings).Doc(e.id).Collection("seats").Documents(ctx).GetAll()
+			if err != nil || len(seats) != 1 || seats[0].Ref.ID != "A1" {
+				t.Errorf("%s: seat documents %d (%v), want only alice's A1", c.name, len(seats), err)
+			}
+			holds, err := e.fs.Collection(booking.Holds).Where("screeningId", "==", e.id).Documents(ctx).GetAll()
+			if err != nil || len(holds) != 1 {
+				t.Errorf("%s: %d holds (%v), want alice's only", c.name, len(holds), err)
+			}
+		})
+	}
+}
