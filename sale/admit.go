@@ -732,7 +732,9 @@ func countOf(ctx context.Context, q firestore.Query, tx *firestore.Transaction) 
 // it ranks (a straggler may sort before places it knows) and when it
 // takes the lease (another admitter may have admitted meanwhile). A place
 // that left the line otherwise (an operator's revoke) is found so by the
-// admitting transaction, which reads every place it admits.
+// admitting transaction, which reads every place it admits. A join whose
+// commit overran its window breaks it (it lands behind what was read
+// through): heads checks a kept line with a count before using it.
 type line struct {
 	places [Shards][]*firestore.DocumentSnapshot
 	known  [Shards]string // "": nothing known yet
