@@ -732,7 +732,9 @@ func countOf(ctx context.Context, q firestore.Query, tx *firestore.Transaction) 
 // it ranks (a straggler may sort before places it knows) and when it
 // takes the lease (another admitter may have admitted meanwhile). A place
 // that left the line otherwise (an operator's revoke) is found so by the
-// admitting transaction, which reads every place it admits.
+// admitting transaction, which reads every place it admits. A join whose
+// commit overran its window breaks it (it lands behind what was read
+// through): heads checks a kept line with a count before using it.
 type line struct {
 	places [Shards][]*firestore.DocumentSnapshot
 	known  [Shards]string // "": nothing known yet
@@ -748,7 +750,41 @@ const headRounds = 4
 // part ends before bound and holds the merge back, from where it ends. A
 // shard's page is a share of want and two more, so that a refill of one
 // reads a couple of places of each shard once, not every shard each time.
+//
+// A line kept from an earlier tick is checked first, with one count: a
+// join whose commit overran its window (the server got it late) lands
+// with an order the run may have read through already, and a query from
+// where the shard is known would never find it; before issue #51 the next
+// tick's fresh queries admitted it first. So the waiting places at or
+// before the front are counted, and a count that differs from those the
+// line holds (a late landing, or one revoked or admitted unheard) makes
+// the run forget the line and read it afresh: such a place is admitted
+// within a tick, as before (TestALaterJoinWhoseCommitLandsLateIsStillAdmittedFirst).
 func (a *Admitter) heads(ctx context.Context, r *saleRun, bound string, want int) ([]*firestore.DocumentSnapshot, error) {
+	kept := r.line != nil
+	ready, front, err := a.readHeads(ctx, r, bound, want)
+	if err != nil || !kept || front == "" {
+		return ready[:min(len(ready), want)], err
+	}
+	n, err := countOf(ctx, a.queue(r.id).Where("status", "==", StatusWaiting).Where("order", "<=", front), nil)
+	if err != nil {
+		return nil, err
+	}
+	if n != int64(len(ready)) {
+		a.s.o.log.Info("sale: the waiting line changed behind what the admitter read of it; reading it again",
+			"screeningId", r.id, "waitingThrough", n, "known", len(ready), "through", front)
+		r.line = nil
+		if ready, _, err = a.readHeads(ctx, r, bound, want); err != nil {
+			return nil, err
+		}
+	}
+	return ready[:min(len(ready), want)], nil
+}
+
+// readHeads is heads from what the run knows of the line: every waiting
+// place it knows at or before front (the order through which every shard
+// is known), in order, and front.
+func (a *Admitter) readHeads(ctx context.Context, r *saleRun, bound string, want int) ([]*firestore.DocumentSnapshot, string, error) {
 	if r.line == nil {
 		r.line = &line{}
 	}
@@ -771,7 +807,7 @@ func (a *Admitter) heads(ctx context.Context, r *saleRun, bound string, want int
 		}
 		slices.SortFunc(ready, func(x, y *firestore.DocumentSnapshot) int { return cmp.Compare(orderOf(x), orderOf(y)) })
 		if len(ready) >= want || front >= bound || round == headRounds {
-			return ready[:min(len(ready), want)], nil
+			return ready, front, nil
 		}
 		var errs [Shards]error
 		var wg sync.WaitGroup
@@ -802,7 +838,7 @@ func (a *Admitter) heads(ctx context.Context, r *saleRun, bound string, want int
 		wg.Wait()
 		if err := errors.Join(errs[:]...); err != nil {
 			r.line = nil // a shard's page may be half taken in: read the line afresh
-			return nil, err
+			return nil, "", err
 		}
 	}
 }
