@@ -9,11 +9,8 @@ STAGE = ./scripts/stage.sh
 run: deps
 	go run ./cmd/firelock-local
 
-# Every test, Go and web, against the real emulators. The Go packages share
-# one Firestore emulator (cmd/emulate starts it; firelocktest.Main uses the
-# one FIRESTORE_EMULATOR_HOST names, and each test has a project of its
-# own): one JVM warmed once, not one a package (docs/testing.md). Packages
-# that need Pub/Sub or Auth start those themselves. examples/ is a module of its own (the README's guide,
+# Every test, Go and web, against the real emulators (started by the Go
+# tests themselves; docs/testing.md says why not one shared emulator). examples/ is a module of its own (the README's guide,
 # as a user's module has it), so ./... leaves it out: it gets its own line. Then the overload test (issue #41) alone: the load it
 # measures is its own, so it cannot share the machine. The web client's Vitest suites and the browser tests
 # (Playwright in Chromium) run inside one local bundle: emulators, functions
@@ -26,7 +23,7 @@ test: deps
 	$(STAGE) format sh -c 'gofmt -l . | (! grep .) || (echo "gofmt needed on the files above" >&2; exit 1)'
 	$(STAGE) vet go vet ./...
 	$(STAGE) web-check sh -c 'cd web && npm run --silent check'
-	$(STAGE) go-test go run ./cmd/emulate -only firestore -- go test -race -count=1 -timeout 20m ./...
+	$(STAGE) go-test go test -race -count=1 -timeout 20m ./...
 	$(STAGE) examples sh -c 'cd examples && go vet ./... && go test -race -count=1 ./...'
 	$(STAGE) overload env FIRELOCK_OVERLOAD=1 go test -count=1 -run '^TestAdmitterKeepsItsLeaseWhileTheServerIsPastItsCap$$' ./functions/
 	$(STAGE) web go run ./cmd/firelock-local -port 0 -web preview -web-port 0 -schedule '' -env-file '' -log web/test-results/functions.log -- \
