@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"slices"
 	"strings"
 	"sync"
@@ -13,7 +12,6 @@ import (
 
 	"cloud.google.com/go/firestore"
 	"github.com/firelock/firelock/booking"
-	"github.com/firelock/firelock/firelocktest"
 )
 
 // Attacks on the read cuts of issue #51 (the admitter's kept line, the
@@ -285,23 +283,7 @@ func TestAdmittersThroughFaultsKeepTheOrderWhileTheLineIsKept(t *testing.T) {
 	var errs [2]error
 	wg.Go(func() { errs[0] = e.run(a, d) })
 	wg.Go(func() { errs[1] = e.run(b, d) })
-	wg.Go(func() {
-		rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 2))
-		for time.Now().Before(stop) {
-			p := []*firelocktest.Proxy{pa, pb}[rng.IntN(2)]
-			switch rng.IntN(3) {
-			case 0:
-				p.DropAnswers(100 * time.Millisecond)
-			case 1:
-				p.Delay(time.Duration(200+rng.IntN(600)) * time.Millisecond)
-			case 2:
-				p.Reset()
-			}
-			time.Sleep(time.Duration(100+rng.IntN(700)) * time.Millisecond)
-			p.Heal()
-			time.Sleep(time.Duration(rng.IntN(400)) * time.Millisecond)
-		}
-	})
+	wg.Go(func() { injectFaults(stop, 2, pa, pb) })
 	var revoked, late []string
 	wg.Go(func() {
 		bk := booking.New(e.fs, booking.WithGate(e.svc))

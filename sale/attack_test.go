@@ -155,23 +155,7 @@ func TestAdmittersThroughFaultsKeepTheLimits(t *testing.T) {
 	var errs [2]error
 	wg.Go(func() { errs[0] = e.run(a, d) })
 	wg.Go(func() { errs[1] = e.run(b, d) })
-	wg.Go(func() {
-		rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 1))
-		for time.Now().Before(stop) {
-			p := []*firelocktest.Proxy{pa, pb}[rng.IntN(2)]
-			switch rng.IntN(3) {
-			case 0:
-				p.DropAnswers(100 * time.Millisecond)
-			case 1:
-				p.Delay(time.Duration(200+rng.IntN(600)) * time.Millisecond)
-			case 2:
-				p.Reset()
-			}
-			time.Sleep(time.Duration(100+rng.IntN(700)) * time.Millisecond)
-			p.Heal()
-			time.Sleep(time.Duration(rng.IntN(400)) * time.Millisecond)
-		}
-	})
+	wg.Go(func() { injectFaults(stop, 1, pa, pb) })
 	wg.Wait()
 	t.Logf("faults injected: %d and %d; runs: %v", pa.Faults(), pb.Faults(), errs)
 	places := e.places()
@@ -363,5 +347,25 @@ func TestLapsedLeaseReleaseLeavesTheNextAdmittersLease(t *testing.T) {
 	}
 	if bad := meteringViolations(e.places(), nil, e.state(), perWindow, maxActive, 2*time.Second); len(bad) > 0 {
 		t.Fatalf("metering violated:\n%s", strings.Join(bad, "\n"))
+	}
+}
+
+// injectFaults drops, delays or resets the answers of one of the proxies
+// at random, a fault at a time, until stop.
+func injectFaults(stop time.Time, seed uint64, proxies ...*firelocktest.Proxy) {
+	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), seed))
+	for time.Now().Before(stop) {
+		p := proxies[rng.IntN(len(proxies))]
+		switch rng.IntN(3) {
+		case 0:
+			p.DropAnswers(100 * time.Millisecond)
+		case 1:
+			p.Delay(time.Duration(200+rng.IntN(600)) * time.Millisecond)
+		case 2:
+			p.Reset()
+		}
+		time.Sleep(time.Duration(100+rng.IntN(700)) * time.Millisecond)
+		p.Heal()
+		time.Sleep(time.Duration(rng.IntN(400)) * time.Millisecond)
 	}
 }
