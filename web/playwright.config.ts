@@ -1,9 +1,9 @@
 import { defineConfig } from "@playwright/test";
+import { chromiumPath } from "./e2e/chromium";
 
-// Browser tests of the seat map and the mutex page, in Debian's Chromium
-// (no browser download works here), against the local bundle that
+// Browser tests of the seat map and the mutex page, in Debian's Chromium (its
+// headless shell: e2e/chromium.ts; no browser download works here), against the local bundle that
 // `go run ./cmd/firelock-local -- ...` starts around them: see `make test`.
-const chromium = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
 // In a bundle with App Check enforced (`firelock-local -appcheck enforce`,
 // `npm run e2e:appcheck` in `make test`) only appcheck.spec.ts runs: the
 // other specs call the functions from Node, without App Check tokens. In
@@ -31,7 +31,7 @@ export default defineConfig({
     screenshot: "only-on-failure",
     trace: "retain-on-failure",
     launchOptions: {
-      executablePath: chromium,
+      executablePath: chromiumPath,
       args: ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--no-first-run"],
     },
   },

@@ -20,6 +20,7 @@ import {
   test,
   watchErrors,
 } from "./bundle";
+import { chromiumPath } from "./chromium";
 import { writeQRVideo } from "./y4m";
 
 // The door's scanner (CONTRACT §13) in Chromium: a ticket's QR code read
@@ -29,7 +30,6 @@ import { writeQRVideo } from "./y4m";
 // the console's door panel. Screenshots at 360 px go to
 // test-results/screenshots/ (scan-*.png, door-panel-phone.png).
 
-const chromiumPath = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
 const baseArgs = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--no-first-run"];
 const shots = "test-results/screenshots";
 
