@@ -76,6 +76,14 @@ func TestCtrlCEndsMakeRunWithExitZero(t *testing.T) {
 		t.Fatal(err)
 	}
 	tty.Close()
+	// A failed check leaves nothing running: make's whole process group
+	// (firelock-local and what it started) is asked to stop, then killed.
+	stopAll := func() {
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
+		for end := time.Now().Add(15 * time.Second); time.Now().Before(end) && syscall.Kill(-cmd.Process.Pid, 0) == nil; time.Sleep(100 * time.Millisecond) {
+		}
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	}
 
 	var mu sync.Mutex
 	var out bytes.Buffer
@@ -94,7 +102,7 @@ func TestCtrlCEndsMakeRunWithExitZero(t *testing.T) {
 	seen := func(s string) bool { mu.Lock(); defer mu.Unlock(); return strings.Contains(out.String(), s) }
 	for deadline := time.Now().Add(90 * time.Second); !seen("Press Ctrl-C to stop everything."); time.Sleep(100 * time.Millisecond) {
 		if time.Now().After(deadline) {
-			cmd.Process.Kill()
+			stopAll()
 			t.Fatalf("no banner in 90 s:\n%s", out.String())
 		}
 	}
@@ -106,7 +114,7 @@ func TestCtrlCEndsMakeRunWithExitZero(t *testing.T) {
 	select {
 	case err = <-done:
 	case <-time.After(60 * time.Second):
-		cmd.Process.Kill()
+		stopAll()
 		t.Fatalf("still running 60 s after Ctrl-C:\n%s", out.String())
 	}
 	time.Sleep(200 * time.Millisecond) // the last output
