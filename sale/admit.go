@@ -137,7 +137,14 @@ type Admitter struct {
 	// seatMapUnguarded: the seat map is written without the lease's guard
 	// (a planted bug: a stale admitter overwrites it).
 	seatMapUnguarded bool
-	metrics          *admitMetrics
+	// seatMapMisses: the seat map's listener drops the changes of the
+	// seats it names (never a new listener's first snapshot), as a resumed
+	// stream that never delivered them would. seatMapRefresh, when set,
+	// is how often it reads every seat whatever it sees, in place of the
+	// constant of that name.
+	seatMapMisses  func(seat string) bool
+	seatMapRefresh time.Duration
+	metrics        *admitMetrics
 }
 
 // Admitter returns an admitter with an owner ID of its own.
@@ -180,6 +187,10 @@ type saleRun struct {
 	// without a new page, and looks again then.
 	held, rankHeld time.Time
 	due            time.Time // when to step it next (local clock: scheduling only)
+	// seatCounts takes the step's counts of booked and held seats to the
+	// seat map's publisher, which checks its listener against them (nil:
+	// no publisher runs; see seatCheck).
+	seatCounts chan seatCheck
 }
 
 // Run admits until the local clock reaches until (the next tick of the
@@ -385,6 +396,11 @@ func (a *Admitter) take(runCtx context.Context, r *saleRun, long bool) (bool, er
 		last = &p
 	}
 	r.lease, r.st, r.rank, r.last, r.pending, r.line = lease, st, rs, last, time.Time{}, nil
+	r.seatCounts = nil
+	if long {
+		r.seatCounts = make(chan seatCheck, 1)
+	}
+	checks := r.seatCounts
 	kctx, stopKeepAlive := lease.KeepAlive(runCtx)
 	wctx, stopWatch := context.WithCancel(kctx)
 	var watched sync.WaitGroup
@@ -396,7 +412,7 @@ func (a *Admitter) take(runCtx context.Context, r *saleRun, long bool) (bool, er
 	go func() {
 		defer watched.Done()
 		if long { // a one-pass run publishes the seat map in its step
-			a.publishSeatMap(wctx, r.id, lease)
+			a.publishSeatMap(wctx, r.id, lease, checks)
 		}
 	}()
 	r.ctx, r.stop = kctx, func() {
@@ -541,10 +557,12 @@ func (a *Admitter) step(r *saleRun) (time.Duration, bool, error) {
 		}
 	}
 
+	sent := time.Now()
 	c, err := a.count(ctx, r, sc, scErr == nil, t0)
 	if err != nil {
 		return 0, false, err
 	}
+	offerSeatCheck(r.seatCounts, seatCheck{sent: sent, answered: time.Now(), at: t0, booked: c.booked, held: c.held})
 	var heads []*firestore.DocumentSnapshot
 	if opened && !m.paused && !c.soldOut() {
 		free := int64(min(maxBatch, cfg.MaxActive-int(c.live), cfg.AdmitPerMinute-int(inWindow(r.st.Recent, t0, o.rateWindow))))

@@ -3,6 +3,8 @@ package sale
 import (
 	"context"
 	"fmt"
+	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -54,10 +56,68 @@ const seatMapRetry = 200 * time.Millisecond
 // another (15:17), with seats free that no shopper could see.
 const seatMapCancelledRetries = 500
 
-// seatMapRefresh is how often the publisher reads every seat afresh: at
-// most one read a seat each time (2,000 for the largest hall, 12,000 a
-// minute), so that no change a listener missed lasts longer.
-const seatMapRefresh = 10 * time.Second
+// seatMapRefresh is how often the publisher reads every seat afresh
+// whatever it sees: at most one read a seat each time (2,000 for the
+// largest hall, 2,000 a minute), so that no change a listener missed lasts
+// longer. A miss that changes how many seats are booked or held is found
+// sooner, by the admitter's counts (seatCheck).
+const seatMapRefresh = time.Minute
+
+// seatMapLag is how long after a count's answer the listener may still
+// deliver the state the count saw: a count is judged against every state
+// the listener showed from just before it was sent until seatMapLag after
+// its answer.
+const seatMapLag = 2 * time.Second
+
+// seatMapMismatches is how many counts in a row, each judged on its own
+// states, must disagree with the listener before the publisher reads every
+// seat afresh.
+const seatMapMismatches = 2
+
+// seatCheck is the admitter's count of a sale's seats, taken by a step
+// (it reads them every tick anyway, for seatsLeft): the seats booked, and
+// those whose heldUntil is after at (Firestore's clock), as the queries of
+// countUntil count them. The step sent them at sent and had the answer at
+// answered (the local clock). The seat map's publisher checks its
+// listener against them: a change the listener missed (the emulator's
+// resumed streams can miss one) that changes either count is found within
+// a few ticks, not at the next periodic refresh.
+type seatCheck struct {
+	sent, answered time.Time
+	at             time.Time
+	booked, held   int64
+}
+
+// offerSeatCheck hands c to the publisher (nil: none runs), in place of a
+// count it has not taken yet: it never waits.
+func offerSeatCheck(ch chan seatCheck, c seatCheck) {
+	if ch == nil {
+		return
+	}
+	select {
+	case <-ch:
+	default:
+	}
+	select {
+	case ch <- c:
+	default:
+	}
+}
+
+// seatLevel is what the listener showed from a moment (the local clock)
+// until the next: the seats booked, and every seat's heldUntil (sorted),
+// to count the held at a check's time.
+type seatLevel struct {
+	from   time.Time
+	booked int64
+	until  []time.Time
+}
+
+// heldAt counts the seats whose heldUntil is after at.
+func (l seatLevel) heldAt(at time.Time) int64 {
+	i := sort.Search(len(l.until), func(i int) bool { return l.until[i].After(at) })
+	return int64(len(l.until) - i)
+}
 
 // Layout lists a screening's seat IDs in seat-map order: rows in order,
 // then seat numbers ascending.
@@ -94,6 +154,13 @@ type seatMapPublisher struct {
 	// the seat changes they carried (a read each), and the map's writes.
 	snapshots, changes, writes int
 	refreshes                  int // fresh reads that found the listener wrong
+	// The listener's recent states, oldest first, and the admitter's
+	// counts not judged yet; mismatched: counts in a row that disagreed.
+	// counted: fresh reads the counts asked for.
+	levels     []seatLevel
+	checks     []seatCheck
+	mismatched int
+	counted    int
 }
 
 type seatSeen struct {
@@ -104,14 +171,16 @@ type seatSeen struct {
 // publishSeatMap keeps the sale's seat map until ctx ends (the lease is
 // lost, or the run lets the sale go). Failures are logged and tried again;
 // a stale admitter's write fails on the lease's fence.
-func (a *Admitter) publishSeatMap(ctx context.Context, id string, lease *lock.Lease) {
+// checks brings the admitter's counts of the seats (see seatCheck).
+func (a *Admitter) publishSeatMap(ctx context.Context, id string, lease *lock.Lease, checks <-chan seatCheck) {
 	p := &seatMapPublisher{a: a, id: id, lease: lease, seats: map[string]seatSeen{}}
-	err := p.run(ctx)
+	err := p.run(ctx, checks)
 	if err != nil && ctx.Err() == nil {
 		a.s.o.log.Warn("sale: seat map: stopped; the next run publishes it", "screeningId", id, "error", err.Error())
 	}
 	a.s.o.log.Info("sale: seat map: stopped publishing", "screeningId", id,
-		"snapshots", p.snapshots, "seatChanges", p.changes, "writes", p.writes, "refreshesThatFoundMisses", p.refreshes)
+		"snapshots", p.snapshots, "seatChanges", p.changes, "writes", p.writes,
+		"refreshesForCounts", p.counted, "refreshesThatFoundMisses", p.refreshes)
 }
 
 // publishSeatMapOnce brings the seat map up to date once, for a run of one
@@ -202,16 +271,17 @@ func (p *seatMapPublisher) watchLayout(ctx context.Context, out chan<- *firestor
 	}
 }
 
-func (p *seatMapPublisher) run(ctx context.Context) error {
+func (p *seatMapPublisher) run(ctx context.Context, checks <-chan seatCheck) error {
 	if err := p.load(ctx); err != nil {
 		return err
 	}
 
 	// The listener, started again when it fails (a listener's stream can
 	// end with an error the SDK does not retry, e.g. Canceled on a busy
-	// emulator) and every seatMapRefresh: a full read, as anti-entropy
-	// against a change a resumed stream never delivered. Each listener's
-	// first snapshot replaces what the publisher knew.
+	// emulator), when the admitter's counts disagree with it
+	// (seatMapMismatches in a row), and every seatMapRefresh: a full read,
+	// as anti-entropy against a change a resumed stream never delivered.
+	// Each listener's first snapshot replaces what the publisher knew.
 	type delivery struct {
 		gen  int
 		snap *firestore.QuerySnapshot
@@ -245,7 +315,11 @@ func (p *seatMapPublisher) run(ctx context.Context) error {
 	defer func() { stopListener() }()
 	layouts := make(chan *firestore.DocumentSnapshot)
 	go p.watchLayout(ctx, layouts)
-	refresh := time.NewTicker(seatMapRefresh)
+	every := seatMapRefresh
+	if p.a.seatMapRefresh > 0 {
+		every = p.a.seatMapRefresh
+	}
+	refresh := time.NewTicker(every)
 	defer refresh.Stop()
 
 	ready, fresh := false, false
@@ -259,6 +333,20 @@ func (p *seatMapPublisher) run(ctx context.Context) error {
 		case <-refresh.C:
 			listen()
 			fresh = true
+			p.mismatched, p.checks = 0, nil
+			continue
+		case c := <-checks:
+			if !ready || fresh { // a fresh read is on its way
+				continue
+			}
+			if p.check(c, time.Now()) {
+				p.counted++
+				p.a.s.o.log.Info("sale: seat map: the seats' counts disagree with the listener; reading every seat afresh",
+					"screeningId", p.id, "booked", c.booked, "held", c.held)
+				listen()
+				fresh = true
+				refresh.Reset(every)
+			}
 			continue
 		case screening := <-layouts:
 			if !screening.Exists() {
@@ -279,14 +367,16 @@ func (p *seatMapPublisher) run(ctx context.Context) error {
 				time.Sleep(seatMapRetry)
 				listen()
 				fresh = true
+				p.mismatched, p.checks = 0, nil
 				continue
 			}
 			if fresh {
 				p.replace(d.snap)
 				fresh = false
 			} else {
-				p.take(d.snap)
+				p.take(d.snap, p.a.seatMapMisses)
 			}
+			p.level(time.Now())
 			ready = true
 		case <-timer.C:
 		}
@@ -333,7 +423,7 @@ func retryPublish(err error, cancelled int) time.Duration {
 func (p *seatMapPublisher) replace(snap *firestore.QuerySnapshot) {
 	old := p.seats
 	p.seats = map[string]seatSeen{}
-	p.take(snap)
+	p.take(snap, nil)
 	missed := 0
 	for id, s := range p.seats {
 		if old[id] != s {
@@ -351,11 +441,15 @@ func (p *seatMapPublisher) replace(snap *firestore.QuerySnapshot) {
 	}
 }
 
-// take applies a snapshot's changes.
-func (p *seatMapPublisher) take(snap *firestore.QuerySnapshot) {
+// take applies a snapshot's changes, but those of the seats miss names
+// (a test hook: see Admitter.seatMapMisses).
+func (p *seatMapPublisher) take(snap *firestore.QuerySnapshot, miss func(string) bool) {
 	p.snapshots++
 	p.changes += len(snap.Changes)
 	for _, c := range snap.Changes {
+		if miss != nil && miss(c.Doc.Ref.ID) {
+			continue
+		}
 		if c.Kind == firestore.DocumentRemoved {
 			delete(p.seats, c.Doc.Ref.ID)
 			continue
@@ -363,6 +457,77 @@ func (p *seatMapPublisher) take(snap *firestore.QuerySnapshot) {
 		p.see(c.Doc)
 	}
 	p.readTime, p.readAt = snap.ReadTime, time.Now()
+}
+
+// level records what the listener shows from now on, for the checks.
+func (p *seatMapPublisher) level(now time.Time) {
+	l := seatLevel{from: now}
+	for _, s := range p.seats {
+		if s.status == booking.StatusBooked {
+			l.booked++
+		}
+		if !s.heldUntil.IsZero() {
+			l.until = append(l.until, s.heldUntil)
+		}
+	}
+	slices.SortFunc(l.until, func(a, b time.Time) int { return a.Compare(b) })
+	p.levels = append(p.levels, l)
+}
+
+// check takes the admitter's count c at now and judges the counts whose
+// states have all come (seatMapLag after their answer): a count agrees
+// when some state the listener showed between just before it was sent
+// and seatMapLag after its answer has its booked seats, and some such
+// state its held ones (its two queries read at two moments). It says
+// whether seatMapMismatches counts in a row have disagreed: the listener
+// missed a change, and every seat should be read afresh.
+func (p *seatMapPublisher) check(c seatCheck, now time.Time) bool {
+	p.checks = append(p.checks, c)
+	judged := 0
+	for _, c := range p.checks {
+		if now.Sub(c.answered) < seatMapLag {
+			break
+		}
+		judged++
+		// The state current when it was sent, and those that followed
+		// until seatMapLag after its answer.
+		first := 0
+		for i, l := range p.levels {
+			if !l.from.After(c.sent) {
+				first = i
+			}
+		}
+		booked, held := false, false
+		for _, l := range p.levels[first:] {
+			if l.from.After(c.answered.Add(seatMapLag)) {
+				break
+			}
+			booked = booked || l.booked == c.booked
+			held = held || l.heldAt(c.at) == c.held
+		}
+		if booked && held {
+			p.mismatched = 0
+		} else {
+			p.mismatched++
+		}
+	}
+	p.checks = p.checks[judged:]
+	// Forget the states no count can need: a count comes after its
+	// answer, now and then a step later.
+	keep := now.Add(-10 * time.Second)
+	if len(p.checks) > 0 && p.checks[0].sent.Before(keep) {
+		keep = p.checks[0].sent
+	}
+	drop := 0
+	for drop+1 < len(p.levels) && !p.levels[drop+1].from.After(keep) {
+		drop++
+	}
+	p.levels = p.levels[drop:]
+	if p.mismatched < seatMapMismatches {
+		return false
+	}
+	p.mismatched, p.checks = 0, nil
+	return true
 }
 
 // see takes in a seat document.

@@ -180,7 +180,7 @@ func stalePublisherWrites(t *testing.T, unguarded bool) string {
 	}
 	// No keep-alive: this publisher never learns that its lease has gone,
 	// as a stale one would not before its next renewal.
-	go a.publishSeatMap(ctx, e.id, lease)
+	go a.publishSeatMap(ctx, e.id, lease, nil)
 	maps.waitFor(t, "...", 5*time.Second)
 
 	info, err := lock.Inspect(ctx, e.fs, Locks+"/admit-"+e.id)

@@ -312,10 +312,20 @@ func (s *sim) waitPolling(ctx context.Context, u *user, queueID string, place *l
 		u.countReads(1)
 		place.set(snap)
 	}
-	get() // once at first
+	// Once at first; but not for a join before the opening, as the app
+	// (main.ts' join): the page has polled the sale scheduled, no draw has
+	// given the place an order yet, and JoinQueue's answer (waiting) says
+	// all a get would. It reads the place after the draw, below.
+	early := time.Now().Before(s.opensAt)
+	if !early {
+		get()
+	}
 	listening := false
 	for {
 		v := placeOf(place.get())
+		if v.status == "" && early {
+			v.status = sale.StatusWaiting // JoinQueue's answer
+		}
 		mu.Lock()
 		view = v
 		st := state

@@ -886,6 +886,13 @@ async function main(): Promise<void> {
         stopPlace = undefined;
         placeSeen = undefined;
         placeId = p.queueId;
+        // Waiting before the opening: no draw has given the place an order
+        // yet, so a get would say no more than this answer. The place is
+        // read after the draw (rereadPlace), as CONTRACT §14 has it: the
+        // first state polled that is not scheduled reads it (a sale not
+        // polled yet counts as scheduled, as saleState says; if it had
+        // opened, the next poll reads the place).
+        if (p.status === "waiting" && saleState() === "scheduled") placeSeen = { status: "waiting" };
       }
       return p.status === "admitted" ? "It is your turn: choose your seats." : "You are in the queue.";
     });
