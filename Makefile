@@ -9,22 +9,25 @@ STAGE = ./scripts/stage.sh
 run: deps
 	go run ./cmd/firelock-local
 
-# Every test, Go and web, against the real emulators (started by the Go
-# tests themselves; docs/testing.md says why not one shared emulator). examples/ is a module of its own (the README's guide,
-# as a user's module has it), so ./... leaves it out: it gets its own line. Then the overload test (issue #41) alone: the load it
-# measures is its own, so it cannot share the machine. The web client's Vitest suites and the browser tests
-# (Playwright in Chromium) run inside one local bundle: emulators, functions
-# and the built app, started by cmd/firelock-local around them. Then a
-# second, short bundle with App Check enforced (CONTRACT §12; about 30 s)
-# runs the browser test of that path alone. Last, the
-# README's shell blocks run as written against `make run` (its default ports).
+# Every test, Go and web, against the real emulators (docs/testing.md keeps
+# each stage's time and the budget). First the quick checks side by side:
+# gofmt, go vet, the web app's type check and lint, and examples/ (the
+# README's guide, a module of its own, so ./... leaves it out); make's
+# --output-sync prints each one's output whole when it ends. Then, one stage
+# at a time, since each needs the two cores (side by side, the Go tests'
+# 1-3 s leases ran out: docs/testing.md):
+#  - every Go package, each on its own emulators (docs/testing.md says why
+#    not one shared), the longest started first (scripts/gopkgs.sh);
+#  - the overload test (issue #41) alone: the load it measures is its own;
+#  - Vitest and Playwright in Chromium inside one local bundle (emulators,
+#    functions and the built app, started by cmd/firelock-local around them);
+#  - a short bundle with App Check enforced (CONTRACT §12) for that spec alone;
+#  - last, the README's shell blocks as written against `make run` (its
+#    default ports).
 test: deps
 	@rm -f test-results/stages.txt
-	$(STAGE) format sh -c 'gofmt -l . | (! grep .) || (echo "gofmt needed on the files above" >&2; exit 1)'
-	$(STAGE) vet go vet ./...
-	$(STAGE) web-check sh -c 'cd web && npm run --silent check'
-	$(STAGE) go-test go test -race -count=1 -timeout 20m ./...
-	$(STAGE) examples sh -c 'cd examples && go vet ./... && go test -race -count=1 ./...'
+	@$(MAKE) --no-print-directory -j --output-sync=target test-format test-vet test-web-check test-examples
+	$(STAGE) go-test go test -race -count=1 -timeout 20m $$(./scripts/gopkgs.sh)
 	$(STAGE) overload env FIRELOCK_OVERLOAD=1 go test -count=1 -run '^TestAdmitterKeepsItsLeaseWhileTheServerIsPastItsCap$$' ./functions/
 	$(STAGE) web go run ./cmd/firelock-local -port 0 -web preview -web-port 0 -schedule '' -env-file '' -log web/test-results/functions.log -- \
 		sh -c 'cd web && npm run --silent test && npm run --silent e2e' || \
@@ -36,6 +39,16 @@ test: deps
 		  tail -n 40 web/test-results/functions-appcheck.log >&2; exit 1; }
 	$(STAGE) readme env FIRELOCK_README_TEST=1 go test -count=1 -run '^TestREADME' ./internal/testkit/readme/
 	@echo "stages (seconds; docs/testing.md keeps the budget):" && cat test-results/stages.txt
+
+.PHONY: test-format test-vet test-web-check test-examples
+test-format:
+	@$(STAGE) format sh -c 'gofmt -l . | (! grep .) || (echo "gofmt needed on the files above" >&2; exit 1)'
+test-vet:
+	@$(STAGE) vet go vet ./...
+test-web-check:
+	@$(STAGE) web-check sh -c 'cd web && npm run --silent check'
+test-examples:
+	@$(STAGE) examples sh -c 'cd examples && go vet ./... && go test -race -count=1 ./...'
 
 deps:
 	@./scripts/deps.sh

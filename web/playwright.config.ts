@@ -29,7 +29,10 @@ export default defineConfig({
     browserName: "chromium",
     viewport: { width: 1280, height: 860 },
     screenshot: "only-on-failure",
-    trace: "retain-on-failure",
+    // A failed test keeps its trace (DOM snapshots of every step, the network
+    // and the console), without the screencast's frames: encoding those cost
+    // every test CPU while the machine's two cores are the limit (docs/testing.md).
+    trace: { mode: "retain-on-failure", screenshots: false },
     launchOptions: {
       executablePath: chromiumPath,
       args: ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--no-first-run"],
