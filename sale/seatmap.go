@@ -472,6 +472,36 @@ func (p *seatMapPublisher) level(now time.Time) {
 	}
 	slices.SortFunc(l.until, func(a, b time.Time) int { return a.Compare(b) })
 	p.levels = append(p.levels, l)
+	p.forget(now)
+}
+
+// seatMapKept is how long the publisher keeps its listener's states for
+// the counts to come: a count comes after its answer, now and then a step
+// later.
+const seatMapKept = 10 * time.Second
+
+// forget drops the states no count can need: those before seatMapKept ago
+// but the one current then, unless a count still to be judged was sent
+// earlier. A count waits at most seatMapRefresh: when the counts stop (the
+// admitter's steps fail before they count), the states would otherwise pile
+// up with every snapshot, each with every hold's end, for as long as the
+// run lasts; the periodic fresh read covers what such a count would find.
+func (p *seatMapPublisher) forget(now time.Time) {
+	stale := now.Add(-seatMapRefresh)
+	n := 0
+	for n < len(p.checks) && p.checks[n].answered.Before(stale) {
+		n++
+	}
+	p.checks = p.checks[n:]
+	keep := now.Add(-seatMapKept)
+	if len(p.checks) > 0 && p.checks[0].sent.Before(keep) {
+		keep = p.checks[0].sent
+	}
+	drop := 0
+	for drop+1 < len(p.levels) && !p.levels[drop+1].from.After(keep) {
+		drop++
+	}
+	p.levels = p.levels[drop:]
 }
 
 // check takes the admitter's count c at now and judges the counts whose
@@ -512,17 +542,7 @@ func (p *seatMapPublisher) check(c seatCheck, now time.Time) bool {
 		}
 	}
 	p.checks = p.checks[judged:]
-	// Forget the states no count can need: a count comes after its
-	// answer, now and then a step later.
-	keep := now.Add(-10 * time.Second)
-	if len(p.checks) > 0 && p.checks[0].sent.Before(keep) {
-		keep = p.checks[0].sent
-	}
-	drop := 0
-	for drop+1 < len(p.levels) && !p.levels[drop+1].from.After(keep) {
-		drop++
-	}
-	p.levels = p.levels[drop:]
+	p.forget(now)
 	if p.mismatched < seatMapMismatches {
 		return false
 	}
