@@ -300,26 +300,8 @@ func TestTheSeatMapConvergesThroughFaultsAndTakeovers(t *testing.T) {
 	pb.Heal()
 
 	// The truth: every seat document as stored now.
-	snaps, err := e.fs.Collection(booking.Screenings).Doc(e.id).Collection(booking.SeatsCollection).Documents(ctx).GetAll()
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := []byte(strings.Repeat(".", len(seats)))
-	index := map[string]int{}
-	for i, s := range seats {
-		index[s] = i
-	}
-	for _, s := range snaps {
-		switch s.Data()["status"] {
-		case booking.StatusBooked:
-			want[index[s.Ref.ID]] = 'b'
-		case booking.StatusHeld:
-			if until, _ := s.Data()["heldUntil"].(time.Time); until.After(now) {
-				want[index[s.Ref.ID]] = 'h'
-			}
-		}
-	}
-	got := maps.waitFor(t, string(want), 15*time.Second)
+	want := e.storedSeatMap(t, seats, now)
+	got := maps.waitFor(t, want, 15*time.Second)
 	stopRuns()
 	runs.Wait()
 	v := maps.all()
@@ -380,4 +362,30 @@ func TestRetryPublishAtOnceAfterACancelledCommit(t *testing.T) {
 			t.Errorf("retryPublish(%v, %d) = %v, want %v", c.err, c.cancelled, got, c.want)
 		}
 	}
+}
+
+// storedSeatMap is the seat map that the stored seat documents make, in
+// the order of seats: 'b' booked, 'h' held past now, '.' otherwise.
+func (e *env) storedSeatMap(t *testing.T, seats []string, now time.Time) string {
+	t.Helper()
+	snaps, err := e.fs.Collection(booking.Screenings).Doc(e.id).Collection(booking.SeatsCollection).Documents(context.Background()).GetAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []byte(strings.Repeat(".", len(seats)))
+	index := map[string]int{}
+	for i, s := range seats {
+		index[s] = i
+	}
+	for _, s := range snaps {
+		switch s.Data()["status"] {
+		case booking.StatusBooked:
+			want[index[s.Ref.ID]] = 'b'
+		case booking.StatusHeld:
+			if until, _ := s.Data()["heldUntil"].(time.Time); until.After(now) {
+				want[index[s.Ref.ID]] = 'h'
+			}
+		}
+	}
+	return string(want)
 }
