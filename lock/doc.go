@@ -117,7 +117,9 @@
 // (deadline, dropped connection), it reads the document back, past the
 // caller's context for a few seconds if need be. A grant that landed is
 // returned as the lease while the context is live and the lease has time
-// left, and otherwise deleted again with a precondition; a release that
+// left, and otherwise deleted again with a precondition (the error then
+// matches ErrUnanswered, beside the context's if that ended it: others may
+// have seen the key held meanwhile); a release that
 // landed counts as done; a renewal, whose effect another holder's write may
 // mimic, is written again while the lease is still ours. Only when even
 // the read fails does an error leave a lease behind, and that lease ends by

@@ -31,8 +31,11 @@ var (
 	// a half-open connection, a lost stream, an overloaded server. A grant
 	// is settled by reading back before this is returned (nothing of it is
 	// left), as is a grant answered too late to work under; Acquire tries
-	// again. A renewal or release may have landed: its lease is as the
-	// error says, or ends by itself within its length.
+	// again. A grant that landed while its caller's context ended, and was
+	// removed again, says it too, beside the context's error: others may
+	// have seen the keys held meanwhile. A renewal or release may have
+	// landed: its lease is as the error says, or ends by itself within its
+	// length.
 	ErrUnanswered = errors.New("lock: no answer in time")
 )
 

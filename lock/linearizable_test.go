@@ -417,6 +417,86 @@ func TestAnAcquireWhoseGrantCameAndWentIsLinearizable(t *testing.T) {
 	linearize.Require(t, lockModel, h, time.Minute)
 }
 
+// Found by TestLockHistoryIsLinearizable (11-29, seed 1, on an idle
+// machine): a try inside Acquire whose grant landed while its answer came
+// after the caller's deadline was settled (read back, and released again),
+// but it said only the deadline. Acquire then counted the wait under the
+// earlier try's ErrHeld, and the history had no grant to explain why the
+// former holder's release found its lease gone. A settled grant that
+// landed says ErrUnanswered whatever ended the wait, as one cut off by the
+// RPC's own bound does.
+func TestAnAcquireCutOffWhileItsGrantLandsSaysTheGrantCameAndWent(t *testing.T) {
+	p, _, direct := proxied(t)
+	_, copts := newClientVia(t, p.Addr)
+	holder := newLocker(t, direct, lock.WithLeaseDuration(2*time.Second))
+	// Reads go straight to the emulator, commits through the proxy, so only
+	// the grants' answers are held back. A 10-s lease bounds each RPC past
+	// the caller's deadline; a backoff of an hour waits out the holder's
+	// lease to the millisecond.
+	l := newLocker(t, direct, lock.WithLeaseDuration(10*time.Second), lock.WithClientOptions(copts...),
+		lock.WithBackoff(time.Hour, time.Hour))
+	ctx := context.Background()
+	warm, err := l.Acquire(ctx, "warm") // the commit client's first commit proves it (commit.go): not under the delay
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := warm.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	held, err := holder.TryAcquire(ctx, "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tries []error
+	released := make(chan error, 1)
+	actx, cancel := context.WithTimeout(lock.ObserveTries(ctx, func(_ time.Time, err error) {
+		tries = append(tries, err)
+		if len(tries) == 1 {
+			// The key was held. Its holder lets it go now, and the next
+			// try (at the lease's end) grants at once, answered 3 s late.
+			if err := p.Delay(3 * time.Second); err != nil {
+				t.Error(err)
+			}
+			released <- held.Release(ctx)
+		}
+	}), 4*time.Second)
+	defer cancel()
+	seen := make(chan string, 1)
+	go func() { // the grant standing, as others see it
+		ref := direct.Collection(coll).Doc("k")
+		for ctx.Err() == nil {
+			if s, err := ref.Get(ctx); err == nil {
+				if owner, _ := s.Data()[lock.FieldOwner].(string); owner == l.Owner() {
+					seen <- owner
+					return
+				}
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}()
+	lease, err := l.Acquire(actx, "k")
+	if lease != nil {
+		t.Fatalf("granted %v past the caller's deadline", lease)
+	}
+	if err := <-released; err != nil {
+		t.Fatalf("the holder's release: %v", err)
+	}
+	select {
+	case <-seen:
+	case <-time.After(5 * time.Second):
+		t.Fatalf("the grant was never seen standing (tries: %v); the scenario needs it landed", tries)
+	}
+	if !errors.Is(err, context.DeadlineExceeded) || !errors.Is(err, lock.ErrUnanswered) {
+		t.Errorf("Acquire: %v; want the deadline and ErrUnanswered (a grant came and went)", err)
+	}
+	if last := tries[len(tries)-1]; !errors.Is(last, lock.ErrUnanswered) {
+		t.Errorf("the last try said %v; want ErrUnanswered (it landed, and was removed)", last)
+	}
+	if _, err := direct.Collection(coll).Doc("k").Get(ctx); !isNotFound(err) {
+		t.Errorf("the settled grant was left behind (%v)", err)
+	}
+}
+
 // A renewal that writes a longer lease than it was granted (the planted
 // BugRenewStretches) keeps the key from others past the lease's end. The
 // checker must see it: a try after the end the renewal answered finds the

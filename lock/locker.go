@@ -498,7 +498,8 @@ func (l *Locker) settleBudget() time.Duration { return min(10*time.Second, l.lea
 // documents that name acquisition id are this grant. With ctx still live
 // and every key granted, they are the caller's leases. Otherwise what was
 // granted is removed again, each conditioned on the update time read, and
-// cause is returned. Nothing is left to block the keys beyond one lease.
+// cause is returned: as ErrUnanswered when some of it had landed
+// (cameAndWent). Nothing is left to block the keys beyond one lease.
 func (l *Locker) settleGrant(ctx context.Context, id string, refs []*firestore.DocumentRef, sent time.Time, cause error) (Leases, error) {
 	snaps, err := l.readBack(ctx, refs)
 	if err != nil {
@@ -525,7 +526,18 @@ func (l *Locker) settleGrant(ctx context.Context, id string, refs []*firestore.D
 		return nil, fmt.Errorf("lock: grant failed ambiguously (%w) and its leases could not be removed (%v): "+
 			"they end within %v", cause, err, l.lease)
 	}
-	return nil, cause
+	return nil, cameAndWent(cause)
+}
+
+// cameAndWent is the error of a grant that landed unanswered and was
+// removed again: ErrUnanswered, whatever ended the wait for its answer (the
+// RPC's bound, or the caller's context), since others may have seen the
+// keys held meanwhile.
+func cameAndWent(cause error) error {
+	if errors.Is(cause, ErrUnanswered) {
+		return cause
+	}
+	return fmt.Errorf("%w: the grant landed after its caller stopped waiting, and was removed again: %w", ErrUnanswered, cause)
 }
 
 // readBack reads refs to settle an ambiguous write: past ctx's end if need
