@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"math"
+	"math/rand/v2"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -260,6 +261,25 @@ func (s *sim) nextPoll(p placeView, st *publicState) time.Duration {
 	return max(refresh, min(maxPollEvery, wait/4))
 }
 
+// placeReadRate is salestate.ts' PLACE_READS_PER_SECOND: the line's reads
+// of their places, at most this many a second.
+const placeReadRate = 500
+
+// placeReadDelay is salestate.ts' placeReadDelayMs: how long a place
+// without its order yet (an early joiner, after the opening) waits before
+// it is read. The first read falls anywhere in waiting/placeReadRate
+// seconds (at least 1 s); each read that still found no order waits twice
+// as long (half the window, then anywhere in the other half), at most
+// maxPollEvery. random is in [0, 1).
+func placeReadDelay(waiting int64, attempt int, random float64) time.Duration {
+	spread := max(time.Second, time.Duration(float64(max(0, waiting))/placeReadRate*float64(time.Second)))
+	if attempt <= 0 {
+		return time.Duration(random * float64(min(maxPollEvery, spread)))
+	}
+	window := min(maxPollEvery, spread<<min(attempt, 10))
+	return window/2 + time.Duration(random*float64(window/2))
+}
+
 // waitPolling is a waiting person's wait as the app waits (CONTRACT §14):
 // it returns the pass's end once admitted, or the outcome.
 func (s *sim) waitPolling(ctx context.Context, u *user, queueID string, place *latest[*firestore.DocumentSnapshot], listeners *sync.WaitGroup) (time.Time, string) {
@@ -321,6 +341,8 @@ func (s *sim) waitPolling(ctx context.Context, u *user, queueID string, place *l
 		get()
 	}
 	listening := false
+	var unranked <-chan time.Time // a read of the place without its order, spread (placeReadDelay)
+	unrankedReads := 0
 	for {
 		v := placeOf(place.get())
 		if v.status == "" && early {
@@ -345,11 +367,22 @@ func (s *sim) waitPolling(ctx context.Context, u *user, queueID string, place *l
 		}
 		select {
 		case <-place.changed:
+		case <-unranked:
+			unranked = nil
+			if !listening {
+				get() // after the draw, spread over the line
+			}
 		case <-states.changed:
 			st := states.get()
-			if !listening && v.status == sale.StatusWaiting &&
-				((v.order == "" && st.State != sale.StateScheduled) || (v.order != "" && st.AdmittedThrough != "" && v.order <= st.AdmittedThrough)) {
-				get() // after the draw, and when admittedThrough reaches the place
+			switch {
+			case listening || v.status != sale.StatusWaiting:
+			case v.order == "" && st.State != sale.StateScheduled:
+				if unranked == nil {
+					unranked = time.After(placeReadDelay(st.Waiting, unrankedReads, rand.Float64()))
+					unrankedReads++
+				}
+			case v.order != "" && st.AdmittedThrough != "" && v.order <= st.AdmittedThrough:
+				get() // when admittedThrough reaches the place
 			}
 		case <-s.stop:
 			return time.Time{}, "still waiting"

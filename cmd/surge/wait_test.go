@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/firelock/firelock/sale"
 )
@@ -39,5 +40,31 @@ func TestAheadOfAsTheApp(t *testing.T) {
 		if got != c.want || known != c.known {
 			t.Errorf("%s: aheadOf = %d, %v; want %d, %v", c.name, got, known, c.want, c.known)
 		}
+	}
+}
+
+// The simulated people spread their reads of a place without its order as
+// the app does (salestate.test.ts' placeReadDelayMs cases).
+func TestPlaceReadDelayAsTheApp(t *testing.T) {
+	for _, c := range []struct {
+		waiting int64
+		attempt int
+		random  float64
+		want    time.Duration
+	}{
+		{5000, 0, 0, 0},
+		{5000, 0, 0.999, 9990 * time.Millisecond},
+		{200, 0, 0.5, 500 * time.Millisecond},
+		{5000, 1, 0, 10 * time.Second},
+		{5000, 1, 0.999, 19990 * time.Millisecond},
+		{5000, 2, 0, 15 * time.Second},
+		{100, 1, 0, time.Second},
+	} {
+		if got := placeReadDelay(c.waiting, c.attempt, c.random); got.Round(time.Millisecond) != c.want {
+			t.Errorf("placeReadDelay(%d, %d, %v) = %v, want %v", c.waiting, c.attempt, c.random, got, c.want)
+		}
+	}
+	if got := placeReadDelay(1_000_000, 0, 0.999); got >= maxPollEvery {
+		t.Errorf("a line of a million: the first read after %v, want under %v", got, maxPollEvery)
 	}
 }

@@ -1,7 +1,7 @@
 import { Timestamp } from "firebase/firestore";
 import { describe, expect, it } from "vitest";
 import type { SaleDoc } from "../src/app/queue";
-import { MAX_POLL_MS, nextPollMs, placeIsNear, saleDocOf, saleStateBase } from "../src/app/salestate";
+import { MAX_POLL_MS, PLACE_READS_PER_SECOND, nextPollMs, placeIsNear, placeReadDelayMs, saleDocOf, saleStateBase } from "../src/app/salestate";
 
 describe("nextPollMs", () => {
   it("polls every refreshSeconds near the front or when the wait is unknown", () => {
@@ -13,6 +13,32 @@ describe("nextPollMs", () => {
     expect(nextPollMs(1, 80_000)).toBe(20_000);
     expect(nextPollMs(1, 3_600_000)).toBe(MAX_POLL_MS);
     expect(nextPollMs(1, Number.POSITIVE_INFINITY)).toBe(1000);
+  });
+});
+
+describe("placeReadDelayMs", () => {
+  it("spreads a line's first reads after the opening over waiting / PLACE_READS_PER_SECOND seconds", () => {
+    expect(placeReadDelayMs(5000, 0, 0)).toBe(0);
+    expect(placeReadDelayMs(5000, 0, 0.999)).toBe(9990);
+    expect(placeReadDelayMs(200, 0, 0.5)).toBe(500); // a short line: within a second
+    expect(placeReadDelayMs(1_000_000, 0, 0.999)).toBeLessThan(MAX_POLL_MS);
+  });
+  it("keeps a line of any length at PLACE_READS_PER_SECOND or fewer reads a second", () => {
+    for (const waiting of [10, 1000, 5000, 15_000]) {
+      const perSecond = new Map<number, number>();
+      for (let i = 0; i < waiting; i++) {
+        const s = Math.floor(placeReadDelayMs(waiting, 0, (i + 0.5) / waiting) / 1000);
+        perSecond.set(s, (perSecond.get(s) ?? 0) + 1);
+      }
+      expect(Math.max(...perSecond.values())).toBeLessThanOrEqual(PLACE_READS_PER_SECOND);
+    }
+  });
+  it("waits twice as long after each read that found no order, never at once, at most MAX_POLL_MS", () => {
+    expect(placeReadDelayMs(5000, 1, 0)).toBe(10_000);
+    expect(placeReadDelayMs(5000, 1, 0.999)).toBe(19_990);
+    expect(placeReadDelayMs(5000, 2, 0)).toBe(15_000); // half of the 30-s cap
+    expect(placeReadDelayMs(5000, 9, 0.999)).toBeLessThan(MAX_POLL_MS);
+    expect(placeReadDelayMs(100, 1, 0)).toBe(1000);
   });
 });
 

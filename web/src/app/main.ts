@@ -29,7 +29,7 @@ import { MapZoom } from "./mapzoom";
 import { whenWords } from "./when";
 import { orderRef } from "./ticketview";
 import { type Env, servicesBeforeAuth } from "./config";
-import { placeIsNear, pollSaleState, saleStateBase, waitOf } from "./salestate";
+import { placeIsNear, placeReadDelayMs, pollSaleState, saleStateBase, waitOf } from "./salestate";
 import {
   DEFAULT_MAX_SEATS_PER_USER,
   type Place,
@@ -129,6 +129,8 @@ async function main(): Promise<void> {
   let stopSale: Unsubscribe | undefined;
   let stopPlace: Unsubscribe | undefined;
   let placeReading = false; // a get of the place is under way
+  let placeReadTimer: ReturnType<typeof setTimeout> | undefined; // a read of a place without its order yet, spread over the line (placeReadDelayMs)
+  let unrankedReads = 0; // reads scheduled for the place while it had no order, since the join or sign-in
   let shownQueueState: QueueState | undefined; // as last painted, while the sale is on
   const shownHolds = new Map<string, HoldPhase>(); // each hold's phase as last painted
   const confirmingCancel = new Set<string>(); // paid bookings whose cancel asks "and refund?"
@@ -680,11 +682,36 @@ async function main(): Promise<void> {
       });
   }
 
-  /** A new sale state: the place is read again after the draw (it has no order yet) and when admittedThrough reaches it. */
+  /**
+   * A new sale state: the place is read again after the draw (it has no
+   * order yet) and when admittedThrough reaches it. After the draw it is
+   * read at a moment spread over the line (placeReadDelayMs): every early
+   * joiner's page sees the opening at once, and the ranking reaches their
+   * places over several ticks.
+   */
   function rereadPlace(): void {
     const p = myPlace();
     if (!sale || !p || p.status !== "waiting" || stopPlace) return;
-    if ((p.order === undefined && sale.state !== "scheduled") || (p.order !== undefined && sale.admittedThrough !== "" && p.order <= sale.admittedThrough)) readPlace();
+    if (p.order === undefined && sale.state !== "scheduled") {
+      if (placeReadTimer !== undefined || placeReading) return;
+      const id = placeId;
+      placeReadTimer = setTimeout(
+        () => {
+          placeReadTimer = undefined;
+          if (placeId === id) readPlace();
+        },
+        placeReadDelayMs(sale.waiting, unrankedReads++, Math.random()),
+      );
+      return;
+    }
+    if (p.order !== undefined && sale.admittedThrough !== "" && p.order <= sale.admittedThrough) readPlace();
+  }
+
+  /** Forgets a spread read of the place (placeReadDelayMs) when the place changes. */
+  function forgetPlaceRead(): void {
+    clearTimeout(placeReadTimer);
+    placeReadTimer = undefined;
+    unrankedReads = 0;
   }
 
   /** The user's holds, each as showHold says: live with its countdown and actions, or ended in words. */
@@ -885,6 +912,7 @@ async function main(): Promise<void> {
         stopPlace?.();
         stopPlace = undefined;
         placeSeen = undefined;
+        forgetPlaceRead();
         placeId = p.queueId;
         // Waiting before the opening: no draw has given the place an order
         // yet, so a get would say no more than this answer. The place is
@@ -1080,6 +1108,7 @@ async function main(): Promise<void> {
     unsubscribeMine = [];
     stopPlace?.();
     stopPlace = undefined;
+    forgetPlaceRead();
     placeId = undefined;
     placeSeen = placeAnswered = undefined;
     shownQueueState = undefined;

@@ -39,6 +39,31 @@ export function nextPollMs(refreshSeconds: number, waitMs: number | undefined): 
   return Math.max(refresh, Math.min(MAX_POLL_MS, waitMs / 4));
 }
 
+/**
+ * The whole line's reads of their places, at most this many a second:
+ * Firestore's ramp-up rule (500 operations a second for new traffic to a
+ * collection) and what one emulator answers.
+ */
+export const PLACE_READS_PER_SECOND = 500;
+
+/**
+ * How long a page whose place has no order yet (an early joiner, after the
+ * opening) waits before reading its place (CONTRACT §14: once after the
+ * draw). Every early joiner's page sees the opening in the same second; read
+ * at once, 5,000 of them are 5,000 gets in a second, and again at every new
+ * state while the ranking (500 a tick) has not reached them. The first read
+ * falls anywhere in `waiting / PLACE_READS_PER_SECOND` seconds (at least 1
+ * s); a read that still found no order waits twice as long each time (half
+ * the window, then anywhere in the other half), at most MAX_POLL_MS.
+ * `random` is in [0, 1).
+ */
+export function placeReadDelayMs(waiting: number, attempt: number, random: number): number {
+  const spread = Math.max(1000, (Math.max(0, waiting) / PLACE_READS_PER_SECOND) * 1000);
+  if (attempt <= 0) return Math.floor(random * Math.min(MAX_POLL_MS, spread));
+  const window = Math.min(MAX_POLL_MS, spread * 2 ** Math.min(attempt, 10));
+  return Math.floor(window / 2 + (random * window) / 2);
+}
+
 /** A SaleState answer as the page's SaleDoc. */
 export function saleDocOf(a: SaleStateAnswer): SaleDoc {
   const ts = (s: string) => Timestamp.fromMillis(Date.parse(s) || 0);
