@@ -604,16 +604,31 @@ func (p *seatMapPublisher) publish(ctx context.Context) (time.Duration, error) {
 	ctx, cancel := context.WithTimeout(ctx, p.a.stepTimeout())
 	defer cancel()
 	ref := p.a.s.client.Collection(SeatMaps).Doc(p.id)
+	sent := false // the commit is sent: it may land, whatever the answer
 	err := p.a.s.client.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
-		if p.a.seatMapUnguarded {
-			return tx.Set(ref, map[string]any{"seats": seats, "updatedAt": firestore.ServerTimestamp})
+		if !p.a.seatMapUnguarded {
+			if err := p.lease.Guard(tx); err != nil {
+				return err
+			}
 		}
-		if err := p.lease.Guard(tx); err != nil {
+		if err := tx.Set(ref, map[string]any{"seats": seats, "updatedAt": firestore.ServerTimestamp}); err != nil {
 			return err
 		}
-		return tx.Set(ref, map[string]any{"seats": seats, "updatedAt": firestore.ServerTimestamp})
+		sent = true
+		return nil
 	}, firestore.MaxAttempts(1))
 	if err != nil {
+		// A commit that failed may have landed unheard (its answer
+		// dropped, its connection reset; the client then retries it and
+		// hears "Transaction is invalid or closed", whatever the first
+		// did): it counts as a write for the spacing, but shown stays, so
+		// the map is written again once the gap has passed. A commit the
+		// store answered Canceled is tried again at once, as before (see
+		// seatMapCancelledRetries: a second each would stall the map); a
+		// failure before the commit wrote nothing, and waits no more.
+		if sent && status.Code(err) != codes.Canceled {
+			p.shownAt = time.Now()
+		}
 		return 0, err
 	}
 	// The local clock spaces the writes: the commit time is not returned
