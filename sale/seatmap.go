@@ -61,9 +61,10 @@ const seatMapCancelledRetries = 500
 // sooner, by the admitter's counts (seatCheck).
 const seatMapRefresh = time.Minute
 
-// seatMapLag is how long after a count's answer the listener may still
-// deliver a change the count saw: a count is judged seatMapLag after its
-// answer, on the listener's state at the count's read time.
+// seatMapLag is how long a listener that has not caught up with a count
+// must have sent nothing, from seatMapLag after the count's answer on,
+// before the count is judged on its state (see due): a quiet sale's
+// listener sends nothing, and a change takes it well under a second.
 const seatMapLag = 2 * time.Second
 
 // seatMapMismatches is how many counts in a row must disagree with the
@@ -73,8 +74,8 @@ const seatMapLag = 2 * time.Second
 // second costs a tick; it keeps a count the listener's state at its read
 // time is not exactly known for from costing a full read: a seat written
 // twice between two of the listener's snapshots (it shows the last write
-// only), a deletion the emulator delivered a snapshot late, a listener
-// more than seatMapLag behind.
+// only), a write the emulator delivered more than seatMapSettle late, a
+// quiet listener that was in fact slow.
 const seatMapMismatches = 2
 
 // seatCheck is the admitter's count of a sale's seats, taken by a step
@@ -114,10 +115,10 @@ func offerSeatCheck(ch chan seatCheck, c seatCheck) {
 // carries its write's time (now.at, Firestore's commit time) and its
 // creation's (now.created); a deletion carries no time: it was made after
 // after (the later of was.at and seatMapSettle before the read time of the
-// listener's snapshot before) and at or before by (the read time of the snapshot that brought
-// it). A document deleted and created again between two snapshots comes as
-// a change of it whose creation is after was.at: its deletion is dated
-// the same way, before its creation.
+// listener's snapshot before) and at or before by (the read time of the
+// snapshot that brought it). A document deleted and created again between
+// two snapshots comes as a change of it whose creation is after was.at:
+// its deletion is dated the same way, before its creation.
 type seatChange struct {
 	id        string
 	was, now  seatSeen
@@ -207,7 +208,7 @@ type seatSeen struct {
 	at, created time.Time
 }
 
-// shows whether s and o show the same on a map, and count the same.
+// same says whether s and o show the same on a map, and count the same.
 func (s seatSeen) same(o seatSeen) bool {
 	return s.status == o.status && s.heldUntil.Equal(o.heldUntil)
 }

@@ -22,8 +22,8 @@ func TestTheSeatMapForgetsItsStatesWhenTheCountsStop(t *testing.T) {
 	for i := range 500 {
 		p.seats[fmt.Sprintf("S%d", i)] = seatSeen{status: booking.StatusHeld, heldUntil: t0.Add(time.Hour), at: t0}
 	}
-	// One count, not yet judged (seatMapLag has not passed) when the
-	// steps start failing.
+	// One count, not yet judged (the listener has not caught up with it)
+	// when the steps start failing.
 	p.check(seatCheck{answered: t0.Add(100 * time.Millisecond), at: t0, booked: 0, held: 500}, t0.Add(100*time.Millisecond))
 	const every = 100 * time.Millisecond
 	most, i := 0, 0
@@ -33,9 +33,9 @@ func TestTheSeatMapForgetsItsStatesWhenTheCountsStop(t *testing.T) {
 		most = max(most, len(p.history))
 		i++
 	}
-	// A count is judged seatMapLag after its answer and comes a step or so
-	// after its read time: ten seconds of changes is all it can need, a
-	// minute at most for one that waits.
+	// A count is judged at most seatMapBehind after its answer and comes
+	// a step or so after its read time: ten seconds of changes is all it
+	// can need, a minute at most for one that waits.
 	if bound := int((seatMapRefresh + 10*time.Second) / every); len(p.history) > bound || most > bound {
 		t.Errorf("after an hour without counts the publisher keeps %d changes (at most %d at once); want at most %d",
 			len(p.history), most, bound)
