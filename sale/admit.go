@@ -557,12 +557,11 @@ func (a *Admitter) step(r *saleRun) (time.Duration, bool, error) {
 		}
 	}
 
-	sent := time.Now()
 	c, err := a.count(ctx, r, sc, scErr == nil, t0)
 	if err != nil {
 		return 0, false, err
 	}
-	offerSeatCheck(r.seatCounts, seatCheck{sent: sent, answered: time.Now(), at: t0, booked: c.booked, held: c.held})
+	offerSeatCheck(r.seatCounts, seatCheck{answered: time.Now(), at: t0.Truncate(time.Microsecond), booked: c.booked, held: c.held})
 	var heads []*firestore.DocumentSnapshot
 	if opened && !m.paused && !c.soldOut() {
 		free := int64(min(maxBatch, cfg.MaxActive-int(c.live), cfg.AdmitPerMinute-int(inWindow(r.st.Recent, t0, o.rateWindow))))
@@ -672,15 +671,20 @@ func (a *Admitter) queue(id string) firestore.Query {
 	return a.s.client.Collection(Queue).Where("screeningId", "==", id)
 }
 
-// count reads the aggregations a step needs, outside any transaction (a
-// count inside one would lock the seats and the line it counts). When the
+// count reads the aggregations a step needs, outside any read-write
+// transaction (a count inside one would lock the seats and the line it
+// counts). now is a time Firestore has read at (the step's read time of the
+// screening): the seats booked and held are counted as they were at now
+// (seatsAt), for the seat map's publisher to judge its listener by. When the
 // saleStats minute being counted is over, it also counts the holds and
 // bookings made in it (two more aggregations, once a minute).
 func (a *Admitter) count(ctx context.Context, r *saleRun, sc booking.Screening, known bool, now time.Time) (counts, error) {
 	return a.countUntil(ctx, r, sc, known, now, false)
 }
 
-// countUntil is count; closing counts the last minute up to now.
+// countUntil is count; closing counts the last minute up to now, which is
+// then the local clock's (possibly ahead of Firestore's: no read at it), and
+// the seats as they are.
 func (a *Admitter) countUntil(ctx context.Context, r *saleRun, sc booking.Screening, known bool, now time.Time, closing bool) (counts, error) {
 	seats := a.s.client.Collection(booking.Screenings).Doc(r.id).Collection("seats")
 	c := counts{at: now, admittedAt: r.st.Admitted}
@@ -690,8 +694,12 @@ func (a *Admitter) countUntil(ctx context.Context, r *saleRun, sc booking.Screen
 	var errs [7]error
 	var wg sync.WaitGroup
 	wg.Go(func() { c.waiting, errs[0] = countOf(ctx, a.queue(r.id).Where("status", "==", StatusWaiting), nil) })
-	wg.Go(func() { c.booked, errs[1] = countOf(ctx, seats.Where("status", "==", booking.StatusBooked), nil) })
-	wg.Go(func() { c.held, errs[2] = countOf(ctx, seats.Where("heldUntil", ">", now), nil) })
+	if closing {
+		wg.Go(func() { c.booked, errs[1] = countOf(ctx, seats.Where("status", "==", booking.StatusBooked), nil) })
+		wg.Go(func() { c.held, errs[2] = countOf(ctx, seats.Where("heldUntil", ">", now), nil) })
+	} else {
+		wg.Go(func() { c.booked, c.held, errs[1] = a.seatsAt(ctx, seats, now) })
+	}
 	wg.Go(func() { c.live, errs[3] = a.live(ctx, r.id, now, nil) })
 	if m := r.st.Minute; m.Key != "" && (closing || a.s.o.minuteKey(now) > m.Key) {
 		// Made from the minute's start until now: a minute no admitter
@@ -713,6 +721,25 @@ func (a *Admitter) countUntil(ctx context.Context, r *saleRun, sc booking.Screen
 	}
 	wg.Wait()
 	return c, errors.Join(errs[:]...)
+}
+
+// seatsAt counts the seats booked and the seats held at t (heldUntil after
+// t) as they were at t, a time Firestore has read at: both in one read-only
+// transaction at read time t (the only way the Go client runs an
+// aggregation at a read time: AggregationQuery.Get ignores a query's
+// WithReadOptions), which locks nothing. The seat map's publisher compares
+// the two with its listener's state at exactly t (seatCheck).
+func (a *Admitter) seatsAt(ctx context.Context, seats *firestore.CollectionRef, t time.Time) (booked, held int64, err error) {
+	t = t.Truncate(time.Microsecond) // Firestore refuses a finer read time
+	err = a.s.client.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
+		var errs [2]error
+		var wg sync.WaitGroup
+		wg.Go(func() { booked, errs[0] = countOf(ctx, seats.Where("status", "==", booking.StatusBooked), tx) })
+		wg.Go(func() { held, errs[1] = countOf(ctx, seats.Where("heldUntil", ">", t), tx) })
+		wg.Wait()
+		return errors.Join(errs[:]...)
+	}, firestore.TransactionReadTime(t))
+	return booked, held, err
 }
 
 // live counts the passes live at now: admitted, passUntil after now.

@@ -3,8 +3,6 @@ package sale
 import (
 	"context"
 	"fmt"
-	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -63,29 +61,36 @@ const seatMapCancelledRetries = 500
 // sooner, by the admitter's counts (seatCheck).
 const seatMapRefresh = time.Minute
 
-// seatMapLag is how long after a count's answer the listener may still
-// deliver the state the count saw: a count is judged against every state
-// the listener showed from just before it was sent until seatMapLag after
-// its answer.
+// seatMapLag is how long a listener that has not caught up with a count
+// must have sent nothing, from seatMapLag after the count's answer on,
+// before the count is judged on its state (see due): a quiet sale's
+// listener sends nothing, and a change takes it well under a second.
 const seatMapLag = 2 * time.Second
 
-// seatMapMismatches is how many counts in a row, each judged on its own
-// states, must disagree with the listener before the publisher reads every
-// seat afresh.
+// seatMapMismatches is how many counts in a row must disagree with the
+// listener's state at their read times before the publisher reads every
+// seat afresh. A change the listener missed makes every count disagree
+// (but now and then one that a deletion it cannot date covers), so the
+// second costs a tick; it keeps a count the listener's state at its read
+// time is not exactly known for from costing a full read: a seat written
+// twice between two of the listener's snapshots (it shows the last write
+// only), a write the emulator delivered more than seatMapSettle late, a
+// quiet listener that was in fact slow.
 const seatMapMismatches = 2
 
 // seatCheck is the admitter's count of a sale's seats, taken by a step
 // (it reads them every tick anyway, for seatsLeft): the seats booked, and
-// those whose heldUntil is after at (Firestore's clock), as the queries of
-// countUntil count them. The step sent them at sent and had the answer at
+// those whose heldUntil is after at, both as they were at at, a read time
+// (Firestore's clock: Admitter.seatsAt). The step had the answer at
 // answered (the local clock). The seat map's publisher checks its
-// listener against them: a change the listener missed (the emulator's
-// resumed streams can miss one) that changes either count is found within
-// a few ticks, not at the next periodic refresh.
+// listener's state at at against them: a change the listener missed (the
+// emulator's resumed streams can miss one) that changes either count is
+// found within a few ticks, not at the next periodic refresh, however
+// fast other seats change.
 type seatCheck struct {
-	sent, answered time.Time
-	at             time.Time
-	booked, held   int64
+	answered     time.Time
+	at           time.Time
+	booked, held int64
 }
 
 // offerSeatCheck hands c to the publisher (nil: none runs), in place of a
@@ -104,19 +109,46 @@ func offerSeatCheck(ch chan seatCheck, c seatCheck) {
 	}
 }
 
-// seatLevel is what the listener showed from a moment (the local clock)
-// until the next: the seats booked, and every seat's heldUntil (sorted),
-// to count the held at a check's time.
-type seatLevel struct {
-	from   time.Time
-	booked int64
-	until  []time.Time
+// seatChange is a change of one seat's document that the publisher took
+// from its listener, kept for the counts (seatCheck): the seat before
+// (was; had: it had a document) and after (now; has). A written document
+// carries its write's time (now.at, Firestore's commit time) and its
+// creation's (now.created); a deletion carries no time: it was made after
+// after (the later of was.at and seatMapSettle before the read time of the
+// listener's snapshot before) and at or before by (the read time of the
+// snapshot that brought it). A document deleted and created again between
+// two snapshots comes as a change of it whose creation is after was.at:
+// its deletion is dated the same way, before its creation.
+type seatChange struct {
+	id        string
+	was, now  seatSeen
+	had, has  bool
+	after, by time.Time
 }
 
-// heldAt counts the seats whose heldUntil is after at.
-func (l seatLevel) heldAt(at time.Time) int64 {
-	i := sort.Search(len(l.until), func(i int) bool { return l.until[i].After(at) })
-	return int64(len(l.until) - i)
+// madeAfter says whether the change was made after t (+1: the seat was
+// still as before at t), at or before it (-1: it was as after), or cannot
+// tell (0: a deletion that may have been made either side of t; the seat
+// was as before, or had no document). A document written more than once
+// between two snapshots shows only its last write: it is taken as made
+// then (from its creation on, for one created then).
+func (c seatChange) madeAfter(t time.Time) int {
+	made, gone := c.now.at, false
+	switch {
+	case !c.has:
+		made, gone = c.by, true
+	case !c.had && !c.now.created.IsZero():
+		made = c.now.created
+	case c.now.created.After(c.was.at):
+		made, gone = c.now.created, true
+	}
+	switch {
+	case !made.After(t):
+		return -1
+	case gone && c.after.Before(t):
+		return 0
+	}
+	return 1
 }
 
 // Layout lists a screening's seat IDs in seat-map order: rows in order,
@@ -154,18 +186,31 @@ type seatMapPublisher struct {
 	// the seat changes they carried (a read each), and the map's writes.
 	snapshots, changes, writes int
 	refreshes                  int // fresh reads that found the listener wrong
-	// The listener's recent states, oldest first, and the admitter's
-	// counts not judged yet; mismatched: counts in a row that disagreed.
-	// counted: fresh reads the counts asked for.
-	levels     []seatLevel
+	// For the admitter's counts: the changes the listener brought (and the
+	// publisher took) in the last seatMapKept, oldest first; since: the
+	// earliest read time they tell the listener's state at (its first
+	// snapshot's, or the last change forgotten: a count read earlier is
+	// not judged); the counts not judged yet; mismatched: counts in a row
+	// that disagreed. counted: fresh reads the counts asked for.
+	history    []seatChange
+	since      time.Time
 	checks     []seatCheck
 	mismatched int
 	counted    int
 }
 
+// seatSeen is a seat's document as the publisher knows it: its status
+// and heldUntil, its last write's time (at: UpdateTime) and its creation's
+// (CreateTime).
 type seatSeen struct {
-	status    string
-	heldUntil time.Time
+	status      string
+	heldUntil   time.Time
+	at, created time.Time
+}
+
+// same says whether s and o show the same on a map, and count the same.
+func (s seatSeen) same(o seatSeen) bool {
+	return s.status == o.status && s.heldUntil.Equal(o.heldUntil)
 }
 
 // publishSeatMap keeps the sale's seat map until ctx ends (the lease is
@@ -196,7 +241,7 @@ func (a *Admitter) publishSeatMapOnce(ctx context.Context, id string, lease *loc
 		return fmt.Errorf("seat map: %w", err)
 	}
 	for _, s := range snaps {
-		p.see(s)
+		p.seats[s.Ref.ID] = seen(s)
 	}
 	if len(snaps) > 0 {
 		p.readTime, p.readAt = snaps[0].ReadTime, time.Now()
@@ -278,10 +323,11 @@ func (p *seatMapPublisher) run(ctx context.Context, checks <-chan seatCheck) err
 
 	// The listener, started again when it fails (a listener's stream can
 	// end with an error the SDK does not retry, e.g. Canceled on a busy
-	// emulator), when the admitter's counts disagree with it
-	// (seatMapMismatches in a row), and every seatMapRefresh: a full read,
-	// as anti-entropy against a change a resumed stream never delivered.
-	// Each listener's first snapshot replaces what the publisher knew.
+	// emulator), when the admitter's counts disagree with its state at
+	// their read times (seatMapMismatches in a row), and every
+	// seatMapRefresh: a full read, as anti-entropy against a change a
+	// resumed stream never delivered. Each listener's first snapshot
+	// replaces what the publisher knew.
 	type delivery struct {
 		gen  int
 		snap *firestore.QuerySnapshot
@@ -322,7 +368,15 @@ func (p *seatMapPublisher) run(ctx context.Context, checks <-chan seatCheck) err
 	refresh := time.NewTicker(every)
 	defer refresh.Stop()
 
-	ready, fresh := false, false
+	ready, fresh := false, true // the first snapshot is every seat
+	counted := func(c seatCheck) {
+		p.counted++
+		p.a.s.o.log.Info("sale: seat map: the seats' counts disagree with the listener; reading every seat afresh",
+			"screeningId", p.id, "readTime", c.at, "booked", c.booked, "held", c.held, "listenerReadTime", p.readTime)
+		listen()
+		fresh = true
+		refresh.Reset(every)
+	}
 	failures, cancelled := 0, 0 // commits failed in a row; of them, Canceled
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
@@ -339,13 +393,8 @@ func (p *seatMapPublisher) run(ctx context.Context, checks <-chan seatCheck) err
 			if !ready || fresh { // a fresh read is on its way
 				continue
 			}
-			if p.check(c, time.Now()) {
-				p.counted++
-				p.a.s.o.log.Info("sale: seat map: the seats' counts disagree with the listener; reading every seat afresh",
-					"screeningId", p.id, "booked", c.booked, "held", c.held)
-				listen()
-				fresh = true
-				refresh.Reset(every)
+			if c, ask := p.check(c, time.Now()); ask {
+				counted(c)
 			}
 			continue
 		case screening := <-layouts:
@@ -371,12 +420,14 @@ func (p *seatMapPublisher) run(ctx context.Context, checks <-chan seatCheck) err
 				continue
 			}
 			if fresh {
-				p.replace(d.snap)
+				p.replace(d.snap, ready)
 				fresh = false
 			} else {
-				p.take(d.snap, p.a.seatMapMisses)
+				p.take(d.snap, p.a.seatMapMisses, time.Now())
+				if c, ask := p.judge(time.Now()); ask {
+					counted(c)
+				}
 			}
-			p.level(time.Now())
 			ready = true
 		case <-timer.C:
 		}
@@ -419,14 +470,24 @@ func retryPublish(err error, cancelled int) time.Duration {
 }
 
 // replace takes a new listener's first snapshot (every seat document) in
-// place of what the publisher knew, and logs the seats it had wrong.
-func (p *seatMapPublisher) replace(snap *firestore.QuerySnapshot) {
+// place of what the publisher knew, and logs the seats it had wrong
+// (compare: it knew some). The counts are judged on this state from its
+// read time on.
+func (p *seatMapPublisher) replace(snap *firestore.QuerySnapshot, compare bool) {
 	old := p.seats
 	p.seats = map[string]seatSeen{}
-	p.take(snap, nil)
+	p.snapshots++
+	p.changes += len(snap.Changes)
+	for _, c := range snap.Changes {
+		if c.Kind != firestore.DocumentRemoved {
+			p.seats[c.Doc.Ref.ID] = seen(c.Doc)
+		}
+	}
+	p.history, p.since, p.checks, p.mismatched = nil, snap.ReadTime, nil, 0
+	p.took(snap.ReadTime, time.Now())
 	missed := 0
 	for id, s := range p.seats {
-		if old[id] != s {
+		if o, ok := old[id]; !ok || !o.same(s) {
 			missed++
 		}
 	}
@@ -435,15 +496,15 @@ func (p *seatMapPublisher) replace(snap *firestore.QuerySnapshot) {
 			missed++
 		}
 	}
-	if missed > 0 {
+	if missed > 0 && compare {
 		p.refreshes++
 		p.a.s.o.log.Warn("sale: seat map: a fresh read found seats the listener had missed", "screeningId", p.id, "seats", missed)
 	}
 }
 
-// take applies a snapshot's changes, but those of the seats miss names
-// (a test hook: see Admitter.seatMapMisses).
-func (p *seatMapPublisher) take(snap *firestore.QuerySnapshot, miss func(string) bool) {
+// take applies a snapshot's changes (come at now), but those of the
+// seats miss names (a test hook: see Admitter.seatMapMisses).
+func (p *seatMapPublisher) take(snap *firestore.QuerySnapshot, miss func(string) bool, now time.Time) {
 	p.snapshots++
 	p.changes += len(snap.Changes)
 	for _, c := range snap.Changes {
@@ -451,112 +512,210 @@ func (p *seatMapPublisher) take(snap *firestore.QuerySnapshot, miss func(string)
 			continue
 		}
 		if c.Kind == firestore.DocumentRemoved {
-			delete(p.seats, c.Doc.Ref.ID)
+			p.change(c.Doc.Ref.ID, seatSeen{}, false, snap.ReadTime)
 			continue
 		}
-		p.see(c.Doc)
+		p.change(c.Doc.Ref.ID, seen(c.Doc), true, snap.ReadTime)
 	}
-	p.readTime, p.readAt = snap.ReadTime, time.Now()
+	p.took(snap.ReadTime, now)
 }
 
-// level records what the listener shows from now on, for the checks.
-func (p *seatMapPublisher) level(now time.Time) {
-	l := seatLevel{from: now}
-	for _, s := range p.seats {
-		if s.status == booking.StatusBooked {
-			l.booked++
-		}
-		if !s.heldUntil.IsZero() {
-			l.until = append(l.until, s.heldUntil)
-		}
+// change takes seat id's new state (has: it has a document) from the
+// listener's snapshot read at by, and keeps the change for the counts.
+func (p *seatMapPublisher) change(id string, s seatSeen, has bool, by time.Time) {
+	was, had := p.seats[id]
+	if has {
+		p.seats[id] = s
+	} else {
+		delete(p.seats, id)
 	}
-	slices.SortFunc(l.until, func(a, b time.Time) int { return a.Compare(b) })
-	p.levels = append(p.levels, l)
+	p.history = append(p.history, seatChange{id: id, was: was, now: s, had: had, has: has, after: later(p.readTime.Add(-seatMapSettle), was.at), by: by})
+}
+
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}
+
+// took ends a snapshot read at readTime, come at now (the local clock).
+func (p *seatMapPublisher) took(readTime, now time.Time) {
+	p.readTime, p.readAt = readTime, now
 	p.forget(now)
 }
 
-// seatMapKept is how long the publisher keeps its listener's states for
-// the counts to come: a count comes after its answer, now and then a step
-// later.
+// seatMapKept is how long (by Firestore's clock, before the listener's
+// last snapshot) the publisher keeps the changes it took, for the counts
+// to come: a count is judged seatMapLag after its answer, and comes a step
+// after its read time, now and then a few.
 const seatMapKept = 10 * time.Second
 
-// forget drops the states no count can need: those before seatMapKept ago
-// but the one current then, unless a count still to be judged was sent
-// earlier. A count waits at most seatMapRefresh: when the counts stop (the
-// admitter's steps fail before they count), the states would otherwise pile
-// up with every snapshot, each with every hold's end, for as long as the
-// run lasts; the periodic fresh read covers what such a count would find.
+// forget drops the changes no count can need: those made seatMapKept
+// before the listener's last snapshot, unless a count still to be judged
+// was read earlier (back to seatMapRefresh at most), and the counts that
+// waited longer than seatMapRefresh. When the counts stop (the admitter's
+// steps fail before they count), the changes would otherwise pile up with
+// every snapshot for as long as the run lasts; the periodic fresh read
+// covers what such a count would find.
 func (p *seatMapPublisher) forget(now time.Time) {
-	stale := now.Add(-seatMapRefresh)
 	n := 0
-	for n < len(p.checks) && p.checks[n].answered.Before(stale) {
+	for n < len(p.checks) && now.Sub(p.checks[n].answered) > seatMapRefresh {
 		n++
 	}
 	p.checks = p.checks[n:]
-	keep := now.Add(-seatMapKept)
-	if len(p.checks) > 0 && p.checks[0].sent.Before(keep) {
-		keep = p.checks[0].sent
+	keep := p.readTime.Add(-seatMapKept)
+	if len(p.checks) > 0 && p.checks[0].at.Before(keep) {
+		keep = later(p.checks[0].at, p.readTime.Add(-seatMapRefresh))
 	}
 	drop := 0
-	for drop+1 < len(p.levels) && !p.levels[drop+1].from.After(keep) {
+	for _, c := range p.history {
+		made := c.by
+		if c.has {
+			made = c.now.at
+		}
+		if made.After(keep) {
+			break
+		}
+		p.since = later(p.since, made)
 		drop++
 	}
-	p.levels = p.levels[drop:]
+	p.history = p.history[drop:]
 }
 
-// check takes the admitter's count c at now and judges the counts whose
-// states have all come (seatMapLag after their answer): a count agrees
-// when some state the listener showed between just before it was sent
-// and seatMapLag after its answer has its booked seats, and some such
-// state its held ones (its two queries read at two moments). It says
-// whether seatMapMismatches counts in a row have disagreed: the listener
-// missed a change, and every seat should be read afresh.
-func (p *seatMapPublisher) check(c seatCheck, now time.Time) bool {
+// check takes the admitter's count c at now (the local clock) and judges
+// the counts due (judge).
+func (p *seatMapPublisher) check(c seatCheck, now time.Time) (seatCheck, bool) {
 	p.checks = append(p.checks, c)
+	return p.judge(now)
+}
+
+// seatMapSettle is how far past a count's read time the listener's
+// snapshots must have come before the count is judged, and how much
+// earlier than the snapshot before a deletion may have been made: the
+// emulator's snapshot now and then lacks a write older than its read time
+// (up to 53 ms seen under a burst), and brings it in the next.
+const seatMapSettle = 250 * time.Millisecond
+
+// seatMapBehind is how long after a count's answer a listener that has not
+// reached the count's read time (it still sends, but older changes) is
+// judged behind: the emulator's listener trails the store by 6-11 s under
+// a burst, and the map with it; a fresh listener reads the seats as they
+// are.
+const seatMapBehind = 5 * time.Second
+
+// due says whether count c can be judged at now: the listener has shown a
+// snapshot read seatMapSettle past c's read time (it has caught up with
+// c), or, seatMapLag after c's answer, none for seatMapLag (nothing
+// changed: a listener sends nothing then). A listener that trails the
+// store still sends snapshots: c waits for it, up to seatMapBehind.
+func (p *seatMapPublisher) due(c seatCheck, now time.Time) bool {
+	if !p.readTime.Before(c.at.Add(seatMapSettle)) {
+		return true
+	}
+	return now.Sub(c.answered) >= seatMapLag && now.Sub(p.readAt) >= seatMapLag
+}
+
+// judge judges the counts that are due: a count agrees when the
+// listener's state at its read time has as many seats booked and as many
+// held (countsAt); one read before the publisher's changes go back (since)
+// tells nothing. A count the listener is still behind seatMapBehind after
+// its answer disagrees. It says whether seatMapMismatches counts in a row
+// have disagreed, and the last: the listener missed a change, or trails
+// the store by seconds, and every seat should be read afresh.
+func (p *seatMapPublisher) judge(now time.Time) (seatCheck, bool) {
 	judged := 0
+	var last seatCheck
 	for _, c := range p.checks {
-		if now.Sub(c.answered) < seatMapLag {
+		due := p.due(c, now)
+		if !due && now.Sub(c.answered) < seatMapBehind {
 			break
 		}
 		judged++
-		// The state current when it was sent, and those that followed
-		// until seatMapLag after its answer.
-		first := 0
-		for i, l := range p.levels {
-			if !l.from.After(c.sent) {
-				first = i
-			}
+		if c.at.Before(p.since) {
+			continue
 		}
-		booked, held := false, false
-		for _, l := range p.levels[first:] {
-			if l.from.After(c.answered.Add(seatMapLag)) {
-				break
-			}
-			booked = booked || l.booked == c.booked
-			held = held || l.heldAt(c.at) == c.held
-		}
-		if booked && held {
+		if due && p.agrees(c) {
 			p.mismatched = 0
-		} else {
-			p.mismatched++
+			continue
 		}
+		p.mismatched++
+		last = c
 	}
 	p.checks = p.checks[judged:]
-	p.forget(now)
 	if p.mismatched < seatMapMismatches {
-		return false
+		return seatCheck{}, false
 	}
 	p.mismatched, p.checks = 0, nil
-	return true
+	return last, true
 }
 
-// see takes in a seat document.
-func (p *seatMapPublisher) see(doc *firestore.DocumentSnapshot) {
+// agrees says whether count c agrees with the listener's state at its
+// read time.
+func (p *seatMapPublisher) agrees(c seatCheck) bool {
+	booked, held := p.countsAt(c.at)
+	return booked[0] <= c.booked && c.booked <= booked[1] && held[0] <= c.held && c.held <= held[1]
+}
+
+// countsAt counts the seats booked and those held at t (heldUntil after
+// t) as the listener showed them at t: its seats now, with every change
+// made after t undone. A deletion it cannot date either side of t makes
+// each count a range, [0] without the seat and [1] with it.
+func (p *seatMapPublisher) countsAt(t time.Time) (booked, held [2]int64) {
+	type then struct {
+		s          seatSeen
+		has, maybe bool
+	}
+	undone := map[string]then{}
+	settled := map[string]bool{}
+	for i := len(p.history) - 1; i >= 0; i-- {
+		c := p.history[i]
+		if settled[c.id] {
+			continue
+		}
+		switch c.madeAfter(t) {
+		case 1:
+			undone[c.id] = then{s: c.was, has: c.had}
+		case 0:
+			undone[c.id] = then{s: c.was, has: c.had, maybe: true}
+			settled[c.id] = true
+		default:
+			settled[c.id] = true
+		}
+	}
+	add := func(s seatSeen, from int) {
+		for i := from; i < 2; i++ {
+			if s.status == booking.StatusBooked {
+				booked[i]++
+			}
+			if s.heldUntil.After(t) {
+				held[i]++
+			}
+		}
+	}
+	for id, s := range p.seats {
+		if _, ok := undone[id]; !ok {
+			add(s, 0)
+		}
+	}
+	for _, u := range undone {
+		switch {
+		case u.has && u.maybe:
+			add(u.s, 1)
+		case u.has:
+			add(u.s, 0)
+		}
+	}
+	return booked, held
+}
+
+// seen is a seat document as the publisher keeps it.
+func seen(doc *firestore.DocumentSnapshot) seatSeen {
 	d := doc.Data()
-	s := seatSeen{}
+	s := seatSeen{at: doc.UpdateTime, created: doc.CreateTime}
 	s.status, _ = d["status"].(string)
 	s.heldUntil, _ = d["heldUntil"].(time.Time)
-	p.seats[doc.Ref.ID] = s
+	return s
 }
 
 // now estimates Firestore's clock: the last snapshot's read time, plus the

@@ -111,59 +111,114 @@ func TestTheSeatMapRepairsAChangeItsListenerMissed(t *testing.T) {
 	}
 }
 
-// A count is judged on every state the listener showed from just before it
-// was sent until seatMapLag after its answer, and not before: a count the
-// listener is still catching up with agrees, one no state matches in its
-// window disagrees, and seatMapMismatches disagreeing in a row ask for a
-// fresh read (no emulator: the states are made here).
-func TestASeatCountIsJudgedOnTheListenersStatesInItsWindow(t *testing.T) {
+// A count is judged on the listener's state at its read time, once the
+// listener has caught up with it (a snapshot read seatMapSettle later), or
+// has sent nothing for seatMapLag (one still behind it seatMapBehind after
+// its answer disagrees): the seats' changes are dated by their
+// writes' times (a change delivered a snapshot late still counts from its
+// write), a deletion only between the snapshot before and its own, so a
+// count read in between agrees with the seat or without it; a count off by
+// one disagrees even when the listener showed its number a moment before,
+// and seatMapMismatches disagreeing in a row ask for a fresh read (no
+// emulator: the changes are made here).
+func TestASeatCountIsJudgedOnTheListenersStateAtItsReadTime(t *testing.T) {
 	t0 := time.Date(2026, 11, 29, 9, 0, 0, 0, time.UTC)
 	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
-	fs := at(0).Add(time.Hour) // Firestore's clock, for the holds' ends
-	p := &seatMapPublisher{}
-	// The listener: nothing until 0.5 s, a booking at 1 s, a hold (to fs
-	// + 10 s) at 3 s.
-	p.seats = map[string]seatSeen{}
-	p.level(at(0))
-	p.seats["A1"] = seatSeen{status: booking.StatusBooked}
-	p.level(at(1000))
-	p.seats["A2"] = seatSeen{status: booking.StatusHeld, heldUntil: fs.Add(10 * time.Second)}
-	p.level(at(3000))
-	check := func(sent, answered, now int, booked, held int64) bool {
+	p := &seatMapPublisher{seats: map[string]seatSeen{}, since: t0, readTime: t0}
+	// A snapshot read at ms, come at local (the local clock, here
+	// Firestore's).
+	snapshot := func(ms, local int, change func(by time.Time)) {
+		change(at(ms))
+		p.took(at(ms), at(local))
+	}
+	write := func(id, status string, until time.Time, created, ms int) func(time.Time) {
+		return func(by time.Time) {
+			p.change(id, seatSeen{status: status, heldUntil: until, at: at(ms), created: at(created)}, true, by)
+		}
+	}
+	check := func(read, now int, booked, held int64) bool {
 		t.Helper()
-		return p.check(seatCheck{sent: at(sent), answered: at(answered), at: fs, booked: booked, held: held}, at(now))
+		_, ask := p.check(seatCheck{answered: at(read + 50), at: at(read), booked: booked, held: held}, at(now))
+		return ask
 	}
-	// Counted at 0.8 s: the booking, which the listener showed at 1 s. It
-	// waits until seatMapLag after its answer.
-	if check(800, 900, 900, 1, 0) || len(p.checks) != 1 || p.mismatched != 0 {
-		t.Fatalf("a count was judged before its window ended: %d waiting, %d mismatched", len(p.checks), p.mismatched)
+	// The listener: A1 booked at 1 s (shown at 1.05 s); A2 held at 3 s
+	// (shown at 3.1 s), deleted by 5 s; A3 held at 1.5 s, shown at 6 s.
+	snapshot(1050, 1050, write("A1", booking.StatusBooked, time.Time{}, 1000, 1000))
+	// Read at 2 s: A1 booked, A3 held. It waits for the listener.
+	if check(2000, 2050, 1, 1) || len(p.checks) != 1 || p.mismatched != 0 {
+		t.Fatalf("a count was judged before the listener caught up with it: %d waiting, %d mismatched", len(p.checks), p.mismatched)
 	}
-	// Counted at 2.95 s with the hold the listener showed at 3 s.
-	if check(2950, 3000, 3000, 1, 1) || p.mismatched != 0 || len(p.checks) != 1 {
-		t.Fatalf("the count of 0.8 s was judged wrong: %d waiting, %d mismatched", len(p.checks), p.mismatched)
+	snapshot(3100, 3100, write("A2", booking.StatusHeld, at(60_000), 3000, 3000))
+	snapshot(5000, 5000, func(by time.Time) { p.change("A2", seatSeen{}, false, by) })
+	snapshot(6000, 6000, write("A3", booking.StatusHeld, at(60_000), 1500, 1500))
+	if _, ask := p.judge(at(6000)); ask || len(p.checks) != 0 || p.mismatched != 0 {
+		t.Fatalf("a count the listener showed at its read time: %d waiting, %d mismatched", len(p.checks), p.mismatched)
 	}
-	if check(5400, 5500, 5500, 1, 1) || p.mismatched != 0 || len(p.checks) != 1 {
-		t.Fatalf("counts the listener showed in time were judged a mismatch: %d waiting, %d mismatched", len(p.checks), p.mismatched)
+	// Read at 4 s, while A2's deletion (between 3.1 and 5 s) cannot be
+	// dated: held 2 and held 1 both agree.
+	if check(4000, 8000, 1, 2) || check(4000, 8000, 1, 1) || p.mismatched != 0 || len(p.checks) != 0 {
+		t.Fatalf("counts that agree with the listener at their read times were judged a mismatch: %d waiting, %d mismatched", len(p.checks), p.mismatched)
 	}
-	// Two seats booked, which the listener never shows: the first
-	// disagreement waits for a second.
-	if check(6000, 6100, 8200, 2, 1) || p.mismatched != 1 {
+	// Read at 1.2 s with A1 not booked: the listener showed that until
+	// 1 s, but not at 1.2 s.
+	if check(1200, 8000, 0, 0) || p.mismatched != 1 {
+		t.Fatalf("a count off by one from the state at its read time: mismatched %d, want 1", p.mismatched)
+	}
+	if check(5500, 8000, 1, 1) || p.mismatched != 0 {
+		t.Fatalf("an agreement after a disagreement left %d mismatched", p.mismatched)
+	}
+	// Read at 5.5 and 5.6 s with a seat held and one booked that the
+	// listener never showed: the second asks for a fresh read.
+	if check(5500, 8000, 1, 2) || p.mismatched != 1 {
 		t.Fatalf("after one disagreement: mismatched %d", p.mismatched)
 	}
-	if !check(7000, 7100, 9200, 2, 1) {
+	if !check(5600, 8000, 2, 1) {
 		t.Fatalf("two disagreements in a row asked for no fresh read (mismatched %d)", p.mismatched)
 	}
 	if p.mismatched != 0 || len(p.checks) != 0 {
 		t.Fatalf("a fresh read asked for kept %d checks, %d mismatched", len(p.checks), p.mismatched)
 	}
-	// A hold past its end is not counted held, on either side; an
-	// agreement ends a run of disagreements.
-	check(9000, 9100, 9100, 2, 1)
-	check(9300, 9400, 11500, 1, 1)
-	if p.mismatched != 0 {
-		t.Fatalf("an agreement after a disagreement left %d mismatched", p.mismatched)
+	// A3 deleted and created again (booked) between two snapshots, the
+	// listener trailing by seconds: it shows a new version, created at
+	// 6.7 s; the deletion is dated between 6 and 6.7 s.
+	snapshot(6800, 9400, write("A3", booking.StatusBooked, time.Time{}, 6700, 6700))
+	// Read at 7 s: it waits while the listener, behind it, still sends.
+	if check(7000, 9500, 2, 0) || len(p.checks) != 1 {
+		t.Fatalf("a count was judged while the listener trailing it still sent snapshots: %d waiting", len(p.checks))
 	}
-	if p.check(seatCheck{sent: at(11300), answered: at(11400), at: fs.Add(11 * time.Second), booked: 1, held: 0}, at(13500)) || p.mismatched != 0 {
+	// Nothing more for seatMapLag: the listener has nothing to send.
+	if _, ask := p.judge(at(11_400)); ask || len(p.checks) != 0 || p.mismatched != 0 {
+		t.Fatalf("a count agreeing with the quiet listener: %d waiting, %d mismatched", len(p.checks), p.mismatched)
+	}
+	if check(6500, 11_400, 1, 0) || check(6500, 11_400, 1, 1) || p.mismatched != 0 {
+		t.Fatalf("counts read while A3's deletion cannot be dated: mismatched %d", p.mismatched)
+	}
+	if check(6900, 11_400, 1, 1) || p.mismatched != 1 {
+		t.Fatalf("A3 counted held after it was created again booked: mismatched %d", p.mismatched)
+	}
+	// A hold past its end is not counted held, on either side.
+	snapshot(8000, 11_500, write("A4", booking.StatusHeld, at(60_000), 8000, 8000))
+	if check(61_000, 63_600, 2, 0) || p.mismatched != 0 {
 		t.Fatalf("a hold past its end was judged held (mismatched %d)", p.mismatched)
+	}
+	if check(61_000, 63_600, 2, 1) || p.mismatched != 1 {
+		t.Fatalf("a count of a hold past its end agreed (mismatched %d)", p.mismatched)
+	}
+	// A count read before the changes kept go back tells nothing.
+	p.since = at(1000)
+	if check(500, 63_600, 5, 5) || p.mismatched != 1 {
+		t.Fatalf("a count read before the publisher's changes go back was judged (mismatched %d)", p.mismatched)
+	}
+	// A listener that still sends, but seconds behind the store: a count
+	// it has not reached seatMapBehind after its answer disagrees, whatever
+	// it counted.
+	p.mismatched = 0
+	snapshot(9000, 70_000, write("A5", booking.StatusBooked, time.Time{}, 9000, 9000))
+	if check(68_000, 70_100, 3, 0) || len(p.checks) != 1 || p.mismatched != 0 {
+		t.Fatalf("a count the listener trails by 2 s: %d waiting, %d mismatched", len(p.checks), p.mismatched)
+	}
+	snapshot(9100, 73_000, write("A6", booking.StatusBooked, time.Time{}, 9100, 9100))
+	if _, ask := p.judge(at(73_100)); ask || len(p.checks) != 0 || p.mismatched != 1 {
+		t.Fatalf("a count the listener trails by 5 s: %d waiting, %d mismatched", len(p.checks), p.mismatched)
 	}
 }
