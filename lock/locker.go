@@ -514,20 +514,49 @@ func (l *Locker) settleGrant(ctx context.Context, id string, refs []*firestore.D
 	if ours == 0 {
 		return nil, cause
 	}
-	//lint:ignore SA1019 WriteBatch is the only atomic multi-document write that costs one RPC.
-	b := l.client.Batch()
-	for _, s := range snaps {
-		if d := decodeLease(s); s.Exists() && slices.Contains(d.Holds, id) {
-			l.releaseOp(b, s.Ref, id, d.Holds, s.UpdateTime)
-		}
-	}
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), l.settleBudget())
 	defer cancel()
-	if _, err := b.Commit(sctx); err != nil && !isConflict(err) {
+	if err := l.removeGrant(sctx, id, refs, snaps); err != nil {
 		return nil, unsettled(fmt.Errorf("lock: grant failed ambiguously (%w) and its leases could not be removed (%v): "+
 			"they end within %v", cause, err, l.lease))
 	}
 	return nil, cameAndWent(cause)
+}
+
+// removeGrant gives up acquisition id's hold on every document of snaps
+// that names it, each conditioned on its update time as read. The batch is
+// atomic: one document changed since the read (a Reentrant join of our
+// owner, a takeover of a lease that ended, a retried commit of this very
+// removal that landed) fails it all, so the keys are read again and what
+// still names id is removed, for up to maxRounds batches.
+func (l *Locker) removeGrant(ctx context.Context, id string, refs []*firestore.DocumentRef, snaps []*firestore.DocumentSnapshot) error {
+	for round := 0; ; round++ {
+		//lint:ignore SA1019 WriteBatch is the only atomic multi-document write that costs one RPC.
+		b := l.client.Batch()
+		n := 0
+		for _, s := range snaps {
+			if d := decodeLease(s); s.Exists() && slices.Contains(d.Holds, id) {
+				l.releaseOp(b, s.Ref, id, d.Holds, s.UpdateTime)
+				n++
+			}
+		}
+		if n == 0 {
+			return nil
+		}
+		if round == maxRounds {
+			return fmt.Errorf("the documents kept changing under %d removals", maxRounds)
+		}
+		_, err := b.Commit(ctx)
+		if err == nil {
+			return nil
+		}
+		if !isConflict(err) {
+			return err
+		}
+		if snaps, err = l.getAll(ctx, refs); err != nil {
+			return fmt.Errorf("read again after a conflict: %w", err)
+		}
+	}
 }
 
 // unsettled is the error of a grant that may stand (it could not be read
