@@ -190,3 +190,38 @@ func TestAGrantOfManyKeysCutOffIsRemovedFromEveryKey(t *testing.T) {
 		}
 	}
 }
+
+// A Locker's first commit proves that its commit client reaches the
+// database its *firestore.Client reaches: a probe created through the one
+// is deleted through the other. The delete's answer was lost, the client
+// library sent it again, and the retry found the probe gone (its first
+// attempt had deleted it): that was taken for a probe written to another
+// database, ErrClientMismatch, a configuration error a caller gives up on,
+// for a network fault. (Found by TestEveryGrantErrorIsClassifiableUnderFaults.)
+func TestALostAnswerToTheProbesDeleteIsNoClientMismatch(t *testing.T) {
+	p, _, _ := proxied(t)
+	c, _ := newClientVia(t, p.Addr)
+	// Commits go straight to the emulator (FIRESTORE_EMULATOR_HOST); the
+	// client's reads and the probe's delete pass the proxy.
+	l := newLocker(t, c)
+	if _, err := c.Collection(coll).Doc("k").Get(context.Background()); !isNotFound(err) { // the client's connection up
+		t.Fatal(err)
+	}
+	if err := p.DropAnswers(200 * time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	healed := time.AfterFunc(time.Second, p.Heal)
+	defer healed.Stop()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	lease, err := l.TryAcquire(ctx, "k")
+	if errors.Is(err, lock.ErrClientMismatch) {
+		t.Fatalf("a lost answer taken for a client mismatch: %v", err)
+	}
+	if err != nil {
+		t.Fatalf("TryAcquire after the fault healed: %v", err)
+	}
+	if err := lease.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
