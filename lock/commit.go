@@ -2,6 +2,7 @@ package lock
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"runtime"
@@ -121,15 +122,14 @@ func (l *Locker) verifyCommitClient(ctx context.Context) error {
 	}}}); err != nil {
 		return fmt.Errorf("lock: commit client: %w", err)
 	}
-	if _, err := probe.Delete(ctx, firestore.Exists); err != nil {
-		// Not found through the caller's client: written elsewhere.
-		// Either way, remove it through the commit client, best effort.
+	if err := l.deleteProbe(ctx, probe); err != nil {
+		// Remove it through the commit client, best effort.
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		l.raw.Commit(cctx, &pb.CommitRequest{Database: db, Writes: []*pb.Write{{
 			Operation: &pb.Write_Delete{Delete: probe.Path},
 		}}})
 		cancel()
-		if status.Code(err) != codes.NotFound {
+		if !errors.Is(err, errProbeElsewhere) {
 			return fmt.Errorf("lock: verify commit client: %w", err)
 		}
 		return fmt.Errorf("%w: grants would go to a different Firestore than %s; "+
@@ -144,6 +144,28 @@ func (l *Locker) verifyCommitClient(ctx context.Context) error {
 		rawMu.Unlock()
 	}, pair)
 	return nil
+}
+
+var errProbeElsewhere = errors.New("the probe is not there through the caller's client")
+
+// deleteProbe deletes the probe through the caller's client. Not found
+// there, it was written elsewhere (errProbeElsewhere) only if the commit
+// client, which created it, still finds it: else the delete reached its
+// database after all, in a first attempt whose answer was lost and which
+// the client library sent again (the retry found nothing to delete).
+func (l *Locker) deleteProbe(ctx context.Context, probe *firestore.DocumentRef) error {
+	_, err := probe.Delete(ctx, firestore.Exists)
+	if status.Code(err) != codes.NotFound {
+		return err
+	}
+	_, gerr := l.raw.GetDocument(ctx, &pb.GetDocumentRequest{Name: probe.Path})
+	switch {
+	case status.Code(gerr) == codes.NotFound:
+		return nil
+	case gerr != nil:
+		return fmt.Errorf("the probe's delete found nothing (%v), and the probe could not be read through the commit client: %w", err, gerr)
+	}
+	return errProbeElsewhere
 }
 
 // emulatorOwner authenticates as the emulator's admin, as the high-level

@@ -123,7 +123,8 @@
 // landed counts as done; a renewal, whose effect another holder's write may
 // mimic, is written again while the lease is still ours. Only when even
 // the read fails does an error leave a lease behind, and that lease ends by
-// itself within its length.
+// itself within its length (a grant's error then matches ErrUnanswered,
+// beside the context's if that ended it).
 //
 // A grant, renewal or guarded commit is decided at a read or a request's
 // time and may land later (the network holds it back). The lease's times

@@ -497,6 +497,69 @@ func TestAnAcquireCutOffWhileItsGrantLandsSaysTheGrantCameAndWent(t *testing.T) 
 	}
 }
 
+// An Acquire cut off while its grant lands, whose read-back gets no answer
+// either, cannot tell whether its grant stands (it does, until its lease
+// ends). It said only the deadline and the earlier try's ErrHeld, naming
+// a holder long gone, so a recorded history took the call for one that
+// granted nothing. Whatever ended the wait, a grant of unknown outcome says
+// ErrUnanswered.
+func TestAnAcquireCutOffWhileItsGrantLandsUnreadSaysItMayStand(t *testing.T) {
+	// Reads and commits both pass the proxy; a backoff of an hour waits
+	// out the holder's lease to the millisecond.
+	p, l, direct := proxied(t, lock.WithLeaseDuration(5*time.Second), lock.WithBackoff(time.Hour, time.Hour))
+	holder := newLocker(t, direct, lock.WithLeaseDuration(2*time.Second))
+	ctx := context.Background()
+	warm, err := l.Acquire(ctx, "warm") // the commit client's first commit proves it (commit.go): not under the fault
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := warm.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	held, err := holder.TryAcquire(ctx, "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tries []error
+	actx, cancel := context.WithTimeout(lock.ObserveTries(ctx, func(_ time.Time, err error) {
+		tries = append(tries, err)
+		if len(tries) == 1 {
+			// The key was held. Its holder lets it go, and from now on
+			// every answer is lost: the next try's grant lands unheard,
+			// and so does the read that would settle it.
+			if err := held.Release(ctx); err != nil {
+				t.Errorf("the holder's release: %v", err)
+			}
+			if err := p.DropAnswers(time.Minute); err != nil {
+				t.Error(err)
+			}
+		}
+	}), 4*time.Second)
+	defer cancel()
+	lease, err := l.Acquire(actx, "k")
+	p.Heal()
+	if lease != nil {
+		t.Fatalf("granted %v past the caller's deadline", lease)
+	}
+	s, gerr := direct.Collection(coll).Doc("k").Get(ctx)
+	if gerr != nil {
+		t.Fatalf("the grant did not land (%v; tries: %v); the scenario needs it standing", gerr, tries)
+	}
+	if owner, _ := s.Data()[lock.FieldOwner].(string); owner != l.Owner() {
+		t.Fatalf("the key is held by %q, not the cut-off grant's %q", owner, l.Owner())
+	}
+	if !errors.Is(err, context.DeadlineExceeded) || !errors.Is(err, lock.ErrUnanswered) {
+		t.Errorf("Acquire: %v; want the deadline and ErrUnanswered (a grant may stand)", err)
+	}
+	var named *lock.HeldError
+	if errors.As(err, &named) {
+		t.Errorf("Acquire names %s as the holder, whose lease was released before the grant: %v", named.Holders[0].Owner, err)
+	}
+	if last := tries[len(tries)-1]; !errors.Is(last, lock.ErrUnanswered) {
+		t.Errorf("the last try said %v; want ErrUnanswered (its grant may stand)", last)
+	}
+}
+
 // A renewal that writes a longer lease than it was granted (the planted
 // BugRenewStretches) keeps the key from others past the lease's end. The
 // checker must see it: a try after the end the renewal answered finds the

@@ -270,7 +270,7 @@ func WithCheck(check func(*firestore.DocumentSnapshot) error) AcquireOption {
 // keys back for up to a few seconds past ctx: a grant that names this
 // acquisition is returned as the lease while ctx is live, and otherwise
 // deleted again with a precondition. If even that read fails, whatever was
-// granted ends with its lease, and the error says so.
+// granted ends with its lease, and the error says so (ErrUnanswered).
 func (l *Locker) TryAcquire(ctx context.Context, key string, opts ...AcquireOption) (*Lease, error) {
 	ls, err := l.TryAcquireAll(ctx, []string{key}, opts...)
 	if err != nil {
@@ -499,12 +499,13 @@ func (l *Locker) settleBudget() time.Duration { return min(10*time.Second, l.lea
 // and every key granted, they are the caller's leases. Otherwise what was
 // granted is removed again, each conditioned on the update time read, and
 // cause is returned: as ErrUnanswered when some of it had landed
-// (cameAndWent). Nothing is left to block the keys beyond one lease.
+// (cameAndWent), or when the read or the removal failed (unsettled).
+// Nothing is left to block the keys beyond one lease.
 func (l *Locker) settleGrant(ctx context.Context, id string, refs []*firestore.DocumentRef, sent time.Time, cause error) (Leases, error) {
 	snaps, err := l.readBack(ctx, refs)
 	if err != nil {
-		return nil, fmt.Errorf("lock: grant of %d keys failed ambiguously (%w) and could not be read back (%v): "+
-			"anything it wrote ends with its lease of %v", len(refs), cause, err, l.lease)
+		return nil, unsettled(fmt.Errorf("lock: grant of %d keys failed ambiguously (%w) and could not be read back (%v): "+
+			"anything it wrote ends with its lease of %v", len(refs), cause, err, l.lease))
 	}
 	ours := l.named(id, snaps)
 	if ours == len(refs) && ctx.Err() == nil {
@@ -513,20 +514,60 @@ func (l *Locker) settleGrant(ctx context.Context, id string, refs []*firestore.D
 	if ours == 0 {
 		return nil, cause
 	}
-	//lint:ignore SA1019 WriteBatch is the only atomic multi-document write that costs one RPC.
-	b := l.client.Batch()
-	for _, s := range snaps {
-		if d := decodeLease(s); s.Exists() && slices.Contains(d.Holds, id) {
-			l.releaseOp(b, s.Ref, id, d.Holds, s.UpdateTime)
-		}
-	}
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), l.settleBudget())
 	defer cancel()
-	if _, err := b.Commit(sctx); err != nil && !isConflict(err) {
-		return nil, fmt.Errorf("lock: grant failed ambiguously (%w) and its leases could not be removed (%v): "+
-			"they end within %v", cause, err, l.lease)
+	if err := l.removeGrant(sctx, id, refs, snaps); err != nil {
+		return nil, unsettled(fmt.Errorf("lock: grant failed ambiguously (%w) and its leases could not be removed (%v): "+
+			"they end within %v", cause, err, l.lease))
 	}
 	return nil, cameAndWent(cause)
+}
+
+// removeGrant gives up acquisition id's hold on every document of snaps
+// that names it, each conditioned on its update time as read. The batch is
+// atomic: one document changed since the read (a Reentrant join of our
+// owner, a takeover of a lease that ended, a retried commit of this very
+// removal that landed) fails it all, so the keys are read again and what
+// still names id is removed, for up to maxRounds batches.
+func (l *Locker) removeGrant(ctx context.Context, id string, refs []*firestore.DocumentRef, snaps []*firestore.DocumentSnapshot) error {
+	for round := 0; ; round++ {
+		//lint:ignore SA1019 WriteBatch is the only atomic multi-document write that costs one RPC.
+		b := l.client.Batch()
+		n := 0
+		for _, s := range snaps {
+			if d := decodeLease(s); s.Exists() && slices.Contains(d.Holds, id) {
+				l.releaseOp(b, s.Ref, id, d.Holds, s.UpdateTime)
+				n++
+			}
+		}
+		if n == 0 {
+			return nil
+		}
+		if round == maxRounds {
+			return fmt.Errorf("the documents kept changing under %d removals", maxRounds)
+		}
+		_, err := b.Commit(ctx)
+		if err == nil {
+			return nil
+		}
+		if !isConflict(err) {
+			return err
+		}
+		if snaps, err = l.getAll(ctx, refs); err != nil {
+			return fmt.Errorf("read again after a conflict: %w", err)
+		}
+	}
+}
+
+// unsettled is the error of a grant that may stand (it could not be read
+// back, or was read back and could not be removed): ErrUnanswered, whatever
+// ended the wait for its answer, since its outcome is unknown and others
+// may see the keys held until its lease ends.
+func unsettled(err error) error {
+	if errors.Is(err, ErrUnanswered) {
+		return err
+	}
+	return fmt.Errorf("%w: %w", ErrUnanswered, err)
 }
 
 // cameAndWent is the error of a grant that landed unanswered and was
@@ -690,7 +731,8 @@ func (l *Locker) Acquire(ctx context.Context, key string, opts ...AcquireOption)
 
 // AcquireAll is TryAcquireAll that waits like Acquire, with the same error
 // when ctx ends. A try that got no answer in time (ErrUnanswered: settled,
-// nothing of it left) is tried again. Such a try may have granted and
+// nothing of it left, unless its error says it could not be: then that ends
+// with its lease) is tried again. Such a try may have granted and
 // released the keys again, and others may have seen them held by this
 // owner meanwhile.
 // When ctx ends, between tries or inside one, the wait is given up and

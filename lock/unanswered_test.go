@@ -130,3 +130,98 @@ func TestRenewAndReleaseDoNotHangOnUnansweredRPCs(t *testing.T) {
 		})
 	}
 }
+
+// A grant of several keys cut off by its caller's deadline is read back
+// and removed again, in one batch conditioned on each document as read.
+// Another acquisition of the same owner that joined one key (Reentrant)
+// between the read and the removal failed the whole batch, and the grant
+// was taken for removed: every other key stayed held for the lease, while
+// the error said nothing of the grant was left.
+func TestAGrantOfManyKeysCutOffIsRemovedFromEveryKey(t *testing.T) {
+	p, l, direct := proxied(t, lock.WithLeaseDuration(10*time.Second))
+	joiner := newLocker(t, direct, lock.WithOwner(l.Owner()), lock.WithLeaseDuration(10*time.Second))
+	ctx := context.Background()
+	warm, err := l.Acquire(ctx, "warm") // the commit client's first commit proves it (commit.go): not under the delay
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := warm.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// Every answer comes 2 s late: the grant lands at once, its caller's
+	// deadline ends the wait after 1 s, and the read that settles it is
+	// answered 2 s after it was read, as is the removal.
+	if err := p.Delay(2 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	joined := make(chan error, 1)
+	go func() { // once the grant stands, and the settling read has been read: join key a
+		ref := direct.Collection(coll).Doc("a")
+		for range 100 {
+			if s, err := ref.Get(ctx); err == nil && s.Data()[lock.FieldOwner] == l.Owner() {
+				time.Sleep(1800 * time.Millisecond)
+				lease, err := joiner.TryAcquire(ctx, "a", lock.Reentrant())
+				if err == nil {
+					err = lease.Release(ctx)
+				}
+				joined <- err
+				return
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		joined <- errors.New("the grant was never seen standing")
+	}()
+	actx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	ls, err := l.TryAcquireAll(actx, []string{"a", "b", "c"})
+	p.Heal()
+	if ls != nil {
+		t.Fatalf("granted %v past the caller's deadline", ls.Keys())
+	}
+	if jerr := <-joined; jerr != nil {
+		t.Fatalf("the scenario needs the join of a between the read and the removal: %v", jerr)
+	}
+	if !errors.Is(err, context.DeadlineExceeded) || !errors.Is(err, lock.ErrUnanswered) {
+		t.Errorf("TryAcquireAll: %v; want the deadline and ErrUnanswered (a grant came and went)", err)
+	}
+	for _, k := range []string{"a", "b", "c"} {
+		if s, err := direct.Collection(coll).Doc(k).Get(ctx); !isNotFound(err) {
+			t.Errorf("key %s still held after the grant was settled (%v): %v", k, err, s.Data())
+		}
+	}
+}
+
+// A Locker's first commit proves that its commit client reaches the
+// database its *firestore.Client reaches: a probe created through the one
+// is deleted through the other. The delete's answer was lost, the client
+// library sent it again, and the retry found the probe gone (its first
+// attempt had deleted it): that was taken for a probe written to another
+// database, ErrClientMismatch, a configuration error a caller gives up on,
+// for a network fault. (Found by TestEveryGrantErrorIsClassifiableUnderFaults.)
+func TestALostAnswerToTheProbesDeleteIsNoClientMismatch(t *testing.T) {
+	p, _, _ := proxied(t)
+	c, _ := newClientVia(t, p.Addr)
+	// Commits go straight to the emulator (FIRESTORE_EMULATOR_HOST); the
+	// client's reads and the probe's delete pass the proxy.
+	l := newLocker(t, c)
+	if _, err := c.Collection(coll).Doc("k").Get(context.Background()); !isNotFound(err) { // the client's connection up
+		t.Fatal(err)
+	}
+	if err := p.DropAnswers(200 * time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	healed := time.AfterFunc(time.Second, p.Heal)
+	defer healed.Stop()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	lease, err := l.TryAcquire(ctx, "k")
+	if errors.Is(err, lock.ErrClientMismatch) {
+		t.Fatalf("a lost answer taken for a client mismatch: %v", err)
+	}
+	if err != nil {
+		t.Fatalf("TryAcquire after the fault healed: %v", err)
+	}
+	if err := lease.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
