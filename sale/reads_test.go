@@ -224,7 +224,9 @@ func TestADrawWithoutItsPlaceDoesNotStopTheRanking(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.setSale(map[string]any{"opensAt": e.serverNow()})
-	if err := e.run(e.admitter(), 1500*time.Millisecond); err != nil {
+	// 5 s: the admitter takes its lease and ranks in its first ticks; CI's
+	// loaded run of 11-29 13:20 had not written the ranking after 1.5 s.
+	if err := e.run(e.admitter(), 5*time.Second); err != nil {
 		t.Fatal(err)
 	}
 	if rs := e.ranking(); !rs.Done || rs.Ranked != 5 {
