@@ -40,13 +40,7 @@ func TestAcquireDeadlineBeforeItsTimerFires(t *testing.T) {
 		t.Fatal(err)
 	}
 	waiter := newLocker(t, c)
-	warm, err := waiter.TryAcquire(ctx, "late-timer-warm-up") // its commit client proven: the tries below reach their commits
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := warm.Release(ctx); err != nil {
-		t.Fatal(err)
-	}
+	warmUp(t, waiter) // the tries below reach their commits
 	for _, acquire := range []struct {
 		name string
 		do   func(context.Context) error

@@ -221,11 +221,7 @@ func TestErrorsSayWhatHappened(t *testing.T) {
 		run: func(t *testing.T) outcome {
 			const d = 3 * time.Second
 			p, l, direct := proxied(t, lock.WithLeaseDuration(d))
-			warm, err := l.TryAcquire(context.Background(), "warm-up") // the first commit proves the client
-			if err != nil {
-				t.Fatal(err)
-			}
-			warm.Release(context.Background())
+			warmUp(t, l)
 			if err := p.DropAnswers(time.Minute); err != nil {
 				t.Fatal(err)
 			}
@@ -263,11 +259,7 @@ func TestErrorsSayWhatHappened(t *testing.T) {
 	// emulator on a loaded machine took more than the 10 s bound of a
 	// client's first commit (the proof of its connection), failing cases
 	// before they tested anything.
-	warm, err := newLocker(t, firelocktest.NewClient(t)).TryAcquire(context.Background(), "warm-up")
-	if err != nil {
-		t.Fatal(err)
-	}
-	warm.Release(context.Background())
+	warmUp(t, newLocker(t, firelocktest.NewClient(t)))
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

@@ -377,13 +377,7 @@ func TestAnAcquireWhoseGrantCameAndWentIsLinearizable(t *testing.T) {
 	next := worker(3, newLocker(t, direct, lock.WithLeaseDuration(time.Minute)))
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	warm, err := l.Acquire(ctx, "warm") // the commit client's first commit proves it (commit.go): not under the delay
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := warm.Release(ctx); err != nil {
-		t.Fatal(err)
-	}
+	warmUp(t, l)
 	// Every answer to w comes with less than the lease's margin left,
 	// inside the RPC's bound of a lease: each grant is answered, too late.
 	if err := p.Delay(historyLease - historyLease/20); err != nil {
@@ -436,13 +430,7 @@ func TestAnAcquireCutOffWhileItsGrantLandsSaysTheGrantCameAndWent(t *testing.T) 
 	l := newLocker(t, direct, lock.WithLeaseDuration(10*time.Second), lock.WithClientOptions(copts...),
 		lock.WithBackoff(time.Hour, time.Hour))
 	ctx := context.Background()
-	warm, err := l.Acquire(ctx, "warm") // the commit client's first commit proves it (commit.go): not under the delay
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := warm.Release(ctx); err != nil {
-		t.Fatal(err)
-	}
+	warmUp(t, l)
 	held, err := holder.TryAcquire(ctx, "k")
 	if err != nil {
 		t.Fatal(err)
@@ -509,13 +497,7 @@ func TestAnAcquireCutOffWhileItsGrantLandsUnreadSaysItMayStand(t *testing.T) {
 	p, l, direct := proxied(t, lock.WithLeaseDuration(5*time.Second), lock.WithBackoff(time.Hour, time.Hour))
 	holder := newLocker(t, direct, lock.WithLeaseDuration(2*time.Second))
 	ctx := context.Background()
-	warm, err := l.Acquire(ctx, "warm") // the commit client's first commit proves it (commit.go): not under the fault
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := warm.Release(ctx); err != nil {
-		t.Fatal(err)
-	}
+	warmUp(t, l)
 	held, err := holder.TryAcquire(ctx, "k")
 	if err != nil {
 		t.Fatal(err)

@@ -95,13 +95,7 @@ func TestMetricsCountAnAcquireWhoseDeadlineStrikesMidTryAsHeld(t *testing.T) {
 	// slow down (a dial and two RPCs, each answer 300 ms late, would take
 	// half the budget of the first try, which tests beside it on a loaded
 	// machine stretched past the deadline).
-	warm, err := l.TryAcquire(ctx, "metrics-warm-up")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := warm.Release(ctx); err != nil {
-		t.Fatal(err)
-	}
+	warmUp(t, l)
 	if err := p.Delay(300 * time.Millisecond); err != nil {
 		t.Fatal(err)
 	}

@@ -141,13 +141,7 @@ func TestAGrantOfManyKeysCutOffIsRemovedFromEveryKey(t *testing.T) {
 	p, l, direct := proxied(t, lock.WithLeaseDuration(10*time.Second))
 	joiner := newLocker(t, direct, lock.WithOwner(l.Owner()), lock.WithLeaseDuration(10*time.Second))
 	ctx := context.Background()
-	warm, err := l.Acquire(ctx, "warm") // the commit client's first commit proves it (commit.go): not under the delay
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := warm.Release(ctx); err != nil {
-		t.Fatal(err)
-	}
+	warmUp(t, l)
 	// Every answer comes 2 s late: the grant lands at once, its caller's
 	// deadline ends the wait after 1 s, and the read that settles it is
 	// answered 2 s after it was read, as is the removal.
