@@ -189,6 +189,21 @@ type written struct {
 // precondition. (Grants and renewals settle retries by what they read back.)
 var unretried = gax.WithRetry(nil)
 
+// grantRetry sends a grant again only on ResourceExhausted, a refusal
+// before anything was written. The client library's default also sends
+// it again on Unavailable, which a commit that landed and lost its answer
+// gets too: the retry then fails its own precondition (the grant it
+// repeats stands), and the grant could only be told from another's by a
+// read that the caller's deadline may cut off, leaving it standing
+// unknown. A grant that failed ambiguously is settled by reading it back
+// (settleGrant) and, if nothing landed, committed again after a fresh read
+// (tryAcquireAll).
+var grantRetry = gax.WithRetry(func() gax.Retryer {
+	return gax.OnCodes([]codes.Code{codes.ResourceExhausted}, gax.Backoff{
+		Initial: 100 * time.Millisecond, Max: 60 * time.Second, Multiplier: 1.3,
+	})
+})
+
 // commit sends writes in one atomic Commit RPC.
 func (l *Locker) commit(ctx context.Context, writes []*pb.Write, opts ...gax.CallOption) (_ []written, err error) {
 	if len(writes) == 0 {

@@ -142,9 +142,10 @@
 // # Connection
 //
 // Grants, renewals and releases use a low-level commit client (to read the
-// server's timestamps from the commit itself, and to see a release's
-// ambiguous failure rather than have it retried). It reaches the database
-// of the *firestore.Client given to New (named databases too) with the
+// server's timestamps from the commit itself, and to see a grant's or a
+// release's ambiguous failure rather than have it sent again blind: one
+// that lost its answer is settled by reading it back). It reaches the
+// database of the *firestore.Client given to New (named databases too) with the
 // client's endpoint and credentials: pass the options the client was made
 // with through WithClientOptions where they are not the environment's
 // defaults. The first commit per client proves both reach one database and

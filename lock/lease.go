@@ -276,7 +276,7 @@ func (l *Lease) release(ctx context.Context, maybeLanded bool) error {
 		// unheard is reported as done.
 		snaps, rerr := l.locker.readBack(ctx, []*firestore.DocumentRef{l.ref})
 		if rerr != nil {
-			return fmt.Errorf("lock %q: release failed (%v) and the lease could not be read back: %w", l.ref.ID, err, rerr)
+			return fmt.Errorf("lock %q: release failed (%w) and the lease could not be read back (it ends with its lease): %w", l.ref.ID, err, rerr)
 		}
 		snap := snaps[0]
 		if maybeLanded && !named(snap, l.id) { // our release landed, or the lease ended and went: free either way

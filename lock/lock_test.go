@@ -306,7 +306,14 @@ func TestTokenStrictlyIncreasesAcrossGrants(t *testing.T) {
 			continue
 		}
 		if err := lease.Release(ctx); err != nil {
-			t.Fatal(err)
+			// A loaded emulator can leave a release of a 1-s lease
+			// unanswered past its bound (CI, 2026-11-29): the lease then
+			// ends by itself, and the next grant is a takeover.
+			if !errors.Is(err, lock.ErrUnanswered) {
+				t.Fatal(err)
+			}
+			t.Logf("grant %d: %v", i, err)
+			waitLeaseEnd(time.Second)
 		}
 	}
 }

@@ -321,17 +321,19 @@ func (l *Locker) tryAcquireAll(ctx context.Context, keys []string, opts ...Acqui
 	// Fast path: every key free, one commit of creates.
 	var lastErr error
 	leases, err := l.commitGrants(ctx, id, refs, make([]*firestore.DocumentSnapshot, len(refs)), o)
-	if err == nil || !isConflict(err) {
+	if err == nil || !isConflict(err) && !l.triedInVain(ctx, err) {
 		return leases, err
 	}
+	lastErr = err
 	for range maxRounds {
 		snaps, err := l.getAll(ctx, refs)
 		if err != nil {
 			return nil, fmt.Errorf("lock: read %d lease documents: %w", len(refs), err)
 		}
 		if ours := l.named(id, snaps); ours == len(snaps) {
-			// An earlier attempt of this call committed (a retried RPC
-			// whose first answer was lost): that is our grant.
+			// An earlier commit of this call landed after the read that
+			// settled it found nothing (it was still on its way): that is
+			// our grant.
 			return l.leasesFrom(id, snaps, start), nil
 		}
 		var held []Holder
@@ -354,14 +356,34 @@ func (l *Locker) tryAcquireAll(ctx context.Context, keys []string, opts ...Acqui
 			return nil, &HeldError{Holders: held, owner: l.owner}
 		}
 		leases, err := l.commitGrants(ctx, id, refs, snaps, o)
-		if err == nil || !isConflict(err) {
+		if err == nil || !isConflict(err) && !l.triedInVain(ctx, err) {
 			return leases, err
 		}
-		lastErr = err // someone changed a document since our read: look again
+		// Someone changed a document since our read, or the commit never
+		// landed (a connection down): look again.
+		lastErr = err
+	}
+	if errors.As(lastErr, new(landedNothing)) {
+		return nil, lastErr
 	}
 	// Every round lost to a grant that landed between our read and write:
 	// the keys are busy, which is what ErrHeld tells a caller.
 	return nil, fmt.Errorf("%w: %d tries lost to concurrent grants (last: %v)", ErrHeld, maxRounds, lastErr)
+}
+
+// landedNothing is the error of an ambiguous grant that settleGrant read
+// back and found had not landed: its cause, as it was.
+type landedNothing struct{ cause error }
+
+func (e landedNothing) Error() string { return e.cause.Error() }
+func (e landedNothing) Unwrap() error { return e.cause }
+
+// triedInVain: err is a grant that never landed (a connection down, an
+// answer lost before the request was sent), while ctx is live: the try
+// reads the keys again and commits again, as the client library would
+// have sent the commit again had its retry been safe (see grantRetry).
+func (l *Locker) triedInVain(ctx context.Context, err error) bool {
+	return errors.As(err, new(landedNothing)) && ended(ctx) == nil
 }
 
 // commitGrants writes, in one atomic commit, a grant for each ref: a create
@@ -405,7 +427,7 @@ func (l *Locker) commitGrants(ctx context.Context, id string, refs []*firestore.
 		return nil, err
 	}
 	sent := time.Now()
-	results, err := l.commit(ctx, writes)
+	results, err := l.commit(ctx, writes, grantRetry)
 	if err != nil {
 		if isAmbiguous(err) {
 			return l.settleGrant(ctx, id, refs, sent, err)
@@ -512,7 +534,7 @@ func (l *Locker) settleGrant(ctx context.Context, id string, refs []*firestore.D
 		return l.leasesFrom(id, snaps, sent), nil
 	}
 	if ours == 0 {
-		return nil, cause
+		return nil, landedNothing{cause}
 	}
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), l.settleBudget())
 	defer cancel()
