@@ -35,7 +35,9 @@ var (
 	// removed again, says it too, beside the context's error: others may
 	// have seen the keys held meanwhile. So does a grant whose read-back or
 	// removal failed, whatever ended it: it may stand, and then ends with
-	// its lease (the error says so). A renewal or release may have
+	// its lease (the error says so). So does a try whose commits kept
+	// failing before they landed (a connection that keeps dropping). A
+	// renewal or release may have
 	// landed: its lease is as the error says, or ends by itself within its
 	// length.
 	ErrUnanswered = errors.New("lock: no answer in time")

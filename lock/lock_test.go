@@ -293,7 +293,12 @@ func TestTokenStrictlyIncreasesAcrossGrants(t *testing.T) {
 	l := newLocker(t, c, lock.WithLeaseDuration(time.Second))
 	var last int64
 	for i := range 12 {
-		lease, err := l.TryAcquire(ctx, "k")
+		// Acquire, not TryAcquire: a try a loaded emulator leaves
+		// unanswered past its 1-s bound (CI, 2026-11-29 14:42) is tried
+		// again, and what it may have left waits out its lease.
+		actx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		lease, err := l.Acquire(actx, "k")
+		cancel()
 		if err != nil {
 			t.Fatal(err)
 		}

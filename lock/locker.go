@@ -364,7 +364,9 @@ func (l *Locker) tryAcquireAll(ctx context.Context, keys []string, opts ...Acqui
 		lastErr = err
 	}
 	if errors.As(lastErr, new(landedNothing)) {
-		return nil, lastErr
+		// Every commit failed before it landed (a connection that keeps
+		// dropping): unanswered, so that Acquire tries again.
+		return nil, fmt.Errorf("%w: the last of %d commits never landed: %w", ErrUnanswered, maxRounds+1, lastErr)
 	}
 	// Every round lost to a grant that landed between our read and write:
 	// the keys are busy, which is what ErrHeld tells a caller.

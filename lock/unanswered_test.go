@@ -321,16 +321,34 @@ func TestAGrantWhoseAnswerWasLostIsNotSentAgainBlind(t *testing.T) {
 
 // A grant refused before it reached Firestore (a connection that was down)
 // is tried again within the same call, as the client library did: the
-// caller gets the key, not Unavailable.
+// caller gets the key, not Unavailable. A try whose every commit was
+// refused says ErrUnanswered, leaves nothing, and Acquire tries again.
 func TestAGrantThatNeverLandedIsTriedAgain(t *testing.T) {
 	f := &lostAnswers{key: "k", landed: false, lose: 2}
-	l, _ := lockerWithFaults(t, f)
+	l, c := lockerWithFaults(t, f)
 	warmUp(t, l)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	lease, err := l.TryAcquire(ctx, "k")
 	if err != nil {
 		t.Fatalf("TryAcquire through two refused connections: %v", err)
+	}
+	if err := lease.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	f.mu.Lock()
+	f.seen, f.lose = 0, 7 // a try commits at most 5 times
+	f.mu.Unlock()
+	if _, err := l.TryAcquire(ctx, "k"); !errors.Is(err, lock.ErrUnanswered) {
+		t.Fatalf("TryAcquire whose every commit was refused: %v, want ErrUnanswered", err)
+	}
+	if s, err := c.Collection(coll).Doc("k").Get(ctx); !isNotFound(err) {
+		t.Fatalf("a try whose commits never landed left %v (%v)", s.Data(), err)
+	}
+	lease, err = l.Acquire(ctx, "k")
+	if err != nil {
+		t.Fatalf("Acquire once the connection held: %v", err)
 	}
 	if err := lease.Release(ctx); err != nil {
 		t.Fatal(err)
