@@ -189,6 +189,7 @@ test("after the opening, a page without its order yet reads its place spread ove
   const place = `queue/${queueIdOf(screening, user.uid)}`;
   const placeReads = () => targets.added.filter((t) => t === place).length;
   const opensAt = new Date();
+  await setSale(screening, { ...sale, opensAt });
   const publish = (waiting: number) =>
     putDoc(`sales/${screening}`, {
       state: { stringValue: "open" },
