@@ -272,13 +272,23 @@ func TestTheMoneyAuditCatchesPlantedHandlers(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
-			e := newEnv(t)
-			c.plant(e.pay)
-			problems := audit(t, e, auditSeed(t), 24)
-			if len(problems) == 0 {
-				t.Fatalf("the audit found nothing wrong with a handler with %s", c.name)
+			// The stories' order of events is random and timed: a run can
+			// meet no story the planted handler gets wrong (CI's run of
+			// 11-29 15:14 did once, for arrival order). The audit must
+			// catch it within three runs, each on seeds of its own.
+			var seeds []uint64
+			for range 3 {
+				e := newEnv(t)
+				c.plant(e.pay)
+				seed := auditSeed(t)
+				seeds = append(seeds, seed)
+				if problems := audit(t, e, seed, 24); len(problems) > 0 {
+					t.Logf("the audit caught %d problems (seed %d), e.g. %s", len(problems), seed, problems[0])
+					return
+				}
+				t.Logf("seed %d: the audit found nothing wrong", seed)
 			}
-			t.Logf("the audit caught %d problems, e.g. %s", len(problems), problems[0])
+			t.Fatalf("the audit found nothing wrong with a handler with %s in three runs (seeds %v; replay one with FIRELOCK_SEED)", c.name, seeds)
 		})
 	}
 }
