@@ -279,7 +279,10 @@ func (l *Lease) release(ctx context.Context, maybeLanded bool) error {
 			return fmt.Errorf("lock %q: release failed (%w) and the lease could not be read back (it ends with its lease): %w", l.ref.ID, err, rerr)
 		}
 		snap := snaps[0]
-		if maybeLanded && !named(snap, l.id) { // our release landed, or the lease ended and went: free either way
+		l.mu.Lock()
+		takenOver := l.takenOver(snap)
+		l.mu.Unlock()
+		if maybeLanded && !named(snap, l.id) && !takenOver { // our release landed, or the lease ended and went: free either way
 			l.mu.Lock()
 			l.end(nil)
 			l.mu.Unlock()
@@ -296,6 +299,20 @@ func (l *Lease) release(ctx context.Context, maybeLanded bool) error {
 		l.mu.Unlock()
 	}
 	return fmt.Errorf("lock %q: release: document kept changing under us", l.ref.ID)
+}
+
+// takenOver: snap is another grant's lease written over the very document
+// this acquisition last wrote, never deleted since (created no later than
+// our last write). A release conditioned on our write cannot have landed
+// under it (a delete would have made a new document, a removal of our hold
+// would have left our grant in place), so an ambiguous release finding it
+// did not land: the lease was lost. Call with l.mu held.
+func (l *Lease) takenOver(snap *firestore.DocumentSnapshot) bool {
+	if snap == nil || !snap.Exists() || snap.CreateTime.After(l.updateTime) {
+		return false
+	}
+	d := decodeLease(snap)
+	return d.Owner != l.locker.owner || !d.AcquiredAt.Equal(l.acquiredAt)
 }
 
 // named: the snapshot is a lease that acquisition id holds.
