@@ -364,7 +364,7 @@ func (l *Locker) tryAcquireAll(ctx context.Context, keys []string, opts ...Acqui
 		lastErr = err
 	}
 	if errors.As(lastErr, new(landedNothing)) {
-		return nil, lastErr
+		return nil, fmt.Errorf("%w: the last of %d commits never landed: %w", ErrUnanswered, maxRounds+1, lastErr)
 	}
 	// Every round lost to a grant that landed between our read and write:
 	// the keys are busy, which is what ErrHeld tells a caller.
@@ -430,7 +430,7 @@ func (l *Locker) commitGrants(ctx context.Context, id string, refs []*firestore.
 	results, err := l.commit(ctx, writes, grantRetry)
 	if err != nil {
 		if isAmbiguous(err) {
-			return l.settleGrant(ctx, id, refs, sent, err)
+			return l.settleGrant(ctx, id, refs, sent, o.reentrant, err)
 		}
 		return nil, err
 	}
@@ -522,27 +522,130 @@ func (l *Locker) settleBudget() time.Duration { return min(10*time.Second, l.lea
 // granted is removed again, each conditioned on the update time read, and
 // cause is returned: as ErrUnanswered when some of it had landed
 // (cameAndWent), or when the read or the removal failed (unsettled).
-// Nothing is left to block the keys beyond one lease.
-func (l *Locker) settleGrant(ctx context.Context, id string, refs []*firestore.DocumentRef, sent time.Time, cause error) (Leases, error) {
+// A grant read back and found nowhere may still be on its way (cut off by
+// a deadline, it can reach Firestore after the read): it is sealed out
+// (seal) before the try says it never landed (landedNothing). Nothing is
+// left to block the keys beyond one lease.
+func (l *Locker) settleGrant(ctx context.Context, id string, refs []*firestore.DocumentRef, sent time.Time, reentrant bool, cause error) (Leases, error) {
 	snaps, err := l.readBack(ctx, refs)
 	if err != nil {
 		return nil, unsettled(fmt.Errorf("lock: grant of %d keys failed ambiguously (%w) and could not be read back (%v): "+
 			"anything it wrote ends with its lease of %v", len(refs), cause, err, l.lease))
 	}
-	ours := l.named(id, snaps)
-	if ours == len(refs) && ctx.Err() == nil {
-		return l.leasesFrom(id, snaps, sent), nil
-	}
-	if ours == 0 {
-		return nil, landedNothing{cause}
-	}
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), l.settleBudget())
 	defer cancel()
-	if err := l.removeGrant(sctx, id, refs, snaps); err != nil {
-		return nil, unsettled(fmt.Errorf("lock: grant failed ambiguously (%w) and its leases could not be removed (%v): "+
-			"they end within %v", cause, err, l.lease))
+	for attempt, moved := 0, 0; ; attempt++ {
+		ours := l.named(id, snaps)
+		if ours == len(refs) && ctx.Err() == nil {
+			return l.leasesFrom(id, snaps, sent), nil
+		}
+		if ours > 0 {
+			if err := l.removeGrant(sctx, id, refs, snaps); err != nil {
+				return nil, unsettled(fmt.Errorf("lock: grant failed ambiguously (%w) and its leases could not be removed (%v): "+
+					"they end within %v", cause, err, l.lease))
+			}
+			return nil, cameAndWent(cause)
+		}
+		serr := l.seal(sctx, refs, snaps, reentrant)
+		switch {
+		case serr == nil:
+			return nil, landedNothing{cause}
+		case isConflict(serr) || errors.Is(serr, errUnmoved):
+			// The grant landed after all, or another write moved a
+			// document: look again.
+			if moved++; moved > maxRounds {
+				return nil, unsettled(fmt.Errorf("lock: grant of %d keys failed ambiguously (%w), was not found, and could not be sealed "+
+					"against landing later (the documents kept changing): anything it writes ends with its lease of %v", len(refs), cause, l.lease))
+			}
+		case isAmbiguous(serr):
+			// The seal goes where the grant went: a connection that is
+			// down is waited for, as the client library waited for it
+			// before a grant was no longer sent again blind.
+			t := time.NewTimer(l.backoff.next(attempt + 3))
+			select {
+			case <-sctx.Done():
+				t.Stop()
+			case <-t.C:
+			}
+		default:
+			return nil, unsettled(fmt.Errorf("lock: grant of %d keys failed ambiguously (%w), was not found, and could not be sealed "+
+				"against landing later (%v): anything it writes ends with its lease of %v", len(refs), cause, serr, l.lease))
+		}
+		if sctx.Err() != nil {
+			return nil, unsettled(fmt.Errorf("lock: grant of %d keys failed ambiguously (%w), was not found, and could not be sealed "+
+				"against landing later within %v (%v): anything it writes ends with its lease of %v", len(refs), cause, l.settleBudget(), serr, l.lease))
+		}
+		if snaps, err = l.readBack(sctx, refs); err != nil {
+			return nil, unsettled(fmt.Errorf("lock: grant of %d keys failed ambiguously (%w), was not found, and could not be read back "+
+				"again to seal it (%v): anything it writes ends with its lease of %v", len(refs), cause, err, l.lease))
+		}
 	}
-	return nil, cameAndWent(cause)
+}
+
+// FieldOwner of a sealed key's document (seal): nobody's lease.
+const sealOwner = "firelock-sealed"
+
+// errUnmoved: a seal's write left a document's update time as it was.
+var errUnmoved = errors.New("the seal left a document as it was")
+
+// seal makes sure no grant of a try that was read back and found nowhere
+// (snaps, which name none of it) lands later: a commit cut off by a
+// deadline may still be on its way. Each grant was conditioned on a state
+// of its document, missing (a create) or an update time (a takeover, a
+// reentrant join), and seal moves each document out of the state it is
+// in, if a grant could have been conditioned on it, in one commit
+// conditioned on that same state: a missing one is created as a lease
+// that ended long ago (nobody's: the next grant takes it over, SweepEnded
+// and the TTL policy remove it), an ended one or a live one of this owner
+// that a reentrant try could join gets a new expireAt (later than the
+// old). A live lease of another acquisition is left alone: the try saw it
+// held (its state only ages), so no grant was conditioned on it. A
+// conflict or an ambiguous failure says the documents moved: the caller
+// reads them again. One RPC, sent only after an ambiguous grant.
+func (l *Locker) seal(ctx context.Context, refs []*firestore.DocumentRef, snaps []*firestore.DocumentSnapshot, reentrant bool) error {
+	var writes []*pb.Write
+	var was []time.Time // each write's document's update time; zero for a create
+	long := time.Unix(0, 0)
+	for i, ref := range refs {
+		s := snaps[i]
+		d := decodeLease(s)
+		switch {
+		case s == nil || !s.Exists():
+			fields, err := encodeFields(map[string]any{FieldOwner: sealOwner, FieldAcquiredAt: long, FieldRenewedAt: long,
+				FieldLeaseSeconds: int64(1), FieldExpireAt: l.expireAt(time.Second)})
+			if err != nil {
+				return err
+			}
+			writes = append(writes, &pb.Write{
+				Operation:       &pb.Write_Update{Update: &pb.Document{Name: ref.Path, Fields: fields}},
+				CurrentDocument: ifMissing(),
+			})
+			was = append(was, time.Time{})
+		case d.live(s.ReadTime) && !(reentrant && d.Owner == l.owner) && !ignoresEnd(d, l.owner):
+			continue
+		default:
+			fields, err := encodeFields(map[string]any{FieldExpireAt: l.expireAt(time.Duration(max(d.LeaseSeconds, l.leaseSeconds())) * time.Second)})
+			if err != nil {
+				return err
+			}
+			writes = append(writes, &pb.Write{
+				Operation:       &pb.Write_Update{Update: &pb.Document{Name: ref.Path, Fields: fields}},
+				UpdateMask:      &pb.DocumentMask{FieldPaths: []string{FieldExpireAt}},
+				CurrentDocument: ifUpdatedAt(s.UpdateTime),
+			})
+			was = append(was, s.UpdateTime)
+		}
+	}
+	results, err := l.commit(ctx, writes, unretried)
+	if err != nil {
+		return err
+	}
+	for i, r := range results {
+		if !was[i].IsZero() && r.updateTime.Equal(was[i]) {
+			return errUnmoved
+		}
+	}
+	return nil
 }
 
 // removeGrant gives up acquisition id's hold on every document of snaps
