@@ -4,13 +4,21 @@ import (
 	"context"
 	"errors"
 	"os"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"cloud.google.com/go/firestore"
+	pb "cloud.google.com/go/firestore/apiv1/firestorepb"
+	"google.golang.org/api/option"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
 
 	"github.com/firelock/firelock/firelocktest"
+	"github.com/firelock/firelock/internal/emulators"
 	"github.com/firelock/firelock/lock"
 )
 
@@ -106,4 +114,202 @@ func TestATryAcquireRidesOutABriefResetOfItsCommitConnection(t *testing.T) {
 		t.Errorf("TryAcquire through a 300-ms reset: %v", err)
 	}
 	leftBehind(t, direct, "k", ls, err)
+}
+
+// lateCommit is a gRPC interceptor for a Locker's commit client that holds
+// the nth commit whose first write is to key on its way: its caller waits
+// until its context ends and hears so, and the commit reaches Firestore
+// only once the test lets it go (land), after the call has settled it, as
+// a request stuck in a slow network does.
+type lateCommit struct {
+	key  string
+	nth  int
+	mu   sync.Mutex
+	seen int
+	held sync.WaitGroup
+	go_  chan struct{}
+	err  error // what Firestore answered the held commit
+}
+
+func (f *lateCommit) intercept(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+	cr, ok := req.(*pb.CommitRequest)
+	if !ok || len(cr.Writes) == 0 || !strings.HasSuffix(cr.Writes[0].GetUpdate().GetName(), "/"+coll+"/"+f.key) {
+		return invoker(ctx, method, req, reply, cc, opts...)
+	}
+	f.mu.Lock()
+	f.seen++
+	n := f.seen
+	f.mu.Unlock()
+	if n != f.nth {
+		return invoker(ctx, method, req, reply, cc, opts...)
+	}
+	f.held.Add(1)
+	go func() {
+		defer f.held.Done()
+		<-f.go_
+		f.err = invoker(context.Background(), method, req, new(pb.CommitResponse), cc, opts...)
+	}()
+	<-ctx.Done()
+	return status.FromContextError(ctx.Err()).Err()
+}
+
+// land lets the held commit go, and waits for Firestore's answer to it.
+func (f *lateCommit) land() error {
+	close(f.go_)
+	f.held.Wait()
+	return f.err
+}
+
+// A grant held on its way until after its caller's deadline and the read
+// that settled it (a takeover of an ended lease, a reentrant join, a grant
+// of two keys) must not land behind an error that says nothing of it: no
+// document may name the acquisition afterwards, unless the error says it
+// could not be settled.
+func TestALateTakeoverOrJoinIsNotLeftBehind(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		keys      []string
+		reentrant bool
+	}{
+		{name: "takeover of an ended lease", keys: []string{"b"}},
+		{name: "two keys, one of them a takeover", keys: []string{"a", "b"}},
+		{name: "reentrant join", keys: []string{"b"}, reentrant: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			c := firelocktest.NewClient(t)
+			f := &lateCommit{key: tc.keys[0], nth: 2, go_: make(chan struct{})}
+			conn, err := grpc.NewClient(os.Getenv("FIRESTORE_EMULATOR_HOST"),
+				grpc.WithTransportCredentials(insecure.NewCredentials()),
+				grpc.WithPerRPCCredentials(emulators.Admin{}),
+				grpc.WithUnaryInterceptor(f.intercept))
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { conn.Close() })
+			l := newLocker(t, c, lock.WithClientOptions(option.WithGRPCConn(conn)), lock.WithLeaseDuration(time.Minute))
+			warmUp(t, l)
+			// b: an ended lease of another owner, or (reentrant) a live
+			// one of l's own owner; the fast path's create fails on it and
+			// the try's second commit, held on its way, writes over it.
+			var opts []lock.AcquireOption
+			var outer *lock.Lease
+			if tc.reentrant {
+				opts = append(opts, lock.Reentrant())
+				if outer, err = newLocker(t, c, lock.WithOwner(l.Owner()), lock.WithLeaseDuration(time.Minute)).TryAcquire(ctx, "b", lock.Reentrant()); err != nil {
+					t.Fatal(err)
+				}
+			} else {
+				if _, err := newLocker(t, c, lock.WithLeaseDuration(time.Second)).TryAcquire(ctx, "b"); err != nil {
+					t.Fatal(err)
+				}
+				waitLeaseEnd(time.Second)
+			}
+			actx, cancel := context.WithTimeout(ctx, time.Second)
+			ls, err := l.TryAcquireAll(actx, tc.keys, opts...)
+			cancel()
+			if err == nil {
+				t.Fatalf("granted %v with its commit held past the deadline", ls.Keys())
+			}
+			t.Logf("the call failed: %v", err)
+			lerr := f.land()
+			t.Logf("the held commit, let go: %v", lerr)
+			said := errors.Is(err, lock.ErrUnanswered) && strings.Contains(err.Error(), "could not")
+			for _, k := range tc.keys {
+				s, gerr := c.Collection(coll).Doc(k).Get(ctx)
+				if isNotFound(gerr) {
+					continue
+				}
+				if gerr != nil {
+					t.Fatal(gerr)
+				}
+				holds, _ := s.Data()[lock.FieldHolds].([]any)
+				owner := s.Data()[lock.FieldOwner]
+				switch {
+				case owner == lock.SealOwner:
+				case tc.reentrant && owner == l.Owner() && len(holds) == 1:
+					// the outer lease alone
+				case owner != l.Owner():
+				case said:
+					t.Logf("%s left, and said so", k)
+				default:
+					t.Errorf("key %s: the call failed (%v) and its grant stands: %v", k, err, s.Data())
+				}
+			}
+			if outer != nil {
+				if err := outer.Release(ctx); err != nil {
+					t.Fatal(err)
+				}
+				if s, gerr := c.Collection(coll).Doc("b").Get(ctx); !isNotFound(gerr) {
+					t.Errorf("the outer lease released, its document stands (%v): %v", gerr, s.Data())
+				}
+			}
+		})
+	}
+}
+
+// rpcLog records the methods of every RPC on a connection.
+type rpcLog struct {
+	mu      sync.Mutex
+	methods []string
+}
+
+func (r *rpcLog) add(method string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.methods = append(r.methods, method[strings.LastIndex(method, "/")+1:])
+}
+
+func (r *rpcLog) take() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	m := r.methods
+	r.methods = nil
+	return m
+}
+
+// A grant of a free key is still one Commit RPC, and nothing else, with
+// grants no longer sent again by the client library (and sealed when
+// their answer is lost): the seal is for the fault path only.
+func TestAFreeKeyIsStillOneCommit(t *testing.T) {
+	ctx := context.Background()
+	var log rpcLog
+	conn, err := grpc.NewClient(os.Getenv("FIRESTORE_EMULATOR_HOST"),
+		grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithPerRPCCredentials(emulators.Admin{}),
+		grpc.WithUnaryInterceptor(func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+			log.add(method)
+			return invoker(ctx, method, req, reply, cc, opts...)
+		}),
+		grpc.WithStreamInterceptor(func(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, opts ...grpc.CallOption) (grpc.ClientStream, error) {
+			log.add(method)
+			return streamer(ctx, desc, cc, method, opts...)
+		}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	opts := []option.ClientOption{option.WithGRPCConn(conn)}
+	c, err := firestore.NewClient(ctx, firelocktest.ProjectID(t), opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := newLocker(t, c, lock.WithClientOptions(opts...))
+	warmUp(t, l)
+	log.take()
+	for _, acquire := range []func(context.Context, string, ...lock.AcquireOption) (*lock.Lease, error){l.TryAcquire, l.Acquire} {
+		lease, err := acquire(ctx, "free")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := log.take(); !slices.Equal(got, []string{"Commit"}) {
+			t.Errorf("the grant of a free key sent %v, want one Commit", got)
+		}
+		if err := lease.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if got := log.take(); !slices.Equal(got, []string{"Commit"}) {
+			t.Errorf("the release sent %v, want one Commit", got)
+		}
+	}
 }
