@@ -35,11 +35,11 @@ var (
 	// removed again, says it too, beside the context's error: others may
 	// have seen the keys held meanwhile. So does a try whose every commit
 	// was read back and found not to have landed (a connection down
-	// throughout): nothing of it is left. So does a grant whose read-back or
-	// removal failed, whatever ended it: it may stand, and then ends with
-	// its lease (the error says so). A renewal or release may have
-	// landed: its lease is as the error says, or ends by itself within its
-	// length.
+	// throughout; each was sealed out): nothing of it is left. So does a
+	// grant whose read-back, seal or removal failed, whatever ended it: it
+	// may stand, and then ends with its lease (the error says so). A
+	// renewal or release may have landed: its lease is as the error says,
+	// or ends by itself within its length.
 	ErrUnanswered = errors.New("lock: no answer in time")
 )
 

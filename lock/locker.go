@@ -269,8 +269,11 @@ func WithCheck(check func(*firestore.DocumentSnapshot) error) AcquireOption {
 // committed unheard) is settled before TryAcquire returns, by reading the
 // keys back for up to a few seconds past ctx: a grant that names this
 // acquisition is returned as the lease while ctx is live, and otherwise
-// deleted again with a precondition. If even that read fails, whatever was
-// granted ends with its lease, and the error says so (ErrUnanswered).
+// deleted again with a precondition; a grant found nowhere is sealed out
+// (see the package doc: it may still be on its way), and, while ctx is
+// live, the keys are read and granted again. If even that read or seal
+// fails, whatever was granted ends with its lease, and the error says so
+// (ErrUnanswered).
 func (l *Locker) TryAcquire(ctx context.Context, key string, opts ...AcquireOption) (*Lease, error) {
 	ls, err := l.TryAcquireAll(ctx, []string{key}, opts...)
 	if err != nil {
