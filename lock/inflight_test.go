@@ -313,3 +313,55 @@ func TestAFreeKeyIsStillOneCommit(t *testing.T) {
 		}
 	}
 }
+
+// A seal is the lock's own document, no lease: WithCheck, which judges
+// the lease documents an acquisition finds (a job's done mark), is not
+// asked about it, and the next grant takes it over.
+func TestASealIsNoLeaseForWithCheck(t *testing.T) {
+	ctx := context.Background()
+	c := firelocktest.NewClient(t)
+	l := newLocker(t, c)
+	long := time.Unix(0, 0)
+	if _, err := c.Collection(coll).Doc("k").Create(ctx, map[string]any{lock.FieldOwner: lock.SealOwner,
+		lock.FieldAcquiredAt: long, lock.FieldRenewedAt: long, lock.FieldLeaseSeconds: int64(1), lock.FieldExpireAt: time.Now().Add(time.Hour)}); err != nil {
+		t.Fatal(err)
+	}
+	lease, err := l.TryAcquire(ctx, "k", lock.WithCheck(func(s *firestore.DocumentSnapshot) error {
+		return errors.New("checked a seal")
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := lease.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A Reentrant join whose answer was lost, settled by reading it back, has
+// the token of its own write, later than the grant's, as Token promises
+// (and as a join that heard its answer has).
+func TestAJoinSettledByReadingBackHasItsOwnToken(t *testing.T) {
+	ctx := context.Background()
+	// The first commit of k (the fast path's create) fails on the outer
+	// lease; the second, the join, lands and its answer is lost.
+	f := &lostAnswers{key: "k", landed: true, lose: 2}
+	l, c := lockerWithFaults(t, f, lock.WithLeaseDuration(time.Minute))
+	warmUp(t, l)
+	outer, err := newLocker(t, c, lock.WithOwner(l.Owner()), lock.WithLeaseDuration(time.Minute)).TryAcquire(ctx, "k", lock.Reentrant())
+	if err != nil {
+		t.Fatal(err)
+	}
+	inner, err := l.TryAcquire(ctx, "k", lock.Reentrant())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if inner.Token() <= outer.Token() {
+		t.Errorf("the join's token %d is not above the grant's %d", inner.Token(), outer.Token())
+	}
+	if err := inner.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := outer.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -243,7 +243,8 @@ func WithFields(fields map[string]any) AcquireOption {
 }
 
 // WithCheck calls check with every existing lease document found before
-// deciding on it (live or ended, ours or not). A non-nil error aborts the
+// deciding on it (live or ended, ours or not; not a seal, which is no
+// lease: see the package doc). A non-nil error aborts the
 // acquisition with that error and nothing written. Scheduled jobs use it to
 // refuse the takeover of an event that is already done. check sees the
 // snapshot the acquisition read anyway: no RPC of its own.
@@ -337,7 +338,7 @@ func (l *Locker) tryAcquireAll(ctx context.Context, keys []string, opts ...Acqui
 			// An earlier commit of this call landed after the read that
 			// settled it found nothing (it was still on its way): that is
 			// our grant.
-			return l.leasesFrom(id, snaps, start), nil
+			return l.leasesFrom(id, snaps, start, nil), nil
 		}
 		var held []Holder
 		for i, s := range snaps {
@@ -345,7 +346,7 @@ func (l *Locker) tryAcquireAll(ctx context.Context, keys []string, opts ...Acqui
 				snaps[i] = nil
 				continue
 			}
-			if o.check != nil {
+			if o.check != nil && decodeLease(s).Owner != sealOwner { // a seal is the lock's own, no lease
 				if err := o.check(s); err != nil {
 					return nil, err
 				}
@@ -433,7 +434,11 @@ func (l *Locker) commitGrants(ctx context.Context, id string, refs []*firestore.
 	results, err := l.commit(ctx, writes, grantRetry)
 	if err != nil {
 		if isAmbiguous(err) {
-			return l.settleGrant(ctx, id, refs, sent, o.reentrant, err)
+			joins := make([]bool, len(refs))
+			for i, d := range joined {
+				joins[i] = d != nil
+			}
+			return l.settleGrant(ctx, id, refs, sent, o.reentrant, joins, err)
 		}
 		return nil, err
 	}
@@ -529,7 +534,7 @@ func (l *Locker) settleBudget() time.Duration { return min(10*time.Second, l.lea
 // a deadline, it can reach Firestore after the read): it is sealed out
 // (seal) before the try says it never landed (landedNothing). Nothing is
 // left to block the keys beyond one lease.
-func (l *Locker) settleGrant(ctx context.Context, id string, refs []*firestore.DocumentRef, sent time.Time, reentrant bool, cause error) (Leases, error) {
+func (l *Locker) settleGrant(ctx context.Context, id string, refs []*firestore.DocumentRef, sent time.Time, reentrant bool, joins []bool, cause error) (Leases, error) {
 	snaps, err := l.readBack(ctx, refs)
 	if err != nil {
 		return nil, unsettled(fmt.Errorf("lock: grant of %d keys failed ambiguously (%w) and could not be read back (%v): "+
@@ -540,7 +545,7 @@ func (l *Locker) settleGrant(ctx context.Context, id string, refs []*firestore.D
 	for attempt, moved := 0, 0; ; attempt++ {
 		ours := l.named(id, snaps)
 		if ours == len(refs) && ctx.Err() == nil {
-			return l.leasesFrom(id, snaps, sent), nil
+			return l.leasesFrom(id, snaps, sent, joins), nil
 		}
 		if ours > 0 {
 			if err := l.removeGrant(sctx, id, refs, snaps); err != nil {
@@ -604,7 +609,12 @@ var errUnmoved = errors.New("the seal left a document as it was")
 // old). A live lease of another acquisition is left alone: the try saw it
 // held (its state only ages), so no grant was conditioned on it. A
 // conflict or an ambiguous failure says the documents moved: the caller
-// reads them again. One RPC, sent only after an ambiguous grant.
+// reads them again. One RPC, sent only after an ambiguous grant, and again
+// (like a grant) only on ResourceExhausted.
+//
+// A create that is still on its way when the key is held by another can
+// land once that lease is released (deleted): a key is sealed only in the
+// state it is in.
 func (l *Locker) seal(ctx context.Context, refs []*firestore.DocumentRef, snaps []*firestore.DocumentSnapshot, reentrant bool) error {
 	var writes []*pb.Write
 	var was []time.Time // each write's document's update time; zero for a create
@@ -639,7 +649,7 @@ func (l *Locker) seal(ctx context.Context, refs []*firestore.DocumentRef, snaps 
 			was = append(was, s.UpdateTime)
 		}
 	}
-	results, err := l.commit(ctx, writes, unretried)
+	results, err := l.commit(ctx, writes, grantRetry)
 	if err != nil {
 		return err
 	}
@@ -752,13 +762,16 @@ func (l *Locker) named(id string, snaps []*firestore.DocumentSnapshot) int {
 // leasesFrom turns snapshots of documents naming acquisition id (a grant
 // learnt by reading, not from its commit) into leases. The token is the
 // grant's commit time: the document's create time if the grant created
-// it, else its update time (nobody else writes a live lease of ours).
-func (l *Locker) leasesFrom(id string, snaps []*firestore.DocumentSnapshot, sent time.Time) Leases {
+// it, else its update time (a takeover's or a join's: only other holders
+// of our owner write a live lease of ours, later). joins[i] says the
+// write to snaps[i] was a Reentrant join (nil: not known), whose document
+// another grant created.
+func (l *Locker) leasesFrom(id string, snaps []*firestore.DocumentSnapshot, sent time.Time, joins []bool) Leases {
 	leases := make(Leases, len(snaps))
 	for i, s := range snaps {
 		d := decodeLease(s)
 		lease := newLease(l, s.Ref, id, d.AcquiredAt, d.RenewedAt, s.UpdateTime, sent, time.Duration(d.LeaseSeconds)*time.Second, d.Holds)
-		if !s.CreateTime.Before(d.AcquiredAt) {
+		if !s.CreateTime.Before(d.AcquiredAt) && !(joins != nil && joins[i]) {
 			lease.token = s.CreateTime.UnixMicro()
 		}
 		leases[i] = lease
