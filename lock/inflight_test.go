@@ -365,3 +365,49 @@ func TestAJoinSettledByReadingBackHasItsOwnToken(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// Known limit (skipped unless FIRELOCK_KNOWN_LIMITS is set): a create held on its way while another
+// acquisition holds the key cannot be sealed out (a seal writes a key only
+// in a state a grant of the try could have been conditioned on, and never
+// over another's live lease). When that lease is released (its document
+// deleted) before the create arrives, the create lands, and the failed
+// call's error says only its deadline. It takes a request held on its way
+// past its caller's deadline, the settling read and another acquisition's
+// whole hold.
+func TestACreateHeldOnItsWayPastAnotherHoldIsNotSealed(t *testing.T) {
+	if os.Getenv("FIRELOCK_KNOWN_LIMITS") == "" {
+		t.Skip("known limit: a create cannot be sealed out while another holds the key (docs/library.md); FIRELOCK_KNOWN_LIMITS=1 runs it")
+	}
+	ctx := context.Background()
+	c := firelocktest.NewClient(t)
+	f := &lateCommit{key: "k", nth: 1, go_: make(chan struct{})}
+	conn, err := grpc.NewClient(os.Getenv("FIRESTORE_EMULATOR_HOST"),
+		grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithPerRPCCredentials(emulators.Admin{}),
+		grpc.WithUnaryInterceptor(f.intercept))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	l := newLocker(t, c, lock.WithClientOptions(option.WithGRPCConn(conn)), lock.WithLeaseDuration(time.Minute))
+	warmUp(t, l)
+	other := newLocker(t, c)
+	got := make(chan *lock.Lease, 1)
+	go func() { // while the create is held on its way
+		time.Sleep(300 * time.Millisecond)
+		lease, _ := other.TryAcquire(ctx, "k")
+		got <- lease
+	}()
+	actx, cancel := context.WithTimeout(ctx, time.Second)
+	ls, err := l.TryAcquireAll(actx, []string{"k"})
+	cancel()
+	held := <-got
+	if held == nil {
+		t.Fatal("the other acquisition did not get the key")
+	}
+	if err := held.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("the held create, let go: %v", f.land())
+	leftBehind(t, c, "k", ls, err)
+}
