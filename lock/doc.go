@@ -119,7 +119,12 @@
 // returned as the lease while the context is live and the lease has time
 // left, and otherwise deleted again with a precondition (the error then
 // matches ErrUnanswered, beside the context's if that ended it: others may
-// have seen the key held meanwhile); a release that
+// have seen the key held meanwhile). A grant found nowhere may still be on
+// its way (a request cut off by a deadline can reach Firestore after the
+// read): it is sealed out first, by one write conditioned as the grant was
+// (a key without a document gets a lease that ended long ago, of owner
+// "firelock-sealed", which the next grant takes over; an existing one a
+// new expireAt), so that it can no longer land; a release that
 // landed counts as done; a renewal, whose effect another holder's write may
 // mimic, is written again while the lease is still ours. Only when even
 // the read fails does an error leave a lease behind, and that lease ends by

@@ -33,13 +33,13 @@ var (
 	// left), as is a grant answered too late to work under; Acquire tries
 	// again. A grant that landed while its caller's context ended, and was
 	// removed again, says it too, beside the context's error: others may
-	// have seen the keys held meanwhile. So does a grant whose read-back or
-	// removal failed, whatever ended it: it may stand, and then ends with
-	// its lease (the error says so). So does a try whose commits kept
-	// failing before they landed (a connection that keeps dropping). A
-	// renewal or release may have
-	// landed: its lease is as the error says, or ends by itself within its
-	// length.
+	// have seen the keys held meanwhile. So does a try whose every commit
+	// was read back and found not to have landed (a connection down
+	// throughout; each was sealed out): nothing of it is left. So does a
+	// grant whose read-back, seal or removal failed, whatever ended it: it
+	// may stand, and then ends with its lease (the error says so). A
+	// renewal or release may have landed: its lease is as the error says,
+	// or ends by itself within its length.
 	ErrUnanswered = errors.New("lock: no answer in time")
 )
 

@@ -48,3 +48,7 @@ func LocalTimeLeft(l *Lease) time.Duration {
 func ObserveTries(ctx context.Context, f func(began time.Time, err error)) context.Context {
 	return context.WithValue(ctx, tryObserver{}, f)
 }
+
+// SealOwner is the owner of a key's document that a seal created: an
+// ended lease of nobody's (locker.go, seal).
+const SealOwner = sealOwner

@@ -271,8 +271,10 @@ func (w *historyWorker) readLease(ctx context.Context, key string) lockOut {
 		call.Unknown(lockOut{}, err)
 		return lockOut{}
 	}
-	out := lockOut{At: ns(s.ReadTime), Exists: s.Exists()}
-	if s.Exists() {
+	// A seal (a grant read back and found nowhere, sealed against
+	// landing later) is an ended lease of nobody's: no lease.
+	out := lockOut{At: ns(s.ReadTime), Exists: s.Exists() && s.Data()[lock.FieldOwner] != lock.SealOwner}
+	if out.Exists {
 		d := s.Data()
 		out.Owner, _ = d[lock.FieldOwner].(string)
 		acquired, _ := d[lock.FieldAcquiredAt].(time.Time)

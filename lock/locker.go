@@ -243,7 +243,8 @@ func WithFields(fields map[string]any) AcquireOption {
 }
 
 // WithCheck calls check with every existing lease document found before
-// deciding on it (live or ended, ours or not). A non-nil error aborts the
+// deciding on it (live or ended, ours or not; not a seal, which is no
+// lease: see the package doc). A non-nil error aborts the
 // acquisition with that error and nothing written. Scheduled jobs use it to
 // refuse the takeover of an event that is already done. check sees the
 // snapshot the acquisition read anyway: no RPC of its own.
@@ -269,8 +270,11 @@ func WithCheck(check func(*firestore.DocumentSnapshot) error) AcquireOption {
 // committed unheard) is settled before TryAcquire returns, by reading the
 // keys back for up to a few seconds past ctx: a grant that names this
 // acquisition is returned as the lease while ctx is live, and otherwise
-// deleted again with a precondition. If even that read fails, whatever was
-// granted ends with its lease, and the error says so (ErrUnanswered).
+// deleted again with a precondition; a grant found nowhere is sealed out
+// (see the package doc: it may still be on its way), and, while ctx is
+// live, the keys are read and granted again. If even that read or seal
+// fails, whatever was granted ends with its lease, and the error says so
+// (ErrUnanswered).
 func (l *Locker) TryAcquire(ctx context.Context, key string, opts ...AcquireOption) (*Lease, error) {
 	ls, err := l.TryAcquireAll(ctx, []string{key}, opts...)
 	if err != nil {
@@ -334,7 +338,7 @@ func (l *Locker) tryAcquireAll(ctx context.Context, keys []string, opts ...Acqui
 			// An earlier commit of this call landed after the read that
 			// settled it found nothing (it was still on its way): that is
 			// our grant.
-			return l.leasesFrom(id, snaps, start), nil
+			return l.leasesFrom(id, snaps, start, nil), nil
 		}
 		var held []Holder
 		for i, s := range snaps {
@@ -342,7 +346,7 @@ func (l *Locker) tryAcquireAll(ctx context.Context, keys []string, opts ...Acqui
 				snaps[i] = nil
 				continue
 			}
-			if o.check != nil {
+			if o.check != nil && decodeLease(s).Owner != sealOwner { // a seal is the lock's own, no lease
 				if err := o.check(s); err != nil {
 					return nil, err
 				}
@@ -432,7 +436,11 @@ func (l *Locker) commitGrants(ctx context.Context, id string, refs []*firestore.
 	results, err := l.commit(ctx, writes, grantRetry)
 	if err != nil {
 		if isAmbiguous(err) {
-			return l.settleGrant(ctx, id, refs, sent, err)
+			joins := make([]bool, len(refs))
+			for i, d := range joined {
+				joins[i] = d != nil
+			}
+			return l.settleGrant(ctx, id, refs, sent, o.reentrant, joins, err)
 		}
 		return nil, err
 	}
@@ -524,27 +532,135 @@ func (l *Locker) settleBudget() time.Duration { return min(10*time.Second, l.lea
 // granted is removed again, each conditioned on the update time read, and
 // cause is returned: as ErrUnanswered when some of it had landed
 // (cameAndWent), or when the read or the removal failed (unsettled).
-// Nothing is left to block the keys beyond one lease.
-func (l *Locker) settleGrant(ctx context.Context, id string, refs []*firestore.DocumentRef, sent time.Time, cause error) (Leases, error) {
+// A grant read back and found nowhere may still be on its way (cut off by
+// a deadline, it can reach Firestore after the read): it is sealed out
+// (seal) before the try says it never landed (landedNothing). Nothing is
+// left to block the keys beyond one lease.
+func (l *Locker) settleGrant(ctx context.Context, id string, refs []*firestore.DocumentRef, sent time.Time, reentrant bool, joins []bool, cause error) (Leases, error) {
 	snaps, err := l.readBack(ctx, refs)
 	if err != nil {
 		return nil, unsettled(fmt.Errorf("lock: grant of %d keys failed ambiguously (%w) and could not be read back (%v): "+
 			"anything it wrote ends with its lease of %v", len(refs), cause, err, l.lease))
 	}
-	ours := l.named(id, snaps)
-	if ours == len(refs) && ctx.Err() == nil {
-		return l.leasesFrom(id, snaps, sent), nil
-	}
-	if ours == 0 {
-		return nil, landedNothing{cause}
-	}
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), l.settleBudget())
 	defer cancel()
-	if err := l.removeGrant(sctx, id, refs, snaps); err != nil {
-		return nil, unsettled(fmt.Errorf("lock: grant failed ambiguously (%w) and its leases could not be removed (%v): "+
-			"they end within %v", cause, err, l.lease))
+	for attempt, moved := 0, 0; ; attempt++ {
+		ours := l.named(id, snaps)
+		if ours == len(refs) && ctx.Err() == nil {
+			return l.leasesFrom(id, snaps, sent, joins), nil
+		}
+		if ours > 0 {
+			if err := l.removeGrant(sctx, id, refs, snaps); err != nil {
+				return nil, unsettled(fmt.Errorf("lock: grant failed ambiguously (%w) and its leases could not be removed (%v): "+
+					"they end within %v", cause, err, l.lease))
+			}
+			return nil, cameAndWent(cause)
+		}
+		serr := l.seal(sctx, refs, snaps, reentrant)
+		switch {
+		case serr == nil:
+			return nil, landedNothing{cause}
+		case isConflict(serr) || errors.Is(serr, errUnmoved):
+			// The grant landed after all, or another write moved a
+			// document: look again.
+			if moved++; moved > maxRounds {
+				return nil, unsettled(fmt.Errorf("lock: grant of %d keys failed ambiguously (%w), was not found, and could not be sealed "+
+					"against landing later (the documents kept changing): anything it writes ends with its lease of %v", len(refs), cause, l.lease))
+			}
+		case isAmbiguous(serr):
+			// The seal goes where the grant went: a connection that is
+			// down is waited for, as the client library waited for it
+			// before a grant was no longer sent again blind.
+			t := time.NewTimer(l.backoff.next(attempt + 3))
+			select {
+			case <-sctx.Done():
+				t.Stop()
+			case <-t.C:
+			}
+		default:
+			return nil, unsettled(fmt.Errorf("lock: grant of %d keys failed ambiguously (%w), was not found, and could not be sealed "+
+				"against landing later (%v): anything it writes ends with its lease of %v", len(refs), cause, serr, l.lease))
+		}
+		if sctx.Err() != nil {
+			return nil, unsettled(fmt.Errorf("lock: grant of %d keys failed ambiguously (%w), was not found, and could not be sealed "+
+				"against landing later within %v (%v): anything it writes ends with its lease of %v", len(refs), cause, l.settleBudget(), serr, l.lease))
+		}
+		if snaps, err = l.readBack(sctx, refs); err != nil {
+			return nil, unsettled(fmt.Errorf("lock: grant of %d keys failed ambiguously (%w), was not found, and could not be read back "+
+				"again to seal it (%v): anything it writes ends with its lease of %v", len(refs), cause, err, l.lease))
+		}
 	}
-	return nil, cameAndWent(cause)
+}
+
+// FieldOwner of a sealed key's document (seal): nobody's lease.
+const sealOwner = "firelock-sealed"
+
+// errUnmoved: a seal's write left a document's update time as it was.
+var errUnmoved = errors.New("the seal left a document as it was")
+
+// seal makes sure no grant of a try that was read back and found nowhere
+// (snaps, which name none of it) lands later: a commit cut off by a
+// deadline may still be on its way. Each grant was conditioned on a state
+// of its document, missing (a create) or an update time (a takeover, a
+// reentrant join), and seal moves each document out of the state it is
+// in, if a grant could have been conditioned on it, in one commit
+// conditioned on that same state: a missing one is created as a lease
+// that ended long ago (nobody's: the next grant takes it over, SweepEnded
+// and the TTL policy remove it), an ended one or a live one of this owner
+// that a reentrant try could join gets a new expireAt (later than the
+// old). A live lease of another acquisition is left alone: the try saw it
+// held (its state only ages), so no grant was conditioned on it. A
+// conflict or an ambiguous failure says the documents moved: the caller
+// reads them again. One RPC, sent only after an ambiguous grant, and again
+// (like a grant) only on ResourceExhausted.
+//
+// A create that is still on its way when the key is held by another can
+// land once that lease is released (deleted): a key is sealed only in the
+// state it is in.
+func (l *Locker) seal(ctx context.Context, refs []*firestore.DocumentRef, snaps []*firestore.DocumentSnapshot, reentrant bool) error {
+	var writes []*pb.Write
+	var was []time.Time // each write's document's update time; zero for a create
+	long := time.Unix(0, 0)
+	for i, ref := range refs {
+		s := snaps[i]
+		d := decodeLease(s)
+		switch {
+		case s == nil || !s.Exists():
+			fields, err := encodeFields(map[string]any{FieldOwner: sealOwner, FieldAcquiredAt: long, FieldRenewedAt: long,
+				FieldLeaseSeconds: int64(1), FieldExpireAt: l.expireAt(time.Second)})
+			if err != nil {
+				return err
+			}
+			writes = append(writes, &pb.Write{
+				Operation:       &pb.Write_Update{Update: &pb.Document{Name: ref.Path, Fields: fields}},
+				CurrentDocument: ifMissing(),
+			})
+			was = append(was, time.Time{})
+		case d.live(s.ReadTime) && !(reentrant && d.Owner == l.owner) && !ignoresEnd(d, l.owner):
+			continue
+		default:
+			fields, err := encodeFields(map[string]any{FieldExpireAt: l.expireAt(time.Duration(max(d.LeaseSeconds, l.leaseSeconds())) * time.Second)})
+			if err != nil {
+				return err
+			}
+			writes = append(writes, &pb.Write{
+				Operation:       &pb.Write_Update{Update: &pb.Document{Name: ref.Path, Fields: fields}},
+				UpdateMask:      &pb.DocumentMask{FieldPaths: []string{FieldExpireAt}},
+				CurrentDocument: ifUpdatedAt(s.UpdateTime),
+			})
+			was = append(was, s.UpdateTime)
+		}
+	}
+	results, err := l.commit(ctx, writes, grantRetry)
+	if err != nil {
+		return err
+	}
+	for i, r := range results {
+		if !was[i].IsZero() && r.updateTime.Equal(was[i]) {
+			return errUnmoved
+		}
+	}
+	return nil
 }
 
 // removeGrant gives up acquisition id's hold on every document of snaps
@@ -648,13 +764,16 @@ func (l *Locker) named(id string, snaps []*firestore.DocumentSnapshot) int {
 // leasesFrom turns snapshots of documents naming acquisition id (a grant
 // learnt by reading, not from its commit) into leases. The token is the
 // grant's commit time: the document's create time if the grant created
-// it, else its update time (nobody else writes a live lease of ours).
-func (l *Locker) leasesFrom(id string, snaps []*firestore.DocumentSnapshot, sent time.Time) Leases {
+// it, else its update time (a takeover's or a join's: only other holders
+// of our owner write a live lease of ours, later). joins[i] says the
+// write to snaps[i] was a Reentrant join (nil: not known), whose document
+// another grant created.
+func (l *Locker) leasesFrom(id string, snaps []*firestore.DocumentSnapshot, sent time.Time, joins []bool) Leases {
 	leases := make(Leases, len(snaps))
 	for i, s := range snaps {
 		d := decodeLease(s)
 		lease := newLease(l, s.Ref, id, d.AcquiredAt, d.RenewedAt, s.UpdateTime, sent, time.Duration(d.LeaseSeconds)*time.Second, d.Holds)
-		if !s.CreateTime.Before(d.AcquiredAt) {
+		if !s.CreateTime.Before(d.AcquiredAt) && !(joins != nil && joins[i]) {
 			lease.token = s.CreateTime.UnixMicro()
 		}
 		leases[i] = lease
