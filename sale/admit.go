@@ -131,6 +131,9 @@ type Admitter struct {
 	// commit, leaving its leases to end by themselves.
 	ignoreLimits bool
 	crash        func(admitted int64) bool
+	// afterCount runs between a step's counts and its admitting
+	// transaction; minute says the counts closed a minute.
+	afterCount func(minute bool)
 	// lapsedReleaseFails: releasing a lapsed lease never gets through, as
 	// on a store too loaded to commit it in time.
 	lapsedReleaseFails bool
@@ -475,6 +478,7 @@ type counts struct {
 // minuteCounts are a saleStats minute's counts that only a query finds.
 type minuteCounts struct {
 	key                        string
+	end                        time.Time // the counts' stretch ends here: the next minute begins here
 	holds, bookings            int64
 	revenue, refunds, latePaid int64 // with Takings
 }
@@ -560,6 +564,9 @@ func (a *Admitter) step(r *saleRun) (time.Duration, bool, error) {
 	c, err := a.count(ctx, r, sc, scErr == nil, t0)
 	if err != nil {
 		return 0, false, err
+	}
+	if a.afterCount != nil {
+		a.afterCount(c.minute != nil)
 	}
 	offerSeatCheck(r.seatCounts, seatCheck{answered: time.Now(), at: t0.Truncate(time.Microsecond), booked: c.booked, held: c.held})
 	var heads []*firestore.DocumentSnapshot
@@ -708,7 +715,7 @@ func (a *Admitter) countUntil(ctx context.Context, r *saleRun, sc booking.Screen
 		if closing {
 			end = now
 		}
-		mc := &minuteCounts{key: m.Key}
+		mc := &minuteCounts{key: m.Key, end: end}
 		made := func(coll string) firestore.Query {
 			return a.s.client.Collection(coll).Where("screeningId", "==", r.id).Where("createdAt", ">=", m.Start).Where("createdAt", "<", end)
 		}
@@ -1002,14 +1009,21 @@ func (a *Admitter) admit(r *saleRun, m mode, c counts, heads []*firestore.Docume
 		// The minute's figures, once it is over: levels as counted now,
 		// counts since it began (before this transaction's own expirations
 		// and admissions, which belong to the new minute).
+		start := o.minuteStart(now)
 		if st.Minute.Key != "" && c.minute != nil && c.minute.key == st.Minute.Key && o.minuteKey(now) > st.Minute.Key {
 			if err := tx.Set(a.minuteRef(r.id, st.Minute.Key), figures(st, c, live, now)); err != nil {
 				return err
 			}
 			st.Minute = minuteStats{}
+			// The next minute begins where the counts ended, though this
+			// transaction may run minutes later (a stalled step): nothing
+			// made in between is left out of every minute. A minute it
+			// runs past is counted into that one, as a minute no admitter
+			// looked after is.
+			start = c.minute.end
 		}
 		if st.Minute.Key == "" {
-			st.Minute = minuteStats{Key: o.minuteKey(now), Start: o.minuteStart(now), Admitted: st.Admitted, Waiting: c.waiting}
+			st.Minute = minuteStats{Key: o.minuteKey(start), Start: start, Admitted: st.Admitted, Waiting: c.waiting}
 			changed = true
 		}
 		if m.valid && !st.OpensAt.Equal(cfg.OpensAt) {
