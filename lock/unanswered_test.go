@@ -329,10 +329,12 @@ func TestAGrantWhoseAnswerWasLostIsNotSentAgainBlind(t *testing.T) {
 // A grant refused before it reached Firestore (a connection that was down)
 // is tried again within the same call, as the client library did: the
 // caller gets the key, not Unavailable. A try whose every commit was
-// refused says ErrUnanswered, leaves nothing, and Acquire tries again.
+// refused (the grants, and the seals that would make sure they never land
+// later) says ErrUnanswered once its settle budget is spent, leaves
+// nothing, and Acquire tries again.
 func TestAGrantThatNeverLandedIsTriedAgain(t *testing.T) {
 	f := &lostAnswers{key: "k", landed: false, lose: 2}
-	l, c := lockerWithFaults(t, f)
+	l, c := lockerWithFaults(t, f, lock.WithLeaseDuration(2*time.Second))
 	warmUp(t, l)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -345,7 +347,7 @@ func TestAGrantThatNeverLandedIsTriedAgain(t *testing.T) {
 	}
 
 	f.mu.Lock()
-	f.seen, f.lose = 0, 7 // a try commits at most 5 times
+	f.seen, f.lose = 0, 1<<30 // every commit of k
 	f.mu.Unlock()
 	if _, err := l.TryAcquire(ctx, "k"); !errors.Is(err, lock.ErrUnanswered) {
 		t.Fatalf("TryAcquire whose every commit was refused: %v, want ErrUnanswered", err)
@@ -353,6 +355,9 @@ func TestAGrantThatNeverLandedIsTriedAgain(t *testing.T) {
 	if s, err := c.Collection(coll).Doc("k").Get(ctx); !isNotFound(err) {
 		t.Fatalf("a try whose commits never landed left %v (%v)", s.Data(), err)
 	}
+	f.mu.Lock()
+	f.lose = 0 // the connection holds again
+	f.mu.Unlock()
 	lease, err = l.Acquire(ctx, "k")
 	if err != nil {
 		t.Fatalf("Acquire once the connection held: %v", err)
