@@ -179,21 +179,14 @@ func TestALateTakeoverOrJoinIsNotLeftBehind(t *testing.T) {
 			ctx := context.Background()
 			c := firelocktest.NewClient(t)
 			f := &lateCommit{key: tc.keys[0], nth: 2, go_: make(chan struct{})}
-			conn, err := grpc.NewClient(os.Getenv("FIRESTORE_EMULATOR_HOST"),
-				grpc.WithTransportCredentials(insecure.NewCredentials()),
-				grpc.WithPerRPCCredentials(emulators.Admin{}),
-				grpc.WithUnaryInterceptor(f.intercept))
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { conn.Close() })
-			l := newLocker(t, c, lock.WithClientOptions(option.WithGRPCConn(conn)), lock.WithLeaseDuration(time.Minute))
+			l := intercepted(t, c, f.intercept, lock.WithLeaseDuration(time.Minute))
 			warmUp(t, l)
 			// b: an ended lease of another owner, or (reentrant) a live
 			// one of l's own owner; the fast path's create fails on it and
 			// the try's second commit, held on its way, writes over it.
 			var opts []lock.AcquireOption
 			var outer *lock.Lease
+			var err error
 			if tc.reentrant {
 				opts = append(opts, lock.Reentrant())
 				if outer, err = newLocker(t, c, lock.WithOwner(l.Owner()), lock.WithLeaseDuration(time.Minute)).TryAcquire(ctx, "b", lock.Reentrant()); err != nil {
@@ -381,15 +374,7 @@ func TestACreateHeldOnItsWayPastAnotherHoldIsNotSealed(t *testing.T) {
 	ctx := context.Background()
 	c := firelocktest.NewClient(t)
 	f := &lateCommit{key: "k", nth: 1, go_: make(chan struct{})}
-	conn, err := grpc.NewClient(os.Getenv("FIRESTORE_EMULATOR_HOST"),
-		grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithPerRPCCredentials(emulators.Admin{}),
-		grpc.WithUnaryInterceptor(f.intercept))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Close() })
-	l := newLocker(t, c, lock.WithClientOptions(option.WithGRPCConn(conn)), lock.WithLeaseDuration(time.Minute))
+	l := intercepted(t, c, f.intercept, lock.WithLeaseDuration(time.Minute))
 	warmUp(t, l)
 	other := newLocker(t, c)
 	got := make(chan *lock.Lease, 1)

@@ -284,15 +284,22 @@ func (f *lostAnswers) intercept(ctx context.Context, method string, req, reply a
 func lockerWithFaults(t *testing.T, f *lostAnswers, opts ...lock.Option) (*lock.Locker, *firestore.Client) {
 	t.Helper()
 	c := firelocktest.NewClient(t)
+	return intercepted(t, c, f.intercept, opts...), c
+}
+
+// intercepted is a Locker of c whose commits pass intercept, on the
+// emulator with no proxy.
+func intercepted(t *testing.T, c *firestore.Client, intercept grpc.UnaryClientInterceptor, opts ...lock.Option) *lock.Locker {
+	t.Helper()
 	conn, err := grpc.NewClient(os.Getenv("FIRESTORE_EMULATOR_HOST"),
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithPerRPCCredentials(emulators.Admin{}),
-		grpc.WithUnaryInterceptor(f.intercept))
+		grpc.WithUnaryInterceptor(intercept))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { conn.Close() })
-	return newLocker(t, c, append([]lock.Option{lock.WithClientOptions(option.WithGRPCConn(conn))}, opts...)...), c
+	return newLocker(t, c, append([]lock.Option{lock.WithClientOptions(option.WithGRPCConn(conn))}, opts...)...)
 }
 
 // A grant that landed but whose answer was lost was sent again by the
