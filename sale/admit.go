@@ -147,7 +147,11 @@ type Admitter struct {
 	// constant of that name.
 	seatMapMisses  func(seat string) bool
 	seatMapRefresh time.Duration
-	metrics        *admitMetrics
+	// seatMapDeaf: the seat map's listeners it names (1 the first, 2 the
+	// next, ...) send nothing, not even a first snapshot, as the emulator's
+	// listeners did for half a minute under a burst.
+	seatMapDeaf func(listener int) bool
+	metrics     *admitMetrics
 }
 
 // Admitter returns an admitter with an owner ID of its own.

@@ -186,6 +186,7 @@ type seatMapPublisher struct {
 	// the seat changes they carried (a read each), and the map's writes.
 	snapshots, changes, writes int
 	refreshes                  int // fresh reads that found the listener wrong
+	direct                     int // reads of every seat by the publisher itself (readAfresh)
 	// For the admitter's counts: the changes the listener brought (and the
 	// publisher took) in the last seatMapKept, oldest first; since: the
 	// earliest read time they tell the listener's state at (its first
@@ -225,7 +226,7 @@ func (a *Admitter) publishSeatMap(ctx context.Context, id string, lease *lock.Le
 	}
 	a.s.o.log.Info("sale: seat map: stopped publishing", "screeningId", id,
 		"snapshots", p.snapshots, "seatChanges", p.changes, "writes", p.writes,
-		"refreshesForCounts", p.counted, "refreshesThatFoundMisses", p.refreshes)
+		"refreshesForCounts", p.counted, "refreshesThatFoundMisses", p.refreshes, "directReads", p.direct)
 }
 
 // publishSeatMapOnce brings the seat map up to date once, for a run of one
@@ -336,12 +337,21 @@ func (p *seatMapPublisher) run(ctx context.Context, checks <-chan seatCheck) err
 	deliveries := make(chan delivery, 1)
 	gen := 0
 	var stopListener context.CancelFunc = func() {}
+	// A fresh listener's first snapshot is awaited seatMapBehind at most;
+	// then the publisher reads every seat itself (readAfresh).
+	firstLate := time.NewTimer(time.Hour)
+	defer firstLate.Stop()
 	listen := func() {
 		stopListener()
 		gen++
+		resetTimer(firstLate, seatMapBehind)
 		lctx, stop := context.WithCancel(ctx)
 		stopListener = stop
 		go func(gen int) {
+			if p.a.seatMapDeaf != nil && p.a.seatMapDeaf(gen) {
+				<-lctx.Done()
+				return
+			}
 			it := p.seatsRef().Snapshots(lctx)
 			defer it.Stop()
 			for {
@@ -389,6 +399,19 @@ func (p *seatMapPublisher) run(ctx context.Context, checks <-chan seatCheck) err
 			fresh = true
 			p.mismatched, p.checks = 0, nil
 			continue
+		case <-firstLate.C:
+			if !fresh {
+				continue
+			}
+			if err := p.readAfresh(ctx, ready); err != nil {
+				if ctx.Err() != nil {
+					return nil
+				}
+				p.a.s.o.log.Warn("sale: seat map: reading every seat", "screeningId", p.id, "error", err.Error())
+				resetTimer(firstLate, seatMapRetry)
+				continue
+			}
+			fresh, ready = false, true
 		case c := <-checks:
 			if !ready || fresh { // a fresh read is on its way
 				continue
@@ -419,6 +442,9 @@ func (p *seatMapPublisher) run(ctx context.Context, checks <-chan seatCheck) err
 				p.mismatched, p.checks = 0, nil
 				continue
 			}
+			if d.snap.ReadTime.Before(p.readTime) {
+				continue // older than what the publisher read itself meanwhile (readAfresh)
+			}
 			if fresh {
 				p.replace(d.snap, ready)
 				fresh = false
@@ -447,14 +473,19 @@ func (p *seatMapPublisher) run(ctx context.Context, checks <-chan seatCheck) err
 		} else if err == nil {
 			failures, cancelled = 0, 0
 		}
-		if !timer.Stop() {
-			select {
-			case <-timer.C:
-			default:
-			}
-		}
-		timer.Reset(wait)
+		resetTimer(timer, wait)
 	}
+}
+
+// resetTimer makes t fire after d, whether or not it has fired meanwhile.
+func resetTimer(t *time.Timer, d time.Duration) {
+	if !t.Stop() {
+		select {
+		case <-t.C:
+		default:
+		}
+	}
+	t.Reset(d)
 }
 
 // retryPublish is how soon a publish that failed with err is tried again,
@@ -474,17 +505,50 @@ func retryPublish(err error, cancelled int) time.Duration {
 // (compare: it knew some). The counts are judged on this state from its
 // read time on.
 func (p *seatMapPublisher) replace(snap *firestore.QuerySnapshot, compare bool) {
-	old := p.seats
-	p.seats = map[string]seatSeen{}
 	p.snapshots++
 	p.changes += len(snap.Changes)
+	var docs []*firestore.DocumentSnapshot
 	for _, c := range snap.Changes {
 		if c.Kind != firestore.DocumentRemoved {
-			p.seats[c.Doc.Ref.ID] = seen(c.Doc)
+			docs = append(docs, c.Doc)
 		}
 	}
-	p.history, p.since, p.checks, p.mismatched = nil, snap.ReadTime, nil, 0
-	p.took(snap.ReadTime, time.Now())
+	p.replaceSeats(docs, snap.ReadTime, compare)
+}
+
+// readAfresh reads every seat document itself, when a fresh listener has
+// sent nothing for seatMapBehind (the emulator's listeners have sent
+// nothing for half a minute under a burst, while the store took the
+// writes), and takes them as replace does. The listener goes on: its
+// snapshots older than this read are passed over.
+func (p *seatMapPublisher) readAfresh(ctx context.Context, compare bool) error {
+	rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	asked := p.now()
+	docs, err := p.seatsRef().Documents(rctx).GetAll()
+	if err != nil {
+		return err
+	}
+	readTime := asked // no seat document: every seat free, as of no earlier than the ask
+	if len(docs) > 0 {
+		readTime = docs[0].ReadTime
+	}
+	p.direct++
+	p.a.s.o.log.Info("sale: seat map: a fresh listener sent nothing; read every seat", "screeningId", p.id, "waited", seatMapBehind.String(), "seats", len(docs))
+	p.replaceSeats(docs, readTime, compare)
+	return nil
+}
+
+// replaceSeats takes docs, every seat document as read at readTime, in
+// place of what the publisher knew (see replace).
+func (p *seatMapPublisher) replaceSeats(docs []*firestore.DocumentSnapshot, readTime time.Time, compare bool) {
+	old := p.seats
+	p.seats = map[string]seatSeen{}
+	for _, d := range docs {
+		p.seats[d.Ref.ID] = seen(d)
+	}
+	p.history, p.since, p.checks, p.mismatched = nil, readTime, nil, 0
+	p.took(readTime, time.Now())
 	missed := 0
 	for id, s := range p.seats {
 		if o, ok := old[id]; !ok || !o.same(s) {

@@ -113,6 +113,36 @@ func TestTheSeatMapRepairsAChangeItsListenerMissed(t *testing.T) {
 	}
 }
 
+// A fresh listener that sends nothing, not even its first snapshot, does
+// not leave the map as it was until the periodic full read: within
+// seatMapBehind the publisher reads every seat itself. (On the emulator,
+// under a burst, the listeners sent nothing for half a minute: CI 11-29
+// 18:20, TestTheSeatMapsCountsRaiseNoFalseAlarmsUnderABurst.)
+func TestTheSeatMapIsRightWhenAFreshListenerSendsNothing(t *testing.T) {
+	t.Parallel() // its own project; it mostly waits
+	e := newEnv(t, 2, 3, saleOpening(time.Now().Add(time.Hour), 60, 10, 60))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	maps := e.watchSeatMap(ctx)
+	a := e.admitter()
+	a.seatMapRefresh = time.Hour
+	a.seatMapMisses = func(seat string) bool { return seat == "A1" }
+	a.seatMapDeaf = func(listener int) bool { return listener > 1 }
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx, time.Now().Add(time.Minute)) }()
+	maps.waitFor(t, "......", 10*time.Second)
+
+	// The first listener misses A1; the counts ask for a fresh listener,
+	// which is deaf from then on.
+	e.setSeat("A1", booking.StatusBooked, time.Time{})
+	maps.waitFor(t, "b.....", 30*time.Second)
+	// Whatever comes next is read afresh too: the listeners stay deaf.
+	e.setSeat("B3", booking.StatusHeld, e.serverNow().Add(time.Hour))
+	maps.waitFor(t, "b....h", 30*time.Second)
+	cancel()
+	<-done
+}
+
 // A count is judged on the listener's state at its read time, once the
 // listener has caught up with it (a snapshot read seatMapSettle later), or
 // has sent nothing for seatMapLag (one still behind it seatMapBehind after
