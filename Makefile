@@ -17,7 +17,9 @@ run: deps
 # at a time, since each needs the two cores (side by side, the Go tests'
 # 1-3 s leases ran out: docs/testing.md):
 #  - every Go package, each on its own emulators (docs/testing.md says why
-#    not one shared), the longest started first (scripts/gopkgs.sh);
+#    not one shared), the longest started first (scripts/gopkgs.sh), the
+#    race detector's heap collected less often (GOGC=400: CPU, not memory,
+#    is what two cores lack);
 #  - the overload test (issue #41) alone: the load it measures is its own;
 #  - Vitest and Playwright in Chromium inside one local bundle (emulators,
 #    functions and the built app, started by cmd/firelock-local around them);
@@ -27,7 +29,7 @@ run: deps
 test: deps
 	@rm -f test-results/stages.txt
 	@$(MAKE) --no-print-directory -j --output-sync=target test-format test-vet test-web-check test-examples
-	$(STAGE) go-test go test -race -count=1 -timeout 20m $$(./scripts/gopkgs.sh)
+	$(STAGE) go-test env GOGC=400 go test -race -count=1 -timeout 20m $$(./scripts/gopkgs.sh)
 	$(STAGE) overload env FIRELOCK_OVERLOAD=1 go test -count=1 -run '^TestAdmitterKeepsItsLeaseWhileTheServerIsPastItsCap$$' ./functions/
 	$(STAGE) web go run ./cmd/firelock-local -port 0 -web preview -web-port 0 -schedule '' -env-file '' -log web/test-results/functions.log -- \
 		sh -c 'cd web && npm run --silent test && npm run --silent e2e' || \
@@ -66,7 +68,7 @@ bin/firelock:
 # scanner's offline verdicts in Chromium (the Playwright tests tagged
 # @bench; web/test-results/door-verdict-chromium.json).
 bench: deps
-	go run ./cmd/firelock-local -port 0 -web preview -web-port 0 -schedule '' -log bench-functions.log -- \
+	FIRELOCK_EMULATOR_JAVA_OPTS= go run ./cmd/firelock-local -port 0 -web preview -web-port 0 -schedule '' -log bench-functions.log -- \
 		sh -c 'go run ./cmd/bench && npm --prefix web run --silent bench && cd web && E2E_BENCH=1 npx playwright test'
 
 # Lighthouse's mobile audit of the built app's seat map (issue #50), inside

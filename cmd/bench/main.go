@@ -78,6 +78,9 @@ var scenarios []scenario
 var stats = &rpcstats.Stats{}
 
 func main() {
+	// The emulator's own speed is part of what this measures: its JVM
+	// compiles as it would anywhere (tests run it lean).
+	emulators.FullJIT = true
 	var cfg config
 	var only, jsonPath string
 	flag.DurationVar(&cfg.duration, "duration", 3*time.Second, "how long each throughput variant runs")

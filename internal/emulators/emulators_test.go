@@ -67,3 +67,55 @@ func TestMissingPrerequisiteIsNotRetried(t *testing.T) {
 		t.Fatalf("error %q does not say what to install", err)
 	}
 }
+
+// The Java emulators run lean by default, as the JVM's defaults when a
+// program asks (FullJIT), and as FIRELOCK_EMULATOR_JAVA_OPTS says wherever
+// it is set, even empty.
+func TestJavaEmulatorsTakeTheirJVMOptions(t *testing.T) {
+	firestoreArgs := func() string {
+		t.Helper()
+		cmd, err := command(Firestore, 1)
+		if err != nil {
+			t.Skip(err) // no Java or emulator here: nothing to start
+		}
+		return strings.Join(cmd.Args, " ")
+	}
+	pubsubEnv := func() string {
+		t.Helper()
+		cmd, err := command(PubSub, 1)
+		if err != nil {
+			t.Skip(err)
+		}
+		last := "" // os/exec passes the last of a name's values
+		for _, e := range cmd.Env {
+			if strings.HasPrefix(e, "JAVA_OPTS=") {
+				last = e
+			}
+		}
+		return last
+	}
+	if got := firestoreArgs(); !strings.Contains(got, " "+leanJava+" -Duser.language=en") {
+		t.Errorf("firestore by default: %q, want the lean options before the class path", got)
+	}
+	if got := pubsubEnv(); got != "JAVA_OPTS="+leanJava {
+		t.Errorf("pubsub by default: %q, want JAVA_OPTS=%s", got, leanJava)
+	}
+	FullJIT = true
+	got := firestoreArgs()
+	FullJIT = false
+	if strings.Contains(got, "-XX:") {
+		t.Errorf("firestore with FullJIT: %q, want the JVM's defaults", got)
+	}
+	t.Setenv("FIRELOCK_EMULATOR_JAVA_OPTS", "")
+	if got := firestoreArgs(); strings.Contains(got, "-XX:") {
+		t.Errorf("firestore with FIRELOCK_EMULATOR_JAVA_OPTS empty: %q, want no options", got)
+	}
+	t.Setenv("FIRELOCK_EMULATOR_JAVA_OPTS", "-Xmx1g")
+	if got := firestoreArgs(); !strings.Contains(got, " -Xmx1g -Duser.language=en") || strings.Contains(got, "-XX:") {
+		t.Errorf("firestore with FIRELOCK_EMULATOR_JAVA_OPTS=-Xmx1g: %q, want just that", got)
+	}
+	t.Setenv("JAVA_OPTS", "-Dx=1")
+	if got := pubsubEnv(); got != "JAVA_OPTS=-Dx=1 -Xmx1g" {
+		t.Errorf("pubsub with JAVA_OPTS set: %q, want it kept, the options after it", got)
+	}
+}
