@@ -131,6 +131,9 @@ type Admitter struct {
 	// commit, leaving its leases to end by themselves.
 	ignoreLimits bool
 	crash        func(admitted int64) bool
+	// beforeCount runs in a step after its read time is taken, before its
+	// counts.
+	beforeCount func()
 	// afterCount runs between a step's counts and its admitting
 	// transaction; minute says the counts closed a minute.
 	afterCount func(minute bool)
@@ -565,6 +568,9 @@ func (a *Admitter) step(r *saleRun) (time.Duration, bool, error) {
 		}
 	}
 
+	if a.beforeCount != nil {
+		a.beforeCount()
+	}
 	c, err := a.count(ctx, r, sc, scErr == nil, t0)
 	if err != nil {
 		return 0, false, err
@@ -709,9 +715,11 @@ func (a *Admitter) countUntil(ctx context.Context, r *saleRun, sc booking.Screen
 		wg.Go(func() { c.booked, errs[1] = countOf(ctx, seats.Where("status", "==", booking.StatusBooked), nil) })
 		wg.Go(func() { c.held, errs[2] = countOf(ctx, seats.Where("heldUntil", ">", now), nil) })
 	} else {
-		wg.Go(func() { c.booked, c.held, errs[1] = a.seatsAt(ctx, seats, now) })
+		wg.Go(func() { c.booked, c.held, c.live, errs[1] = a.seatsAt(ctx, r.id, seats, now) })
 	}
-	wg.Go(func() { c.live, errs[3] = a.live(ctx, r.id, now, nil) })
+	if closing {
+		wg.Go(func() { c.live, errs[3] = a.live(ctx, r.id, now, nil) })
+	}
 	if m := r.st.Minute; m.Key != "" && (closing || a.s.o.minuteKey(now) > m.Key) {
 		// Made from the minute's start until now: a minute no admitter
 		// looked after is counted into this one.
@@ -734,23 +742,28 @@ func (a *Admitter) countUntil(ctx context.Context, r *saleRun, sc booking.Screen
 	return c, errors.Join(errs[:]...)
 }
 
-// seatsAt counts the seats booked and the seats held at t (heldUntil after
-// t) as they were at t, a time Firestore has read at: both in one read-only
-// transaction at read time t (the only way the Go client runs an
-// aggregation at a read time: AggregationQuery.Get ignores a query's
-// WithReadOptions), which locks nothing. The seat map's publisher compares
-// the two with its listener's state at exactly t (seatCheck).
-func (a *Admitter) seatsAt(ctx context.Context, seats *firestore.CollectionRef, t time.Time) (booked, held int64, err error) {
+// seatsAt counts the seats booked, the seats held at t (heldUntil after t)
+// and the passes live at t as they were at t, a time Firestore has read at:
+// all in one read-only transaction at read time t (the only way the Go
+// client runs an aggregation at a read time: AggregationQuery.Get ignores a
+// query's WithReadOptions), which locks nothing. The seat map's publisher
+// compares the seats with its listener's state at exactly t (seatCheck).
+// The passes are of the same state: a booking of the last seats ends its
+// pass in the same commit, so a step never sees the pass gone and the seats
+// still free, and admits nobody into a sale that is sold out
+// (TestNobodyIsAdmittedByCountsThatStraddleTheLastBooking).
+func (a *Admitter) seatsAt(ctx context.Context, id string, seats *firestore.CollectionRef, t time.Time) (booked, held, live int64, err error) {
 	t = t.Truncate(time.Microsecond) // Firestore refuses a finer read time
 	err = a.s.client.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
-		var errs [2]error
+		var errs [3]error
 		var wg sync.WaitGroup
 		wg.Go(func() { booked, errs[0] = countOf(ctx, seats.Where("status", "==", booking.StatusBooked), tx) })
 		wg.Go(func() { held, errs[1] = countOf(ctx, seats.Where("heldUntil", ">", t), tx) })
+		wg.Go(func() { live, errs[2] = a.live(ctx, id, t, tx) })
 		wg.Wait()
 		return errors.Join(errs[:]...)
 	}, firestore.TransactionReadTime(t))
-	return booked, held, err
+	return booked, held, live, err
 }
 
 // live counts the passes live at now: admitted, passUntil after now.

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -669,5 +670,77 @@ func TestSaleNumbersGoOutAtTheirCadence(t *testing.T) {
 	}
 	if last := seen[len(seen)-1]; last.Admitted < 3 {
 		t.Errorf("the last update shows %d admitted, want the line's progress published", last.Admitted)
+	}
+}
+
+// A step's counts are one state of the store, at the step's read time: a
+// shopper who books the last seats (her pass done with the same commit)
+// after that time, while the step counts, leaves it either her live pass
+// and her held seats, or no pass and no seat: never a free slot beside
+// seats still free. So nobody is admitted to a sold-out sale. (The Playwright
+// queue test saw dave admitted after carol took the last seats: the live
+// passes were counted as they were now, the seats as at the read time.)
+func TestNobodyIsAdmittedByCountsThatStraddleTheLastBooking(t *testing.T) {
+	e := newEnv(t, 1, 2, saleOpening(time.Now().Add(time.Hour), 600, 1, 60))
+	ctx := context.Background()
+	e.join("u1")
+	e.join("u2")
+	e.setSale(map[string]any{"opensAt": e.serverNow()})
+	a := e.admitter()
+	var armed atomic.Bool
+	var first atomic.Value // the uid admitted first
+	var fired atomic.Bool
+	a.beforeCount = func() {
+		if !armed.Load() || fired.Swap(true) {
+			return
+		}
+		// She books both seats: the seats booked and her pass done, in one
+		// commit, landing after the step's read time.
+		uid := first.Load().(string)
+		err := e.fs.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
+			for _, s := range []string{"A1", "A2"} {
+				ref := e.fs.Collection(booking.Screenings).Doc(e.id).Collection(booking.SeatsCollection).Doc(s)
+				if err := tx.Set(ref, map[string]any{"status": booking.StatusBooked, "bookingId": "b1"}); err != nil {
+					return err
+				}
+			}
+			return tx.Update(e.svc.Pass(e.id, uid), []firestore.Update{{Path: "status", Value: StatusDone}})
+		})
+		if err != nil {
+			t.Errorf("book the last seats: %v", err)
+		}
+	}
+	runDone := make(chan error, 1)
+	go func() { runDone <- e.run(a, 8*time.Second) }()
+	deadline := time.Now().Add(6 * time.Second)
+	for first.Load() == nil && time.Now().Before(deadline) {
+		for _, p := range e.places() {
+			if p.Status == StatusAdmitted {
+				first.Store(p.UID)
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if first.Load() == nil {
+		t.Fatal("nobody was admitted")
+	}
+	// She holds both seats, then the next step's counts straddle her booking.
+	until := e.serverNow().Add(time.Minute)
+	e.setSeat("A1", booking.StatusHeld, until)
+	e.setSeat("A2", booking.StatusHeld, until)
+	armed.Store(true)
+	if err := <-runDone; err != nil {
+		t.Fatal(err)
+	}
+	if !fired.Load() {
+		t.Fatal("no step counted after the seats were held")
+	}
+	for _, p := range e.places() {
+		if p.UID != first.Load().(string) && p.Status != StatusWaiting {
+			t.Errorf("%s is %s in a sold-out sale, want waiting", p.UID, p.Status)
+		}
+	}
+	if st := e.public().State; st != StateSoldOut {
+		t.Errorf("the sale is %q, want %q", st, StateSoldOut)
 	}
 }
