@@ -96,11 +96,31 @@ func (s *Service) take(ctx context.Context, c *claim) (*firestore.DocumentSnapsh
 				return nil, err
 			}
 		}
+	} else if c.decided == nil && !s.taken.any(refs) {
+		// Reading first, for seats not known taken: of this instance's
+		// requests for a seat, one at a time reads and commits; the others
+		// wait for it and then read once. When it took the seat, they lose
+		// in that one read, instead of each reading, losing its commit to
+		// it, and reading again to learn why (issue #51: a crowd of
+		// shoppers sees a lapsed hold's seat free on the map at once).
+		// Seats known taken are read at once: those requests lose anyway.
+		if wait, leave := s.flights.join(refs); wait != nil {
+			select {
+			case <-wait:
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		} else {
+			defer leave()
+		}
 	}
 	return s.takeRead(ctx, c, refs)
 }
 
-// flights are the one-commit attempts in flight in this instance, by seat.
+// flights are the attempts to take seats in flight in this instance, by
+// seat: one-commit attempts, and requests that read first for seats not
+// known taken. A request that finds one on a seat it wants waits for it to
+// end, then reads.
 type flights struct {
 	mu sync.Mutex
 	m  map[string]chan struct{} // seat document path -> closed when its attempt ends
