@@ -43,11 +43,11 @@ type claim struct {
 	// (HoldBest's): take commits on that decision first, without a read.
 	decided *decision
 	// flight is this claim's attempt in flight on its seats, if it leads
-	// one (take); heldBy are seats (document paths) it waited for another
-	// attempt to take, which took them within this request (await): they
-	// are taken, and not read.
+	// one (take); heldBy are seats (document path -> StatusHeld or
+	// StatusBooked) it waited for another attempt to take, which took them
+	// within this request (await): they are taken, and not read.
 	flight *flight
-	heldBy map[string]bool
+	heldBy map[string]string
 }
 
 // decision is a claim decided on a read made before take: at Firestore
@@ -136,9 +136,10 @@ type flights struct {
 // it reads them after.
 type flight struct {
 	done chan struct{} // closed when the attempt ends
-	// took: the seats (document paths) the attempt's commit took, and
-	// sent: when that commit was sent (local clock); none if it took none.
-	took    map[string]bool
+	// took: the seats (document path -> StatusHeld or StatusBooked) the
+	// attempt's commit took, and sent: when that commit was sent (local
+	// clock); none if it took none.
+	took    map[string]string
 	sent    time.Time
 	release func()
 }
@@ -157,9 +158,13 @@ func (c *claim) tookSeats(refs []*firestore.DocumentRef, sent time.Time, now tim
 	if c.until != nil && !c.committed.Before(c.until(now)) {
 		return
 	}
-	f.took = make(map[string]bool, len(refs))
+	state := StatusHeld
+	if c.kind == ClaimBooking {
+		state = StatusBooked
+	}
+	f.took = make(map[string]string, len(refs))
 	for _, r := range refs {
-		f.took[r.Path] = true
+		f.took[r.Path] = state
 	}
 	f.sent = sent
 }
@@ -184,11 +189,11 @@ func (s *Service) await(ctx context.Context, c *claim, f *flight, refs []*firest
 		return nil
 	}
 	for _, r := range refs {
-		if f.took[r.Path] {
+		if st, ok := f.took[r.Path]; ok {
 			if c.heldBy == nil {
-				c.heldBy = map[string]bool{}
+				c.heldBy = map[string]string{}
 			}
-			c.heldBy[r.Path] = true
+			c.heldBy[r.Path] = st
 		}
 	}
 	return nil
@@ -407,7 +412,7 @@ func (s *Service) takeRead(ctx context.Context, c *claim, refs []*firestore.Docu
 		all = append(all, pass...)
 		var read []int // the seats read: all but those known taken (heldBy)
 		for i, ref := range refs {
-			if !c.heldBy[ref.Path] {
+			if _, known := c.heldBy[ref.Path]; !known {
 				all = append(all, ref)
 				read = append(read, i)
 			}
@@ -630,12 +635,13 @@ func (s *Service) refuseBySeats(c *claim, got cached, pass, seats []*firestore.D
 
 // seatStates are c's seats' states at now (seatState): as read (seats),
 // or, for those it knows taken by another attempt within this request and
-// did not read (heldBy, seats[i] nil), held.
+// did not read (heldBy, seats[i] nil), as that attempt took them (held, or
+// booked).
 func (c *claim) seatStates(refs []*firestore.DocumentRef, seats []*firestore.DocumentSnapshot, now time.Time) []string {
 	states := make([]string, len(refs))
 	for i, ref := range refs {
-		if seats[i] == nil && c.heldBy[ref.Path] {
-			states[i] = StatusHeld
+		if st, known := c.heldBy[ref.Path]; known && seats[i] == nil {
+			states[i] = st
 			continue
 		}
 		states[i] = seatState(seats[i], now)
