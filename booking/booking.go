@@ -152,6 +152,9 @@ type hooks struct {
 	// read: the claim's own document first, then the screening, the pass
 	// (under a gate) and the seats.
 	batchRead func(snaps []*firestore.DocumentSnapshot)
+	// awaiting runs when a request begins to wait for another attempt on
+	// its seats (flights).
+	awaiting func()
 	// noSeatPrecondition plants a bug: seats are written without their
 	// preconditions (a blind overwrite of whoever has them).
 	noSeatPrecondition bool
@@ -340,17 +343,17 @@ func (s *Service) Book(ctx context.Context, executionID string, r Request) (_ Bo
 	return b, false, nil
 }
 
-// decide answers whether seats (their snapshots, read at now) can be taken:
+// decide answers whether seats (their states at now: seatState) can be taken:
 // ErrScreeningStarted once the screening has begun (a screening without
 // startsAt has no cutoff), else ErrSeatTaken naming the booked seats, else
 // ErrSeatHeld naming those under a live hold, else nil.
-func (sc Screening) decide(seats []string, snaps []*firestore.DocumentSnapshot, now time.Time) error {
+func (sc Screening) decide(seats []string, states []string, now time.Time) error {
 	if sc.started(now) {
 		return ErrScreeningStarted
 	}
 	var taken, held []string
-	for i, snap := range snaps {
-		switch seatState(snap, now) {
+	for i, st := range states {
+		switch st {
 		case StatusBooked:
 			taken = append(taken, seats[i])
 		case StatusHeld:

@@ -42,6 +42,12 @@ type claim struct {
 	// decided, if set, is the claim decided on a read its caller made
 	// (HoldBest's): take commits on that decision first, without a read.
 	decided *decision
+	// flight is this claim's attempt in flight on its seats, if it leads
+	// one (take); heldBy are seats (document path -> StatusHeld or
+	// StatusBooked) it waited for another attempt to take, which took them
+	// within this request (await): they are taken, and not read.
+	flight *flight
+	heldBy map[string]string
 }
 
 // decision is a claim decided on a read made before take: at Firestore
@@ -83,55 +89,143 @@ func (s *Service) take(ctx context.Context, c *claim) (*firestore.DocumentSnapsh
 		// one commit; the others wait for it and then read: when it won,
 		// they lose in that one read instead of queueing their own doomed
 		// commits on the seat's document behind it.
-		if wait, leave := s.flights.join(refs); wait != nil {
-			select {
-			case <-wait:
-			case <-ctx.Done():
-				return nil, ctx.Err()
+		if f, mine := s.flights.join(refs); f != nil {
+			if err := s.await(ctx, c, f, refs); err != nil {
+				return nil, err
 			}
 		} else {
+			c.flight = mine
 			done, err := s.takeFast(ctx, c, refs, now)
-			leave()
+			mine.end()
+			c.flight = nil
 			if done || err != nil {
 				return nil, err
 			}
+		}
+	} else if c.decided == nil && !s.taken.any(refs) {
+		// Reading first, for seats not known taken: of this instance's
+		// requests for a seat, one at a time reads and commits; the others
+		// wait for it and then read once. When it took the seat, they lose
+		// in that one read, instead of each reading, losing its commit to
+		// it, and reading again to learn why (issue #51: a crowd of
+		// shoppers sees a lapsed hold's seat free on the map at once).
+		// Seats known taken are read at once: those requests lose anyway.
+		if f, mine := s.flights.join(refs); f != nil {
+			if err := s.await(ctx, c, f, refs); err != nil {
+				return nil, err
+			}
+		} else {
+			c.flight = mine
+			defer mine.end()
 		}
 	}
 	return s.takeRead(ctx, c, refs)
 }
 
-// flights are the one-commit attempts in flight in this instance, by seat.
+// flights are the attempts to take seats in flight in this instance, by
+// seat: one-commit attempts, and requests that read first for seats not
+// known taken. A request that finds one on a seat it wants waits for it to
+// end, then reads.
 type flights struct {
 	mu sync.Mutex
-	m  map[string]chan struct{} // seat document path -> closed when its attempt ends
+	m  map[string]*flight // seat document path -> the attempt on it
 }
 
-// join returns a channel that closes when another attempt on one of refs
-// ends, or, when there is none, registers this attempt on all of refs and
-// returns the function that ends it.
-func (f *flights) join(refs []*firestore.DocumentRef) (<-chan struct{}, func()) {
+// flight is one attempt in flight. Its request sets took and sent when a
+// commit of its took seats, before done closes; a request that waited for
+// it reads them after.
+type flight struct {
+	done chan struct{} // closed when the attempt ends
+	// took: the seats (document path -> StatusHeld or StatusBooked) the
+	// attempt's commit took, and sent: when that commit was sent (local
+	// clock); none if it took none.
+	took    map[string]string
+	sent    time.Time
+	release func()
+}
+
+// end ends the attempt: the seats are free for the next, and its waiters go on.
+func (f *flight) end() { f.release() }
+
+// tookSeats records that the attempt's commit, sent at sent, took refs:
+// the seats were c's from its commit time on (a hold's until its end,
+// which the commit landed before, or it is not recorded).
+func (c *claim) tookSeats(refs []*firestore.DocumentRef, sent time.Time, now time.Time) {
+	f := c.flight
+	if f == nil || c.committed.IsZero() || c.landedLate(nil) {
+		return
+	}
+	if c.until != nil && !c.committed.Before(c.until(now)) {
+		return
+	}
+	state := StatusHeld
+	if c.kind == ClaimBooking {
+		state = StatusBooked
+	}
+	f.took = make(map[string]string, len(refs))
+	for _, r := range refs {
+		f.took[r.Path] = state
+	}
+	f.sent = sent
+}
+
+// await waits for the attempt f on some of c's seats refs to end. Of refs, those
+// its commit took are known to c as taken (c.heldBy), if that commit was
+// sent after c began waiting: it landed within c's request, so at its
+// commit time they were taken, and c may be refused on them without
+// reading them (takeRead). A commit sent earlier may have landed before
+// c's request began, and the seats freed since: c reads them.
+func (s *Service) await(ctx context.Context, c *claim, f *flight, refs []*firestore.DocumentRef) error {
+	joined := time.Now()
+	if h := s.hooks.awaiting; h != nil {
+		h()
+	}
+	select {
+	case <-f.done:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	if len(f.took) == 0 || !f.sent.After(joined) {
+		return nil
+	}
+	for _, r := range refs {
+		if st, ok := f.took[r.Path]; ok {
+			if c.heldBy == nil {
+				c.heldBy = map[string]string{}
+			}
+			c.heldBy[r.Path] = st
+		}
+	}
+	return nil
+}
+
+// join returns the attempt on one of refs in flight, to wait for, or,
+// when there is none, registers this attempt on all of refs and returns it
+// (nil, and the attempt, which its end ends).
+func (f *flights) join(refs []*firestore.DocumentRef) (*flight, *flight) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for _, r := range refs {
-		if ch, ok := f.m[r.Path]; ok {
-			return ch, nil
+		if fl, ok := f.m[r.Path]; ok {
+			return fl, nil
 		}
 	}
 	if f.m == nil {
-		f.m = map[string]chan struct{}{}
+		f.m = map[string]*flight{}
 	}
-	ch := make(chan struct{})
+	fl := &flight{done: make(chan struct{})}
 	for _, r := range refs {
-		f.m[r.Path] = ch
+		f.m[r.Path] = fl
 	}
-	return nil, func() {
+	fl.release = func() {
 		f.mu.Lock()
 		for _, r := range refs {
 			delete(f.m, r.Path)
 		}
 		f.mu.Unlock()
-		close(ch)
+		close(fl.done)
 	}
+	return nil, fl
 }
 
 // takenSeats remembers seats this instance saw taken (it took them, or a
@@ -232,6 +326,7 @@ func (s *Service) takeFast(ctx context.Context, c *claim, refs []*firestore.Docu
 		s.observe(res[0].UpdateTime, sent, c, now)
 		s.taken.mark(true, refs...)
 		c.committed = res[0].UpdateTime
+		c.tookSeats(refs, sent, now)
 		return true, nil
 	case isConflict(err):
 		return false, nil
@@ -315,7 +410,13 @@ func (s *Service) takeRead(ctx context.Context, c *claim, refs []*firestore.Docu
 			all = append(all, scRef)
 		}
 		all = append(all, pass...)
-		all = append(all, refs...)
+		var read []int // the seats read: all but those known taken (heldBy)
+		for i, ref := range refs {
+			if _, known := c.heldBy[ref.Path]; !known {
+				all = append(all, ref)
+				read = append(read, i)
+			}
+		}
 		sent := time.Now()
 		snaps, err := s.client.GetAll(ctx, all)
 		if err == nil && s.hooks.batchRead != nil {
@@ -341,7 +442,11 @@ func (s *Service) takeRead(ctx context.Context, c *claim, refs []*firestore.Docu
 		if got.err == nil {
 			c.startsAt = got.sc.StartsAt
 		}
-		passSnaps, seats := rest[:len(pass)], rest[len(pass):]
+		passSnaps := rest[:len(pass)]
+		seats := make([]*firestore.DocumentSnapshot, len(refs)) // nil: known taken, not read
+		for j, i := range read {
+			seats[i] = rest[len(pass)+j]
+		}
 		if snaps[0].Exists() { // this request's document: a retry, or our own lost answer
 			return snaps[0], nil
 		}
@@ -387,11 +492,12 @@ func (s *Service) takeRead(ctx context.Context, c *claim, refs []*firestore.Docu
 			return nil, ErrPaymentRequired // hold, then pay (CONTRACT §10)
 		}
 		decide := func() error {
-			err := got.sc.decide(c.seats, seats, now)
+			states := c.seatStates(refs, seats, now)
+			err := got.sc.decide(c.seats, states, now)
 			var se *SeatsError
 			if errors.As(err, &se) {
-				for i, seat := range seats {
-					if seatState(seat, now) != "" {
+				for i, st := range states {
+					if st != "" {
 						s.taken.mark(true, refs[i])
 					}
 				}
@@ -418,6 +524,9 @@ func (s *Service) takeRead(ctx context.Context, c *claim, refs []*firestore.Docu
 		}
 		if err := decide(); err != nil {
 			return nil, err
+		}
+		if len(c.heldBy) > 0 { // decide refused it: those seats are taken
+			return nil, fmt.Errorf("booking: a claim on seats known taken got past its decision")
 		}
 		//lint:ignore SA1019 WriteBatch is the only atomic multi-document write that costs one RPC.
 		b := s.client.Batch()
@@ -448,6 +557,7 @@ func (s *Service) takeRead(ctx context.Context, c *claim, refs []*firestore.Docu
 			if gated && len(passUps) > 0 {
 				c.pass = passSnaps[0].Ref
 			}
+			c.tookSeats(refs, sent, now)
 			return nil, nil
 		}
 		if !isConflict(err) && !isAmbiguous(err) {
@@ -509,17 +619,34 @@ func (s *Service) refuseBySeats(c *claim, got cached, pass, seats []*firestore.D
 			return nil
 		}
 	}
-	err := got.sc.decide(c.seats, seats, now)
+	states := c.seatStates(refs, seats, now)
+	err := got.sc.decide(c.seats, states, now)
 	var se *SeatsError
 	if !errors.As(err, &se) {
 		return nil
 	}
-	for i, seat := range seats {
-		if seatState(seat, now) != "" {
+	for i, st := range states {
+		if st != "" {
 			s.taken.mark(true, refs[i])
 		}
 	}
 	return err
+}
+
+// seatStates are c's seats' states at now (seatState): as read (seats),
+// or, for those it knows taken by another attempt within this request and
+// did not read (heldBy, seats[i] nil), as that attempt took them (held, or
+// booked).
+func (c *claim) seatStates(refs []*firestore.DocumentRef, seats []*firestore.DocumentSnapshot, now time.Time) []string {
+	states := make([]string, len(refs))
+	for i, ref := range refs {
+		if st, known := c.heldBy[ref.Path]; known && seats[i] == nil {
+			states[i] = st
+			continue
+		}
+		states[i] = seatState(seats[i], now)
+	}
+	return states
 }
 
 // owns: seat's document names c (a booking's bookingId, a hold's holdId):

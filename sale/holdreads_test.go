@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -88,5 +89,65 @@ func TestRefusedHoldsSkipTheScreeningPastItsCacheTTL(t *testing.T) {
 	t.Logf("reads of refusals 0, 10, 20, 30 s on: %v", reads)
 	if reads[len(reads)-1] != 3 {
 		t.Errorf("the last refusal, %v after the screening's first read, read %d documents, want 3", booking.ScreeningCacheTTL, reads[len(reads)-1])
+	}
+}
+
+// A crowd that asks for one seat at once, as the surge's shoppers do when
+// a walk-away's hold lapses and the map shows its seat free to everyone
+// watching: one of them gets it, and each of the others reads the
+// request's document, the pass and the seat once before it is refused.
+// Before, every request read, all but one lost the commit, and each read
+// again to learn why (issue #51: 5.2-5.9 reads a HoldSeats call in the
+// surge, 8-12 refused holds a seat sold).
+func TestACrowdForOneSeatReadsItOnceEach(t *testing.T) {
+	t.Parallel() // its own project
+	ctx := context.Background()
+	const crowd = 20
+	e := newEnv(t, 2, 10, saleOpening(time.Now().Add(-time.Minute), 600, crowd+10, 600))
+	svc, stats := e.statsService()
+	bk := booking.New(svc.client, booking.WithGate(svc))
+	t.Cleanup(bk.Close)
+	g := gateEnv{e, ctx}
+	e.holdFor(bk, "alice", "A1") // reads the screening, and starts its listener
+	for i := range crowd {
+		g.pass(e.id, fmt.Sprintf("u%02d", i), StatusAdmitted, time.Now().Add(10*time.Minute), nil)
+	}
+	time.Sleep(500 * time.Millisecond) // the listener's first snapshot
+	before := stats.Snapshot()
+	start := make(chan struct{})
+	errs := make([]error, crowd)
+	var wg sync.WaitGroup
+	for i := range crowd {
+		wg.Go(func() {
+			<-start
+			_, _, errs[i] = bk.Hold(ctx, "e", booking.Request{UID: fmt.Sprintf("u%02d", i), ScreeningID: e.id, Seats: []string{"B5"}, RequestID: "r"}, 5*time.Minute)
+		})
+	}
+	close(start)
+	wg.Wait()
+	reads := stats.Snapshot().Sub(before).Reads
+	held, refused := 0, 0
+	for i, err := range errs {
+		switch {
+		case err == nil:
+			held++
+		case errors.Is(err, booking.ErrSeatHeld):
+			refused++
+		default:
+			t.Errorf("u%02d: %v", i, err)
+		}
+	}
+	t.Logf("%d holds of one seat at once: %d held, %d refused, %d reads", crowd, held, refused, reads)
+	if held != 1 || refused != crowd-1 {
+		t.Fatalf("%d held, %d refused, want 1 and %d", held, refused, crowd-1)
+	}
+	// Each: its document, its pass, the seat; the one that holds it also
+	// the screening, read afresh before it writes. (Those that waited for
+	// it while its commit was sent do not read the seat either: 42 reads
+	// here, 2 each; booking's TestACrowdWaitingForTheSeatsTakerDoesNotReadThem
+	// counts that exactly. A request that came after the commit was sent
+	// reads it, so this bound leaves room for it.)
+	if want := 3*crowd + 1; reads > want {
+		t.Errorf("%d holds of one seat at once read %d documents, want %d at most (3 each, and the screening once)", crowd, reads, want)
 	}
 }
