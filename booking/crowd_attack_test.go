@@ -29,11 +29,7 @@ func crowdScreening(t *testing.T, ids []string, startsIn time.Duration) (*Servic
 	svc := New(fs)
 	t.Cleanup(svc.Close)
 	t.Cleanup(func() { checkSeats(t, fs) })
-	return svc, func() int {
-		svc.flights.mu.Lock()
-		defer svc.flights.mu.Unlock()
-		return len(svc.flights.m)
-	}
+	return svc, svc.flightsLen
 }
 
 // A waiter whose leader hangs returns at its own deadline, and the map

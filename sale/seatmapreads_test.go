@@ -85,16 +85,10 @@ func TestTheSeatMapReadsEverySeatOnce(t *testing.T) {
 // each is found by a fresh read the counts asked for.
 func TestTheSeatMapRepairsAChangeItsListenerMissed(t *testing.T) {
 	t.Parallel() // its own project; it mostly waits
-	e := newEnv(t, 2, 3, saleOpening(time.Now().Add(time.Hour), 60, 10, 60))
-	ctx, cancel := context.WithCancel(context.Background())
+	e, maps, cancel, done := startMissingAdmitter(t, func(a *Admitter) {
+		a.seatMapMisses = func(seat string) bool { return seat == "A1" || seat == "B2" }
+	})
 	defer cancel()
-	maps := e.watchSeatMap(ctx)
-	a := e.admitter()
-	a.seatMapRefresh = time.Hour
-	a.seatMapMisses = func(seat string) bool { return seat == "A1" || seat == "B2" }
-	done := make(chan error, 1)
-	go func() { done <- a.Run(ctx, time.Now().Add(time.Minute)) }()
-	maps.waitFor(t, "......", 10*time.Second)
 
 	e.setSeat("A1", booking.StatusBooked, time.Time{})
 	maps.waitFor(t, "b.....", 30*time.Second)
@@ -113,6 +107,24 @@ func TestTheSeatMapRepairsAChangeItsListenerMissed(t *testing.T) {
 	}
 }
 
+// startMissingAdmitter runs an admitter for a minute over a 2×3 hall whose
+// sale opens in an hour, its full read an hour away, with faults planted
+// by plant, and waits for the map of free seats.
+func startMissingAdmitter(t *testing.T, plant func(*Admitter)) (*env, *seatMapVersions, context.CancelFunc, chan error) {
+	t.Helper()
+	e := newEnv(t, 2, 3, saleOpening(time.Now().Add(time.Hour), 60, 10, 60))
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	maps := e.watchSeatMap(ctx)
+	a := e.admitter()
+	a.seatMapRefresh = time.Hour
+	plant(a)
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx, time.Now().Add(time.Minute)) }()
+	maps.waitFor(t, "......", 10*time.Second)
+	return e, maps, cancel, done
+}
+
 // A fresh listener that sends nothing, not even its first snapshot, does
 // not leave the map as it was until the periodic full read: within
 // seatMapBehind the publisher reads every seat itself. (On the emulator,
@@ -120,17 +132,11 @@ func TestTheSeatMapRepairsAChangeItsListenerMissed(t *testing.T) {
 // 18:20, TestTheSeatMapsCountsRaiseNoFalseAlarmsUnderABurst.)
 func TestTheSeatMapIsRightWhenAFreshListenerSendsNothing(t *testing.T) {
 	t.Parallel() // its own project; it mostly waits
-	e := newEnv(t, 2, 3, saleOpening(time.Now().Add(time.Hour), 60, 10, 60))
-	ctx, cancel := context.WithCancel(context.Background())
+	e, maps, cancel, done := startMissingAdmitter(t, func(a *Admitter) {
+		a.seatMapMisses = func(seat string) bool { return seat == "A1" }
+		a.seatMapDeaf = func(listener int) bool { return listener > 1 }
+	})
 	defer cancel()
-	maps := e.watchSeatMap(ctx)
-	a := e.admitter()
-	a.seatMapRefresh = time.Hour
-	a.seatMapMisses = func(seat string) bool { return seat == "A1" }
-	a.seatMapDeaf = func(listener int) bool { return listener > 1 }
-	done := make(chan error, 1)
-	go func() { done <- a.Run(ctx, time.Now().Add(time.Minute)) }()
-	maps.waitFor(t, "......", 10*time.Second)
 
 	// The first listener misses A1; the counts ask for a fresh listener,
 	// which is deaf from then on.
