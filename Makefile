@@ -13,36 +13,32 @@ run: deps
 # each stage's time and the budget). First the quick checks side by side:
 # gofmt, go vet, the web app's type check and lint, and examples/ (the
 # README's guide, a module of its own, so ./... leaves it out); make's
-# --output-sync prints each one's output whole when it ends. Then, one stage
-# at a time, since each needs the two cores (side by side, the Go tests'
-# 1-3 s leases ran out: docs/testing.md):
+# --output-sync prints each one's output whole when it ends. Then:
 #  - every Go package, each on its own emulators (docs/testing.md says why
-#    not one shared), the longest started first (scripts/gopkgs.sh), the
-#    race detector's heap collected less often (GOGC=400: CPU, not memory,
-#    is what two cores lack);
+#    not one shared), four at a time, the longest started first
+#    (scripts/gopkgs.sh): the long packages wait on leases, ticks and the
+#    fault proxy more than they compute (two at a time kept the machine 85 %
+#    idle), and the race detector's heap is collected less often (GOGC=400:
+#    CPU, not memory, is what two cores lack);
 #  - the overload test (issue #41) alone: the load it measures is its own;
 #  - Vitest and Playwright in Chromium inside one local bundle (emulators,
 #    functions and the built app, started by cmd/firelock-local around them);
-#  - a short bundle with App Check enforced (CONTRACT §12) for that spec alone;
-#  - last, the README's shell blocks as written against `make run` (its
-#    default ports).
+#  - last, side by side: a short bundle with App Check enforced (CONTRACT
+#    §12) for that spec alone, and the README's shell blocks as written
+#    against `make run` (its default ports; every other bundle takes free ones).
 test: deps
 	@rm -f test-results/stages.txt
 	@$(MAKE) --no-print-directory -j --output-sync=target test-format test-vet test-web-check test-examples
-	$(STAGE) go-test env GOGC=400 go test -race -count=1 -timeout 20m $$(./scripts/gopkgs.sh)
+	$(STAGE) go-test env GOGC=400 go test -race -count=1 -p 4 -timeout 20m $$(./scripts/gopkgs.sh)
 	$(STAGE) overload env FIRELOCK_OVERLOAD=1 go test -count=1 -run '^TestAdmitterKeepsItsLeaseWhileTheServerIsPastItsCap$$' ./functions/
 	$(STAGE) web go run ./cmd/firelock-local -port 0 -web preview -web-port 0 -schedule '' -env-file '' -log web/test-results/functions.log -- \
 		sh -c 'cd web && npm run --silent test && npm run --silent e2e' || \
 		{ echo "--- the functions' last log lines (web/test-results/functions.log):" >&2; \
 		  tail -n 40 web/test-results/functions.log >&2; exit 1; }
-	$(STAGE) web-appcheck go run ./cmd/firelock-local -port 0 -web preview -web-port 0 -schedule '' -env-file '' -appcheck enforce -log web/test-results/functions-appcheck.log -- \
-		sh -c 'cd web && npm run --silent e2e:appcheck' || \
-		{ echo "--- the functions' last log lines (web/test-results/functions-appcheck.log):" >&2; \
-		  tail -n 40 web/test-results/functions-appcheck.log >&2; exit 1; }
-	$(STAGE) readme env FIRELOCK_README_TEST=1 go test -count=1 -run '^TestREADME' ./internal/testkit/readme/
+	@$(MAKE) --no-print-directory -j --output-sync=target test-web-appcheck test-readme
 	@echo "stages (seconds; docs/testing.md keeps the budget):" && cat test-results/stages.txt
 
-.PHONY: test-format test-vet test-web-check test-examples
+.PHONY: test-format test-vet test-web-check test-examples test-web-appcheck test-readme
 test-format:
 	@$(STAGE) format sh -c 'gofmt -l . | (! grep .) || (echo "gofmt needed on the files above" >&2; exit 1)'
 test-vet:
@@ -51,6 +47,13 @@ test-web-check:
 	@$(STAGE) web-check sh -c 'cd web && npm run --silent check'
 test-examples:
 	@$(STAGE) examples sh -c 'cd examples && go vet ./... && go test -race -count=1 ./...'
+test-web-appcheck:
+	@$(STAGE) web-appcheck go run ./cmd/firelock-local -port 0 -web preview -web-port 0 -schedule '' -env-file '' -appcheck enforce -log web/test-results/functions-appcheck.log -- \
+		sh -c 'cd web && npm run --silent e2e:appcheck' || \
+		{ echo "--- the functions' last log lines (web/test-results/functions-appcheck.log):" >&2; \
+		  tail -n 40 web/test-results/functions-appcheck.log >&2; exit 1; }
+test-readme:
+	@$(STAGE) readme env FIRELOCK_README_TEST=1 go test -count=1 -run '^TestREADME' ./internal/testkit/readme/
 
 deps:
 	@./scripts/deps.sh

@@ -48,6 +48,7 @@ if [ -z "${CHROMIUM_PATH:-}" ] && [ ! -x /usr/bin/chromium-headless-shell ]; the
   fi
 fi
 
+installs=()
 if [ -f tools/package.json ]; then
   command -v npm >/dev/null || { echo "deps: npm not found; the Auth emulator needs Node.js 20+ (apt-get install nodejs npm)" >&2; exit 1; }
   if [ ! -x tools/node_modules/.bin/firebase ] || [ tools/package-lock.json -nt tools/node_modules/.package-lock.json ]; then
@@ -56,7 +57,8 @@ if [ -f tools/package.json ]; then
     # binary can be downloaded (minutes of silence on two cores). The Auth
     # emulator does not use it, and superstatic falls back without it.
     echo "deps: npm ci in tools/: firebase-tools for the Auth emulator, without native builds (once; offline after)" >&2
-    (cd tools && npm ci --omit=optional --no-audit --no-fund --loglevel=error)
+    (cd tools && npm ci --omit=optional --no-audit --no-fund --loglevel=error) &
+    installs+=($!)
   fi
 fi
 
@@ -66,6 +68,13 @@ if [ -f web/package.json ]; then
   command -v npm >/dev/null || { echo "deps: npm not found; web/ needs Node.js 20.19+ (apt-get install nodejs npm)" >&2; exit 1; }
   if [ ! -d web/node_modules ] || [ web/package-lock.json -nt web/node_modules/.package-lock.json ]; then
     echo "deps: npm ci in web/: the Firebase JS SDK, Vite, Vitest and Playwright's library (once, and again when web/package-lock.json changes)" >&2
-    (cd web && PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --no-audit --no-fund --loglevel=error)
+    (cd web && PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --no-audit --no-fund --loglevel=error) &
+    installs+=($!)
   fi
 fi
+
+# The two npm installs run side by side (mostly waiting on the registry and
+# the disk); a failed one fails this script.
+for pid in "${installs[@]}"; do
+  wait "$pid"
+done
