@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -141,7 +142,7 @@ func TestREADMECommandsRunAsWritten(t *testing.T) {
 	defer cancel()
 	var runOut bytes.Buffer
 	run := exec.CommandContext(ctx, "make", "run")
-	run.Dir, run.Stdout, run.Stderr = root, &runOut, &runOut
+	run.Dir, run.Stdout, run.Stderr, run.Env = root, &runOut, &runOut, userEnv(os.Environ())
 	run.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	run.Cancel = func() error { return syscall.Kill(-run.Process.Pid, syscall.SIGINT) }
 	run.WaitDelay = 30 * time.Second
@@ -177,12 +178,31 @@ func TestREADMECommandsRunAsWritten(t *testing.T) {
 	}
 
 	sh := exec.CommandContext(ctx, "bash", "-c", script.String())
-	sh.Dir = root
+	sh.Dir, sh.Env = root, userEnv(os.Environ())
 	out, err := sh.CombinedOutput()
 	if err != nil {
 		t.Fatalf("the README's commands failed (%v); the last block run is the last === line:\n%s\n--- make run's output:\n%s", err, out, runOut.String())
 	}
 	t.Logf("the README's commands:\n%s", out)
+}
+
+// userEnv is env without what an enclosing make passes to the commands it
+// runs (MAKEFLAGS, MFLAGS, MAKELEVEL): the README's commands run as a
+// person types them at a shell. Under make test's `-j --output-sync`, the
+// `make run` started here inherited output sync, so its output ("Press
+// Ctrl-C") came only when it ended, and the test waited out its 8 minutes
+// (fresh-clone run of 2026-11-29 21:26).
+func userEnv(env []string) []string {
+	var out []string
+	for _, kv := range env {
+		name, _, _ := strings.Cut(kv, "=")
+		switch name {
+		case "MAKEFLAGS", "MFLAGS", "MAKELEVEL", "MAKEOVERRIDES", "GNUMAKEFLAGS":
+			continue
+		}
+		out = append(out, kv)
+	}
+	return out
 }
 
 // dryRun checks the commands of a block too long to run in a test: make
@@ -209,7 +229,7 @@ func dryRun(t *testing.T, root string, b block) {
 		default:
 			c = exec.Command("bash", "-n", "-c", cmd)
 		}
-		c.Dir, c.Env = root, append(os.Environ(), env...)
+		c.Dir, c.Env = root, append(userEnv(os.Environ()), env...)
 		out, err := c.CombinedOutput()
 		if err != nil {
 			t.Errorf("README.md:%d: %q does not run as written: %v\n%s", b.line, cmd, err, out)
@@ -237,4 +257,12 @@ func listArgs(cmd string) string {
 		}
 	}
 	return pattern + " " + strings.Join(pkgs, " ")
+}
+
+func TestUserEnvDropsTheEnclosingMakesFlags(t *testing.T) {
+	got := userEnv([]string{"HOME=/root", "MAKEFLAGS= -j --output-sync=target", "MFLAGS=-j", "MAKELEVEL=1", "MAKEOVERRIDES=${-*-command-variables-*-}", "GNUMAKEFLAGS=", "PATH=/bin", "MAKEFLAGSX=kept"})
+	want := []string{"HOME=/root", "PATH=/bin", "MAKEFLAGSX=kept"}
+	if !slices.Equal(got, want) {
+		t.Errorf("userEnv = %q, want %q", got, want)
+	}
 }
