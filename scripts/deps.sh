@@ -74,7 +74,12 @@ if [ -f web/package.json ]; then
 fi
 
 # The two npm installs run side by side (mostly waiting on the registry and
-# the disk); a failed one fails this script.
+# the disk); both are waited for, and a failed one fails this script.
+failed=0
 for pid in "${installs[@]}"; do
-  wait "$pid"
+  wait "$pid" || failed=$?
 done
+if [ "$failed" != 0 ]; then
+  echo "deps: npm ci failed (exit $failed); see its output above" >&2
+  exit "$failed"
+fi
