@@ -41,12 +41,17 @@ test: deps
 .PHONY: test-format test-vet test-web-check test-examples test-web-appcheck test-readme
 test-format:
 	@$(STAGE) format sh -c 'gofmt -l . | (! grep .) || (echo "gofmt needed on the files above" >&2; exit 1)'
+# go vet builds what it checks with -race, as the Go tests do, so that the
+# packages it compiles are the ones go-test then finds in the build cache
+# (from an empty cache: vet and a race build of counter took 38 + 48 s
+# plain, 44 + 11 s this way). No file here has a race build tag, so vet
+# checks the same code.
 test-vet:
-	@$(STAGE) vet go vet ./...
+	@$(STAGE) vet go vet -race ./...
 test-web-check:
 	@$(STAGE) web-check sh -c 'cd web && npm run --silent check'
 test-examples:
-	@$(STAGE) examples sh -c 'cd examples && go vet ./... && go test -race -count=1 ./...'
+	@$(STAGE) examples sh -c 'cd examples && go vet -race ./... && go test -race -count=1 ./...'
 test-web-appcheck:
 	@$(STAGE) web-appcheck go run ./cmd/firelock-local -port 0 -web preview -web-port 0 -schedule '' -env-file '' -appcheck enforce -log web/test-results/functions-appcheck.log -- \
 		sh -c 'cd web && npm run --silent e2e:appcheck' || \
