@@ -54,7 +54,11 @@ test("a buyer books, follows the booking to its ticket, and sees its QR code, wh
   expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(360);
   await page.screenshot({ path: "test-results/screenshots/ticket-phone.png", fullPage: true });
 
-  // A gate lets it in: the ticket says so, live.
+  // A gate lets it in: the ticket says so, live. The scan waits until the
+  // page follows the ticket's check-in (data-ticket-live): the emulator can
+  // lose a write that lands while that listener is being set up (CI
+  // 2026-11-29 22:19: scanned 0.6 s after the booking, the card stayed valid).
+  await expect(card).toHaveAttribute("data-ticket-live", "");
   const scanner = await createScanner();
   const r = await callAs(scanner, "CheckIn", { screeningId: screening, gate: "A", code: ticket.code, nonce: `e2e-${crypto.randomUUID()}` });
   expect(r.status).toBe(200);
