@@ -76,7 +76,7 @@ fi
 # The two npm installs run side by side (mostly waiting on the registry and
 # the disk); both are waited for, and a failed one fails this script.
 failed=0
-for pid in "${installs[@]}"; do
+for pid in ${installs[@]+"${installs[@]}"}; do  # (bash before 4.4: an empty array is unset under set -u)
   wait "$pid" || failed=$?
 done
 if [ "$failed" != 0 ]; then

@@ -14,6 +14,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -140,7 +141,7 @@ func TestREADMECommandsRunAsWritten(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
-	var runOut bytes.Buffer
+	var runOut lockedBuffer // os/exec copies make run's output while the test reads it
 	run := exec.CommandContext(ctx, "make", "run")
 	run.Dir, run.Stdout, run.Stderr, run.Env = root, &runOut, &runOut, userEnv(os.Environ())
 	run.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -184,6 +185,25 @@ func TestREADMECommandsRunAsWritten(t *testing.T) {
 		t.Fatalf("the README's commands failed (%v); the last block run is the last === line:\n%s\n--- make run's output:\n%s", err, out, runOut.String())
 	}
 	t.Logf("the README's commands:\n%s", out)
+}
+
+// lockedBuffer is a bytes.Buffer that one goroutine may write while another
+// reads it.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
 
 // userEnv is env without what an enclosing make passes to the commands it
