@@ -254,6 +254,7 @@ test("an admitted page stops listening to the seat map while every seat is held 
     await expect(page.locator("#best-card")).toBeHidden();
     await expect(page.locator('[data-action="hold"]')).toBeDisabled();
     await expect(page.locator("#selection")).toHaveText("No seat is free to choose right now.");
+    await expect(page.locator("#actionbar"), "the phone's action bar has no step to offer (hidden by paintBar, not only by the desktop's CSS)").toHaveAttribute("hidden", "");
     await page.screenshot({ path: "test-results/screenshots/edge-seatmap-paused-desktop.png", fullPage: true });
     // And it stays closed over several polls: no listener opened again, none left open.
     for (let second = 0; second < 4; second++) {
@@ -274,6 +275,7 @@ test("an admitted page stops listening to the seat map while every seat is held 
     await expect(page.locator("#queue-text")).toContainText("Choose up to 2 seats");
     await expect(page.locator("#best-card")).toBeVisible();
     await expect(page.locator("#selection")).toHaveText("Tap free seats on the map to choose them.");
+    await expect(page.locator("#actionbar"), "the phone's action bar offers a step again").not.toHaveAttribute("hidden");
     console.log(`seat map: a released hold shown free ${String(tookMs)} ms after the release`);
   } finally {
     await admitter.stop();

@@ -404,7 +404,7 @@ async function main(): Promise<void> {
     const at = now();
     barStep = nextStep({
       signedIn: user !== null,
-      choosing: mapShown(),
+      choosing: mapShown() && !seatsPaused, // nothing to choose while the map waits for a seat to come free
       selection: [...selected].sort(seatOrder),
       // An operator's revoke released the holds (showHold): nothing to pay.
       holds: screening?.sale !== undefined && myPlace()?.revoked === true ? [] : [...myHolds().values()].sort((a, b) => a.heldUntilMs - b.heldUntilMs),
