@@ -163,6 +163,11 @@ type listenerReads struct {
 	// CutByRules: seat-map listeners the emulator ended (permission
 	// denied) on a change after the pass had ended or turned done.
 	CutByRules int `json:"cutByRules"`
+	// SeatMapPauses: seat-map listeners closed while the map showed
+	// nothing free and SaleState no seat left, as the app's (issue #51);
+	// SeatMapResumes: listened to again when a poll showed a seat left.
+	SeatMapPauses  int `json:"seatMapPauses"`
+	SeatMapResumes int `json:"seatMapResumes"`
 }
 
 // waitFigures are the waiting room's load (CONTRACT §14, issue #51).
@@ -361,6 +366,7 @@ func buildReport(cfg config, st *report.Sale, s *sim, us []*user, be *backend, a
 		l.AdmittedReadsPerMinute = round(ar / as * 60)
 	}
 	l.CutByRules = int(s.seatMapCut.Load())
+	l.SeatMapPauses, l.SeatMapResumes = int(s.seatMapPauses.Load()), int(s.seatMapResumes.Load())
 	r.Listeners = l
 
 	w := waitFigures{Mode: "poll", StateCalls: int(s.states.calls.Load()), StateOK: int(s.states.ok.Load()),
@@ -538,6 +544,7 @@ func (r *Report) print(w io.Writer) {
 	p("  listener reads of a waiting user  %.1f over %.0f s (%.2f a minute); of an admitted one  %.1f over %.0f s (%.2f a minute)",
 		l.WaitingReadsPerUser, l.WaitingSecondsPerUser, l.WaitingReadsPerMinute, l.AdmittedReadsPerUser, l.AdmittedSecondsPerUser, l.AdmittedReadsPerMinute)
 	p("  seat-map listeners the rules ended after the pass: %d", l.CutByRules)
+	p("  seat-map listeners paused while nothing was free and SaleState said no seat left: %d; listened to again: %d", l.SeatMapPauses, l.SeatMapResumes)
 	wf := r.Wait
 	p("\nwaiting  (%s)  listeners open at the peak  %d  %.0f s after opensAt (%s)  (goal <= %d)  %s",
 		wf.Mode, wf.PeakListeners, wf.PeakListenersAt, countsLine(wf.PeakListenersByKind), wf.PeakListenersBound, ok(wf.PeakListeners <= wf.PeakListenersBound))

@@ -171,6 +171,9 @@ type sim struct {
 
 	joined, waiting, inShop, holds, seatsBooked atomic.Int64
 	seatMapCut                                  atomic.Int64 // seat-map listeners the rules ended after the pass
+	// Seat-map listeners closed while nothing was free and SaleState said
+	// no seat left (seatMapIdle), and opened again (issue #51).
+	seatMapPauses, seatMapResumes atomic.Int64
 	// confirmExpired: ConfirmHold answered 410 hold_expired though it was
 	// sent with at least confirmEntitled of the hold left (issue #31).
 	confirmExpired atomic.Int64
@@ -453,14 +456,103 @@ func (s *sim) listenDoc(ctx context.Context, u *user, ref *firestore.DocumentRef
 // seatMaps/{id} (CONTRACT §7a; rules: only with a live pass), one read a
 // version. It names no hold's end: the publisher writes a lapsed hold free.
 type seatMap struct {
-	mu      sync.Mutex
-	seats   map[string]report.Seat
-	err     error
-	ready   chan struct{} // closed on the first snapshot or an error
-	changed chan struct{}
+	mu        sync.Mutex
+	seats     map[string]report.Seat
+	err       error
+	ready     chan struct{} // closed on the first snapshot or an error
+	readyOnce sync.Once
+	changed   chan struct{}
 }
 
-func (s *sim) listenSeats(ctx context.Context, u *user, m *seatMap) {
+// idle is salestate.ts' seatMapIdle: the map shows no seat of the hall
+// free, and the sale's public state (st, polled) is open with no seat
+// left. The app then stops listening to the map (issue #51).
+func (m *seatMap) idle(hall []string, st *publicState) bool {
+	if st == nil || st.State != sale.StateOpen || st.SeatsLeft != 0 || len(hall) == 0 {
+		return false
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, id := range hall {
+		if _, taken := m.seats[id]; !taken {
+			return false
+		}
+	}
+	return true
+}
+
+// watchSeats keeps an admitted user's map as the app does (main.ts'
+// syncListeners): listening, until the map shows nothing free while the
+// SaleState polled (state) says no seat is left; then not listening, the
+// last map kept, until a poll shows a seat left or another state, and
+// listening again (one read).
+func (s *sim) watchSeats(ctx context.Context, u *user, m *seatMap, state *latest[*publicState]) {
+	for resumed := false; ; resumed = true {
+		if resumed {
+			s.seatMapResumes.Add(1)
+		}
+		lctx, stop := context.WithCancel(ctx)
+		paused := atomic.Bool{}
+		pauseIfIdle := func() {
+			if m.idle(s.hall, state.get()) && !paused.Swap(true) {
+				stop()
+			}
+		}
+		ended := make(chan struct{})
+		go func() {
+			defer close(ended)
+			s.listenSeats(lctx, u, m, pauseIfIdle)
+		}()
+	listening:
+		for {
+			select {
+			case <-ended:
+				break listening
+			case <-state.changed:
+				pauseIfIdle()
+			}
+		}
+		stop()
+		if ctx.Err() != nil || !paused.Load() {
+			return // the pass or the run ended, or the listener failed
+		}
+		s.seatMapPauses.Add(1)
+		for m.idle(s.hall, state.get()) {
+			select {
+			case <-state.changed:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}
+}
+
+// pollAdmitted polls SaleState for an admitted user, as the app polls it
+// for as long as the page is open (every refreshSeconds once admitted:
+// salestate.ts' waitOf), into to.
+func (s *sim) pollAdmitted(ctx context.Context, to *latest[*publicState]) {
+	etag := ""
+	for ctx.Err() == nil {
+		st, tag := s.pollState(ctx, etag)
+		etag = tag
+		if st != nil {
+			to.set(st)
+		}
+		t := time.NewTimer(s.nextPoll(placeView{status: sale.StatusAdmitted}, to.get()))
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+		case <-s.stop:
+			t.Stop()
+			return
+		}
+		t.Stop()
+	}
+}
+
+// listenSeats listens to the seat map into m until ctx ends or the
+// listener fails; after each version, it calls after (nil: nothing).
+func (s *sim) listenSeats(ctx context.Context, u *user, m *seatMap, after func()) {
 	defer s.gauge.opened("seat map")()
 	it := u.fs.Collection(sale.SeatMaps).Doc(s.screening).Snapshots(ctx)
 	defer it.Stop()
@@ -468,6 +560,9 @@ func (s *sim) listenSeats(ctx context.Context, u *user, m *seatMap) {
 	for {
 		snap, err := it.Next()
 		if err != nil {
+			if ctx.Err() != nil && !first {
+				return // closed: the pass or the run ended, or the map paused (watchSeats)
+			}
 			switch {
 			case ctx.Err() != nil || status.Code(err) == codes.Canceled:
 			case status.Code(err) == codes.PermissionDenied && (u.confirming.Load() || !time.Now().Before(u.passUntil)):
@@ -481,9 +576,7 @@ func (s *sim) listenSeats(ctx context.Context, u *user, m *seatMap) {
 			m.mu.Lock()
 			m.err = err
 			m.mu.Unlock()
-			if first {
-				close(m.ready)
-			}
+			m.readyOnce.Do(func() { close(m.ready) })
 			return
 		}
 		if snap.Exists() {
@@ -509,13 +602,14 @@ func (s *sim) listenSeats(ctx context.Context, u *user, m *seatMap) {
 			}
 		}
 		m.mu.Unlock()
-		if first {
-			first = false
-			close(m.ready)
-		}
+		first = false
+		m.readyOnce.Do(func() { close(m.ready) })
 		select {
 		case m.changed <- struct{}{}:
 		default:
+		}
+		if after != nil {
+			after()
 		}
 	}
 }
@@ -564,7 +658,11 @@ func (s *sim) shop(ctx context.Context, u *user, passUntil time.Time) string {
 	mctx, cancel := context.WithCancel(ctx)
 	m := &seatMap{seats: map[string]report.Seat{}, ready: make(chan struct{}), changed: make(chan struct{}, 1)}
 	var listener sync.WaitGroup
-	listener.Go(func() { s.listenSeats(mctx, u, m) })
+	// The app polls SaleState for as long as the page is open, and pauses
+	// the map's listener while nothing is free and no seat is left (watchSeats).
+	state := &latest[*publicState]{changed: make(chan struct{}, 1)}
+	listener.Go(func() { s.pollAdmitted(mctx, state) })
+	listener.Go(func() { s.watchSeats(mctx, u, m, state) })
 	defer func() { cancel(); listener.Wait() }() // the app closes the map with the pass
 
 	select {

@@ -42,6 +42,7 @@ type publicState struct {
 	AdmittedThrough string      `json:"admittedThrough"`
 	Marks           []sale.Mark `json:"marks"`
 	RefreshSeconds  int         `json:"refreshSeconds"`
+	SeatsLeft       int64       `json:"seatsLeft"` // an admitted person's: the seat map pauses at 0 (users.go)
 }
 
 // placeView is what a waiting person knows of its place.

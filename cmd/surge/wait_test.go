@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/firelock/firelock/booking"
+	"github.com/firelock/firelock/report"
 	"github.com/firelock/firelock/sale"
 )
 
@@ -66,5 +68,50 @@ func TestPlaceReadDelayAsTheApp(t *testing.T) {
 	}
 	if got := placeReadDelay(1_000_000, 0, 0.999); got >= maxPollEvery {
 		t.Errorf("a line of a million: the first read after %v, want under %v", got, maxPollEvery)
+	}
+}
+
+// TestSeatMapIdleAsTheApp pins the port of the app's seatMapIdle
+// (web/src/app/salestate.ts) to the cases of web/test/salestate.test.ts:
+// the map pauses only while it shows nothing free and an open sale's
+// SaleState says no seat is left.
+func TestSeatMapIdleAsTheApp(t *testing.T) {
+	hall := []string{"A1", "A2", "A3", "A4"}
+	mapOf := func(seats string) *seatMap {
+		m := &seatMap{seats: map[string]report.Seat{}}
+		for i, ch := range []byte(seats) {
+			switch ch {
+			case sale.SeatBooked:
+				m.seats[hall[i]] = report.Seat{Status: booking.StatusBooked}
+			case sale.SeatHeld:
+				m.seats[hall[i]] = report.Seat{Status: booking.StatusHeld, HeldUntil: farFuture}
+			}
+		}
+		return m
+	}
+	open0 := &publicState{State: sale.StateOpen, SeatsLeft: 0}
+	for _, c := range []struct {
+		name  string
+		seats string
+		st    *publicState
+		want  bool
+	}{
+		{"held and booked, none left", "hhbb", open0, true},
+		{"all held, none left", "hhhh", open0, true},
+		{"a seat free first", ".hbb", open0, false},
+		{"a seat free last", "hhb.", open0, false},
+		{"a seat not written yet", "hhb", open0, false},
+		{"a seat left by SaleState", "hhbb", &publicState{State: sale.StateOpen, SeatsLeft: 1}, false},
+		{"paused", "hhbb", &publicState{State: sale.StatePaused}, false},
+		{"scheduled", "hhbb", &publicState{State: sale.StateScheduled}, false},
+		{"sold out", "bbbb", &publicState{State: sale.StateSoldOut}, false},
+		{"no state polled yet", "hhbb", nil, false},
+	} {
+		if got := mapOf(c.seats).idle(hall, c.st); got != c.want {
+			t.Errorf("%s: idle(%q, %+v) = %v, want %v", c.name, c.seats, c.st, got, c.want)
+		}
+	}
+	if (&seatMap{seats: map[string]report.Seat{}}).idle(nil, open0) {
+		t.Error("no hall: idle, want not")
 	}
 }

@@ -2,6 +2,7 @@
 // far from the front listens to neither the sale nor its place; it polls
 // SaleState, and is still let in when its turn comes.
 import { type Page } from "@playwright/test";
+import { randomUUID } from "node:crypto";
 import { type Sale, callAs, createScreening, createUser, expect, getDoc, queueIdOf, runAdmitter, setSale, signIn, test } from "./bundle";
 
 /**
@@ -197,6 +198,85 @@ test("the listener watcher catches a listener: a page waiting near the front of 
     // Still open seconds later: a listener, not a one-shot read caught before its answer.
     await page.waitForTimeout(3000);
     expect((await targets.openSince(beforeJoin)).filter(place)).toContainEqual(expect.stringContaining(queueIdOf(screening, user.uid)));
+  } finally {
+    await admitter.stop();
+  }
+});
+
+// Issue #51: an admitted page whose map shows nothing free, while SaleState
+// says no seat is left, stops listening to seatMaps/{id} (every version of
+// it would be a read that shows nothing to do), keeps drawing the last map,
+// and says why; a seat coming free shows within seconds: the sale's numbers
+// go out every 5 s (numbersEvery), SaleState's instance keeps them at most
+// 1 s, the page polls every refreshSeconds (1 s), then listens again.
+test("an admitted page stops listening to the seat map while every seat is held and SaleState says none is left, and listens again when one comes free", async ({ open }) => {
+  test.slow();
+  const sale: Sale = { opensAt: new Date(Date.now() + 2_000), admitPerMinute: 60, maxActive: 2, passSeconds: 300, maxSeatsPerUser: 2 };
+  const screening = await createScreening({ rows: ["A"], seatsPerRow: 2, title: "Full House", sale });
+  const holder = await createUser("holder");
+  const user = await createUser("shopper");
+  const admitter = runAdmitter();
+  try {
+    // The holder joins from Node, is admitted and holds both seats (a 503 says try again, as a client would).
+    await expect.poll(async () => (await callAs(holder, "JoinQueue", { screeningId: screening })).status, { timeout: 30_000 }).toBeLessThan(300);
+    await expect
+      .poll(async () => (await getDoc(`queue/${queueIdOf(screening, holder.uid)}`))?.fields.status?.stringValue, { timeout: 30_000 })
+      .toBe("admitted");
+    const holdRequest = { screeningId: screening, seats: ["A1", "A2"], requestId: randomUUID(), holdSeconds: 300 };
+    let held: { status: number; body: Record<string, unknown> } = { status: 0, body: {} };
+    await expect
+      .poll(async () => (held = await callAs(holder, "HoldSeats", holdRequest)).status, { message: "the holder holds every seat", timeout: 30_000 })
+      .toBeLessThan(300);
+    const holdId = String(held.body.holdId);
+
+    const page = await open();
+    const targets = await watchListenTargets(page);
+    await page.goto(`/?screening=${screening}`);
+    await signIn(page, user);
+    await page.locator('[data-action="join"]').click();
+    const queue = page.locator("#queue");
+    await expect(queue).toHaveAttribute("data-queue-state", "admitted", { timeout: 30_000 });
+    const seatMap = (t: string) => t === `seatMaps/${screening}`;
+    const mapListeners = async () => (await targets.openSince(0)).filter(seatMap);
+    const added = () => `targets added: ${targets.added.join(", ")}`;
+    await expect(page.locator('[data-seat="A1"]')).toHaveAttribute("data-state", "held");
+    await expect(page.locator('[data-seat="A2"]')).toHaveAttribute("data-state", "held");
+    expect(targets.added.filter(seatMap), "the admitted page listened to the seat map").toHaveLength(1);
+
+    // Nothing free, and (once the admitter has published the hold) no seat left: the listen stream closes.
+    await expect.poll(mapListeners, { message: `the seat map's listener closes; ${added()}`, timeout: 30_000 }).toEqual([]);
+    await expect(queue).toHaveAttribute("data-seats-left", "0");
+    await expect(queue).toHaveAttribute("data-seat-map", "paused");
+    await expect(page.locator("#queue-text")).toHaveText(/Every seat is booked or held by someone checking out.*the map updates when a seat comes free/);
+    // The last map still drawn, nothing offered that cannot succeed.
+    await expect(page.locator("#hall")).toBeVisible();
+    await expect(page.locator('[data-seat="A1"]')).toHaveAttribute("data-state", "held");
+    await expect(page.locator("#best-card")).toBeHidden();
+    await expect(page.locator('[data-action="hold"]')).toBeDisabled();
+    await expect(page.locator("#selection")).toHaveText("No seat is free to choose right now.");
+    await expect(page.locator("#actionbar"), "the phone's action bar has no step to offer (hidden by paintBar, not only by the desktop's CSS)").toHaveAttribute("hidden", "");
+    await page.screenshot({ path: "test-results/screenshots/edge-seatmap-paused-desktop.png", fullPage: true });
+    // And it stays closed over several polls: no listener opened again, none left open.
+    for (let second = 0; second < 4; second++) {
+      await page.waitForTimeout(1000);
+      expect(await mapListeners(), `the seat map while nothing is free; ${added()}`).toEqual([]);
+    }
+    const pausedAt = targets.added.length;
+
+    // The holder lets go: the page listens again, and shows the seats free within seconds.
+    const released = await callAs(holder, "ReleaseHold", { holdId });
+    expect(released.status, JSON.stringify(released.body)).toBe(200);
+    const releasedAt = Date.now();
+    await expect(page.locator('[data-seat="A1"]')).toHaveAttribute("data-state", "free", { timeout: 15_000 });
+    const tookMs = Date.now() - releasedAt;
+    await expect(page.locator('[data-seat="A2"]')).toHaveAttribute("data-state", "free");
+    expect((await targets.openSince(pausedAt)).filter(seatMap), `listening again; ${added()}`).toHaveLength(1);
+    await expect(queue).not.toHaveAttribute("data-seat-map", "paused");
+    await expect(page.locator("#queue-text")).toContainText("Choose up to 2 seats");
+    await expect(page.locator("#best-card")).toBeVisible();
+    await expect(page.locator("#selection")).toHaveText("Tap free seats on the map to choose them.");
+    await expect(page.locator("#actionbar"), "the phone's action bar offers a step again").not.toHaveAttribute("hidden");
+    console.log(`seat map: a released hold shown free ${String(tookMs)} ms after the release`);
   } finally {
     await admitter.stop();
   }

@@ -1,7 +1,7 @@
 import { Timestamp } from "firebase/firestore";
 import { describe, expect, it } from "vitest";
 import type { SaleDoc } from "../src/app/queue";
-import { MAX_POLL_MS, PLACE_READS_PER_SECOND, nextPollMs, placeIsNear, placeReadDelayMs, saleDocOf, saleStateBase } from "../src/app/salestate";
+import { MAX_POLL_MS, PLACE_READS_PER_SECOND, nextPollMs, placeIsNear, placeReadDelayMs, saleDocOf, saleStateBase, seatMapIdle } from "../src/app/salestate";
 
 describe("nextPollMs", () => {
   it("polls every refreshSeconds near the front or when the wait is unknown", () => {
@@ -94,5 +94,34 @@ describe("placeIsNear", () => {
   });
   it("is near, to listen, once admitted", () => {
     expect(placeIsNear({ status: "admitted", order }, sale({}), cfg)).toBe(true);
+  });
+});
+
+describe("seatMapIdle", () => {
+  const open0 = { state: "open" as const, seatsLeft: 0 };
+  it("pauses an open sale's map that shows nothing free while SaleState says no seat is left", () => {
+    expect(seatMapIdle("hhbb", 4, open0)).toBe(true);
+    expect(seatMapIdle("bbbb", 4, open0)).toBe(true);
+    expect(seatMapIdle("hhhh", 4, open0)).toBe(true);
+  });
+  it("never pauses while the map shows a seat free, wherever it is", () => {
+    for (let i = 0; i < 4; i++) {
+      const seats = `${"hhbb".slice(0, i)}.${"hhbb".slice(i + 1)}`;
+      expect(seatMapIdle(seats, 4, open0), seats).toBe(false);
+    }
+    expect(seatMapIdle("hhb", 4, open0), "a seat the map has not written yet is free").toBe(false);
+    expect(seatMapIdle("", 4, open0)).toBe(false);
+  });
+  it("never pauses while SaleState says a seat is left, even if the map shows none", () => {
+    for (const seatsLeft of [1, 2, 200]) expect(seatMapIdle("hhbb", 4, { state: "open", seatsLeft })).toBe(false);
+  });
+  it("never pauses outside an open sale, nor without a map or a polled state", () => {
+    for (const state of ["scheduled", "paused", "soldout", "closed"] as const) expect(seatMapIdle("hhbb", 4, { state, seatsLeft: 0 }), state).toBe(false);
+    expect(seatMapIdle("hhbb", 4, undefined), "no sale state polled (or no sale)").toBe(false);
+    expect(seatMapIdle(undefined, 4, open0), "no map yet").toBe(false);
+    expect(seatMapIdle("", 0, open0), "no hall").toBe(false);
+  });
+  it("looks at the hall's seats only: characters past it do not count", () => {
+    expect(seatMapIdle("hhbb.", 4, open0)).toBe(true);
   });
 });

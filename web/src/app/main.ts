@@ -11,7 +11,9 @@
  * from the user's own place `queue/{queueId}` (read while far back,
  * listened to near the front), the map once admitted, with the pass's
  * countdown. The per-seat listener is
- * open only while the pass is live: waiting users never open it.
+ * open only while the pass is live: waiting users never open it; and it
+ * pauses while the map shows nothing free and SaleState no seat left
+ * (seatMapIdle), listening again when a seat is left.
  *
  * A priced screening (§10) is held, then paid through Stripe Checkout: the
  * hold shows its price and a Pay button that opens the checkout page; back
@@ -29,7 +31,7 @@ import { MapZoom } from "./mapzoom";
 import { whenWords } from "./when";
 import { orderRef } from "./ticketview";
 import { type Env, servicesBeforeAuth } from "./config";
-import { placeIsNear, placeReadDelayMs, pollSaleState, saleStateBase, waitOf } from "./salestate";
+import { placeIsNear, placeReadDelayMs, pollSaleState, saleStateBase, seatMapIdle, waitOf } from "./salestate";
 import {
   DEFAULT_MAX_SEATS_PER_USER,
   type Place,
@@ -126,6 +128,8 @@ async function main(): Promise<void> {
   let placeSeen: Place | null | undefined; // from the listener; null: the user has no place
   let placeAnswered: Place | undefined; // from JoinQueue's answer, until the listener has the place
   let stopSeats: Unsubscribe | undefined;
+  // The seat map's listener stopped while nothing is free (seatMapIdle): the last map still shows.
+  let seatsPaused = false;
   let stopSale: Unsubscribe | undefined;
   let stopPlace: Unsubscribe | undefined;
   let placeReading = false; // a get of the place is under way
@@ -328,13 +332,16 @@ async function main(): Promise<void> {
       ? "Sign in to choose seats."
       : sel.length > 0
         ? `${seatList(sel)} (${String(sel.length)} seat${sel.length === 1 ? "" : "s"}${price ? `, ${money(totalOf(price, sel), price.currency)}` : ""})`
-        : "Tap free seats on the map to choose them.";
+        : seatsPaused
+          ? "No seat is free to choose right now."
+          : "Tap free seats on the map to choose them.";
     bookButton.disabled = holdButton.disabled = !user || sel.length === 0 || busy;
     // A priced screening is held, then paid (BookSeats answers 402).
     bookButton.hidden = price !== undefined;
     holdButton.classList.toggle("primary", price !== undefined);
     bestCard.update({
-      shown: user !== null && mapShown(),
+      // Nothing free to find while the map waits for a seat to come free (seatsPaused).
+      shown: user !== null && mapShown() && !seatsPaused,
       first: screening?.sale !== undefined,
       stage: $(".stage"),
       beforeInStage: $("#hall"),
@@ -397,13 +404,13 @@ async function main(): Promise<void> {
     const at = now();
     barStep = nextStep({
       signedIn: user !== null,
-      choosing: mapShown(),
+      choosing: mapShown() && !seatsPaused, // nothing to choose while the map waits for a seat to come free
       selection: [...selected].sort(seatOrder),
       // An operator's revoke released the holds (showHold): nothing to pay.
       holds: screening?.sale !== undefined && myPlace()?.revoked === true ? [] : [...myHolds().values()].sort((a, b) => a.heldUntilMs - b.heldUntilMs),
       price: screening?.price,
       nowMs: at,
-      findCount: user !== null && mapShown() ? bestCard.count : undefined,
+      findCount: user !== null && mapShown() && !seatsPaused ? bestCard.count : undefined,
     });
     const bar = $("#actionbar");
     bar.hidden = barStep === undefined;
@@ -458,6 +465,9 @@ async function main(): Promise<void> {
     else delete box.dataset.queueEnded;
     if (sale) box.dataset.seatsLeft = String(sale.seatsLeft);
     else delete box.dataset.seatsLeft;
+    // The seat map's listener stopped while nothing is free (syncListeners).
+    if (seatsPaused) box.dataset.seatMap = "paused";
+    else delete box.dataset.seatMap;
 
     const max = cfg.maxSeatsPerUser ?? DEFAULT_MAX_SEATS_PER_USER;
     const seatsWord = `${String(max)} seat${max === 1 ? "" : "s"}`;
@@ -487,6 +497,8 @@ async function main(): Promise<void> {
         : ahead === undefined
           ? "The sale has opened. Places in line are being drawn…"
           : "Keep this page open: the seat map appears here when it is your turn.";
+    } else if (qs === "admitted" && seatsPaused) {
+      [heading, text] = ["Your turn", "Every seat is booked or held by someone checking out right now. Keep this page open: the map updates when a seat comes free."];
     } else if (qs === "admitted") {
       [heading, text] = ["Your turn", `Choose up to ${seatsWord}, then hold or book them before your pass ends.`];
     } else if (qs === "done") {
@@ -539,7 +551,17 @@ async function main(): Promise<void> {
    * screening has one, and the user's place while signed in.
    */
   function syncListeners(): void {
-    if (mapShown() && !stopSeats) {
+    // Nothing free on the map and, by SaleState, no seat left: every version
+    // of the map would be a read that shows nothing to do (issue #51). The
+    // page stops listening and keeps drawing the last map; a poll that shows
+    // a seat left (or another state) opens the listener again (one read).
+    const idle = mapShown() && screening?.sale !== undefined && seatMapIdle(saleMap, seatIndex.size, sale);
+    if (idle && stopSeats) {
+      stopSeats();
+      stopSeats = undefined;
+      seatsPaused = true;
+    } else if (mapShown() && !idle && !stopSeats) {
+      seatsPaused = false;
       // During a sale, one document (CONTRACT §7a): opening the map costs a
       // read, and a minute of it about 60, however many seats change.
       const onSnap = screening?.sale
@@ -584,9 +606,10 @@ async function main(): Promise<void> {
         },
       );
       stopSeats = listener;
-    } else if (!mapShown() && stopSeats) {
-      stopSeats();
+    } else if (!mapShown() && (stopSeats || seatsPaused)) {
+      stopSeats?.();
       stopSeats = undefined;
+      seatsPaused = false;
       seatDocs.clear();
       saleMap = undefined;
       selected.clear();

@@ -187,3 +187,25 @@ export function placeIsNear(
 export function saleStateBase(functionsURL: string): string {
   return /^https:\/\/[^/]+\.(cloudfunctions\.net|run\.app)$/.test(functionsURL) ? "" : functionsURL;
 }
+
+/**
+ * Whether an admitted page may stop listening to the sale's seat map
+ * (issue #51): while the last map it saw (`seats`, one character a seat in
+ * layout order, CONTRACT §7a: `.` free, `h` held, `b` booked) shows no seat
+ * free among the hall's `hallSize`, and the polled public state says the
+ * sale is open with no seat left (§14: seats − booked − held). Then every
+ * new version of the map (a hold, a confirmation, a lapse) is a read that
+ * shows nothing to act on; the page keeps drawing the last map, and listens
+ * again (one read) as soon as a poll shows a seat left or another state.
+ * Never while a seat shows free (a character missing from a short map is
+ * a seat not written yet: free), while seats are left, without a map yet,
+ * or outside an open sale.
+ */
+export function seatMapIdle(seats: string | undefined, hallSize: number, sale: Pick<SaleDoc, "state" | "seatsLeft"> | undefined): boolean {
+  if (seats === undefined || hallSize <= 0 || !sale || sale.state !== "open" || sale.seatsLeft !== 0) return false;
+  for (let i = 0; i < hallSize; i++) {
+    const ch = seats[i];
+    if (ch !== "h" && ch !== "b") return false;
+  }
+  return true;
+}
