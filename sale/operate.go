@@ -282,7 +282,7 @@ func (s *Service) Operate(ctx context.Context, op Operation, holds HoldRevoker) 
 	// An operator's action must not lose to the traffic it acts on (a
 	// revoke raced by the user's own bots on the place): a transaction
 	// aborted by contention is tried again, with backoff, until ctx ends.
-	err := retryAborted(ctx, func() error { return s.client.RunTransaction(ctx, run) })
+	err := retryTransient(ctx, func() error { return s.client.RunTransaction(ctx, run) })
 	if err != nil {
 		return Outcome{}, err
 	}
@@ -461,14 +461,20 @@ func liveHolds(place *firestore.DocumentSnapshot, now time.Time) []string {
 	return ids
 }
 
-// retryAborted runs f again while it fails Aborted (its transaction lost to
-// contention after the client's own attempts), waiting 100 ms doubling to
-// 2 s between runs, until ctx ends.
-func retryAborted(ctx context.Context, f func() error) error {
+// retryTransient runs f again while it fails Aborted (its transaction lost
+// to contention after the client's own attempts) or Canceled by the store
+// while ctx is live, waiting 100 ms doubling to 2 s between runs, until ctx
+// ends. The Firestore emulator answers a commit CANCELLED ("call already
+// cancelled") when a listener on a document it changes was closed by its
+// client and not yet forgotten (sale/seatmap.go, seatMapCancelledRetries):
+// a buyer's page that stopped watching the screening made an operator's
+// pause answer 503 (CI 2026-11-29 22:45). The transaction reads again, so a
+// commit that did land is found done, not done twice.
+func retryTransient(ctx context.Context, f func() error) error {
 	wait := 100 * time.Millisecond
 	for {
 		err := f()
-		if status.Code(err) != codes.Aborted || ctx.Err() != nil {
+		if c := status.Code(err); (c != codes.Aborted && c != codes.Canceled) || ctx.Err() != nil {
 			return err
 		}
 		t := time.NewTimer(wait)
