@@ -20,51 +20,63 @@ async function doorScreening(title: string): Promise<string> {
   return screening;
 }
 
-test("a buyer books, follows the booking to its ticket, and sees its QR code, which turns in when scanned", async ({ open }) => {
-  const screening = await doorScreening("Metropolis");
-  const buyer = await createUser("buyer");
-  const page = await open();
-  await page.setViewportSize(phone);
-  await page.goto(`/?screening=${screening}`);
-  await signIn(page, buyer);
-  await page.locator('[data-seat="B4"]').click();
-  await page.locator('[data-action="book"]').click();
-  await expect(page.locator("[data-status]")).toHaveAttribute("data-code", "ok");
+// The live "in" can be lost by the emulator, not the page: a commit whose
+// change the emulator cannot send to a listen stream the client has closed
+// and it has not forgotten (the SDK restarts its stream as the page signs
+// in) is answered CANCELLED after it landed, and the stream open now is not
+// told (docs/testing.md, CI 2026-11-29 22:19 and 23:01: the door's retry
+// found its check-in landed and answered 200; the card stayed valid). One
+// retry of the whole journey, with a new buyer and screening: a page that
+// does not show a scan live fails both.
+test.describe("the scan shows live", () => {
+  test.describe.configure({ retries: 1 });
 
-  // The booking names its order, and leads to its tickets.
-  const link = page.locator('[data-booking] [data-action="tickets"]');
-  await expect(link).toContainText(/order [A-Z0-9]{4}-[A-Z0-9]{4}/);
-  await link.click();
-  await expect(page).toHaveURL(/tickets\.html\?booking=/);
-  const card = page.locator("[data-ticket]");
-  await expect(card).toHaveCount(1);
-  await expect(card).toHaveAttribute("data-ticket-state", "valid");
-  await expect(card.locator(".seat-id")).toHaveText("B4");
-  await expect(card.locator(".title")).toHaveText("Metropolis");
-  await expect(card.locator(".when")).toContainText(/\d\d:\d\d/);
+  test("a buyer books, follows the booking to its ticket, and sees its QR code, which turns in when scanned", async ({ open }) => {
+    const screening = await doorScreening("Metropolis");
+    const buyer = await createUser("buyer");
+    const page = await open();
+    await page.setViewportSize(phone);
+    await page.goto(`/?screening=${screening}`);
+    await signIn(page, buyer);
+    await page.locator('[data-seat="B4"]').click();
+    await page.locator('[data-action="book"]').click();
+    await expect(page.locator("[data-status]")).toHaveAttribute("data-code", "ok");
 
-  // The QR code is the ticket's code, as qrcode draws it, and large enough
-  // to be read from a phone at arm's length: most of the 360 px width.
-  const [ticket] = await ticketsOf(screening);
-  if (!ticket) throw new Error("no ticket stored");
-  expect(await card.getAttribute("data-ticket")).toBe(ticket.ticketId);
-  expect(paths(await card.locator(".qr").innerHTML())).toEqual(paths(await qrOf(ticket.code)));
-  const box = await card.locator(".qr svg").boundingBox();
-  expect(box?.width ?? 0).toBeGreaterThanOrEqual(280);
-  expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(360);
-  await page.screenshot({ path: "test-results/screenshots/ticket-phone.png", fullPage: true });
+    // The booking names its order, and leads to its tickets.
+    const link = page.locator('[data-booking] [data-action="tickets"]');
+    await expect(link).toContainText(/order [A-Z0-9]{4}-[A-Z0-9]{4}/);
+    await link.click();
+    await expect(page).toHaveURL(/tickets\.html\?booking=/);
+    const card = page.locator("[data-ticket]");
+    await expect(card).toHaveCount(1);
+    await expect(card).toHaveAttribute("data-ticket-state", "valid");
+    await expect(card.locator(".seat-id")).toHaveText("B4");
+    await expect(card.locator(".title")).toHaveText("Metropolis");
+    await expect(card.locator(".when")).toContainText(/\d\d:\d\d/);
 
-  // A gate lets it in: the ticket says so, live. The scan waits until the
-  // page follows the ticket's check-in (data-ticket-live): the emulator can
-  // lose a write that lands while that listener is being set up (CI
-  // 2026-11-29 22:19: scanned 0.6 s after the booking, the card stayed valid).
-  await expect(card).toHaveAttribute("data-ticket-live", "");
-  const scanner = await createScanner();
-  const r = await callAs(scanner, "CheckIn", { screeningId: screening, gate: "A", code: ticket.code, nonce: `e2e-${crypto.randomUUID()}` });
-  expect(r.status).toBe(200);
-  await expect(card).toHaveAttribute("data-ticket-state", "in");
-  await expect(card.locator(".state")).toContainText("gate A");
-  await page.screenshot({ path: "test-results/screenshots/ticket-in-phone.png", fullPage: true });
+    // The QR code is the ticket's code, as qrcode draws it, and large enough
+    // to be read from a phone at arm's length: most of the 360 px width.
+    const [ticket] = await ticketsOf(screening);
+    if (!ticket) throw new Error("no ticket stored");
+    expect(await card.getAttribute("data-ticket")).toBe(ticket.ticketId);
+    expect(paths(await card.locator(".qr").innerHTML())).toEqual(paths(await qrOf(ticket.code)));
+    const box = await card.locator(".qr svg").boundingBox();
+    expect(box?.width ?? 0).toBeGreaterThanOrEqual(280);
+    expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(360);
+    await page.screenshot({ path: "test-results/screenshots/ticket-phone.png", fullPage: true });
+
+    // A gate lets it in: the ticket says so, live. The scan waits until the
+    // page follows the ticket's check-in (data-ticket-live): the emulator can
+    // lose a write that lands while that listener is being set up (CI
+    // 2026-11-29 22:19: scanned 0.6 s after the booking, the card stayed valid).
+    await expect(card).toHaveAttribute("data-ticket-live", "");
+    const scanner = await createScanner();
+    const r = await callAs(scanner, "CheckIn", { screeningId: screening, gate: "A", code: ticket.code, nonce: `e2e-${crypto.randomUUID()}` });
+    expect(r.status).toBe(200);
+    await expect(card).toHaveAttribute("data-ticket-state", "in");
+    await expect(card.locator(".state")).toContainText("gate A");
+    await page.screenshot({ path: "test-results/screenshots/ticket-in-phone.png", fullPage: true });
+});
 });
 
 test("a refunded booking's ticket turns cancelled live, beside the other order's valid one", async ({ open }) => {
