@@ -138,6 +138,22 @@ const written: { id: string; sale: boolean }[] = [];
  * this, the 30 sales of a run pile up and every pass of every test's
  * admitter walks all of them.
  */
+/**
+ * A write as the owner, sent again while the emulator answers it 499
+ * CANCELLED ("call already cancelled"): it fails a commit whose change it
+ * cannot send to a listen stream a closed page left behind, and each such
+ * commit rids it of one (internal/emulators.RetryCancelled does the same for
+ * the Go tests; docs/testing.md, 2026-11-29 23:30). The writes sent this way
+ * set fields to values, so one that landed before its 499 lands the same again.
+ */
+async function ownerWrite(url: string, init: RequestInit): Promise<Response> {
+  for (let attempt = 1; ; attempt++) {
+    const res = await fetch(url, init);
+    if (res.status !== 499 || attempt >= 20) return res;
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
 async function retireScreenings(screenings: { id: string; sale: boolean }[]): Promise<void> {
   const startsAt = Date.now() - 2 * 3_600_000;
   await Promise.all(
@@ -148,7 +164,7 @@ async function retireScreenings(screenings: { id: string; sale: boolean }[]): Pr
         fields.sale = { mapValue: { fields: { opensAt: { timestampValue: new Date(startsAt - 3_600_000).toISOString() } } } };
         mask += "&updateMask.fieldPaths=sale.opensAt";
       }
-      const res = await fetch(`${docsURL()}/screenings/${id}?${mask}&currentDocument.exists=true`, { method: "PATCH", headers: owner, body: JSON.stringify({ fields }) });
+      const res = await ownerWrite(`${docsURL()}/screenings/${id}?${mask}&currentDocument.exists=true`, { method: "PATCH", headers: owner, body: JSON.stringify({ fields }) });
       if (!res.ok) throw new Error(`retire screening ${id}: ${String(res.status)} ${await res.text()}`);
     }),
   );
@@ -278,14 +294,14 @@ export interface StoredDoc {
 
 /** Writes a document as the owner would (bypassing the rules), with REST fields. */
 export async function putDoc(path: string, fields: Record<string, Value>): Promise<void> {
-  const res = await fetch(`${docsURL()}/${path}`, { method: "PATCH", headers: owner, body: JSON.stringify({ fields }) });
+  const res = await ownerWrite(`${docsURL()}/${path}`, { method: "PATCH", headers: owner, body: JSON.stringify({ fields }) });
   if (!res.ok) throw new Error(`put ${path}: ${String(res.status)} ${await res.text()}`);
 }
 
 /** Changes some fields of a document as the owner would (bypassing the rules): only those fields. */
 export async function patchDoc(path: string, fields: Record<string, Value>): Promise<void> {
   const mask = Object.keys(fields).map((f) => `updateMask.fieldPaths=${encodeURIComponent(f)}`).join("&");
-  const res = await fetch(`${docsURL()}/${path}?${mask}&currentDocument.exists=true`, { method: "PATCH", headers: owner, body: JSON.stringify({ fields }) });
+  const res = await ownerWrite(`${docsURL()}/${path}?${mask}&currentDocument.exists=true`, { method: "PATCH", headers: owner, body: JSON.stringify({ fields }) });
   if (!res.ok) throw new Error(`patch ${path}: ${String(res.status)} ${await res.text()}`);
 }
 
