@@ -465,10 +465,11 @@ type seatMap struct {
 }
 
 // idle is salestate.ts' seatMapIdle: the map shows no seat of the hall
-// free, and the sale's public state (st, polled) is open with no seat
-// left. The app then stops listening to the map (issue #51).
+// free, and the sale's public state (st, polled) is open or paused (an
+// operator's pause: live passes go on) with no seat left. The app then
+// stops listening to the map (issue #51).
 func (m *seatMap) idle(hall []string, st *publicState) bool {
-	if st == nil || st.State != sale.StateOpen || st.SeatsLeft != 0 || len(hall) == 0 {
+	if st == nil || (st.State != sale.StateOpen && st.State != sale.StatePaused) || st.SeatsLeft != 0 || len(hall) == 0 {
 		return false
 	}
 	m.mu.Lock()

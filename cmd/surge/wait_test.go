@@ -73,8 +73,8 @@ func TestPlaceReadDelayAsTheApp(t *testing.T) {
 
 // TestSeatMapIdleAsTheApp pins the port of the app's seatMapIdle
 // (web/src/app/salestate.ts) to the cases of web/test/salestate.test.ts:
-// the map pauses only while it shows nothing free and an open sale's
-// SaleState says no seat is left.
+// the map pauses only while it shows nothing free and an open (or
+// operator-paused) sale's SaleState says no seat is left.
 func TestSeatMapIdleAsTheApp(t *testing.T) {
 	hall := []string{"A1", "A2", "A3", "A4"}
 	mapOf := func(seats string) *seatMap {
@@ -102,7 +102,8 @@ func TestSeatMapIdleAsTheApp(t *testing.T) {
 		{"a seat free last", "hhb.", open0, false},
 		{"a seat not written yet", "hhb", open0, false},
 		{"a seat left by SaleState", "hhbb", &publicState{State: sale.StateOpen, SeatsLeft: 1}, false},
-		{"paused", "hhbb", &publicState{State: sale.StatePaused}, false},
+		{"paused by an operator, none left", "hhbb", &publicState{State: sale.StatePaused, SeatsLeft: 0}, true},
+		{"paused by an operator, a seat left", "hhbb", &publicState{State: sale.StatePaused, SeatsLeft: 1}, false},
 		{"scheduled", "hhbb", &publicState{State: sale.StateScheduled}, false},
 		{"sold out", "bbbb", &publicState{State: sale.StateSoldOut}, false},
 		{"no state polled yet", "hhbb", nil, false},

@@ -115,8 +115,13 @@ describe("seatMapIdle", () => {
   it("never pauses while SaleState says a seat is left, even if the map shows none", () => {
     for (const seatsLeft of [1, 2, 200]) expect(seatMapIdle("hhbb", 4, { state: "open", seatsLeft })).toBe(false);
   });
-  it("never pauses outside an open sale, nor without a map or a polled state", () => {
-    for (const state of ["scheduled", "paused", "soldout", "closed"] as const) expect(seatMapIdle("hhbb", 4, { state, seatsLeft: 0 }), state).toBe(false);
+  it("pauses during an operator's pause too: live passes go on choosing, and nothing is free to choose", () => {
+    expect(seatMapIdle("hhbb", 4, { state: "paused", seatsLeft: 0 })).toBe(true);
+    expect(seatMapIdle("hh.b", 4, { state: "paused", seatsLeft: 0 }), "a seat free").toBe(false);
+    expect(seatMapIdle("hhbb", 4, { state: "paused", seatsLeft: 1 }), "a seat left").toBe(false);
+  });
+  it("never pauses outside an open or paused sale, nor without a map or a polled state", () => {
+    for (const state of ["scheduled", "soldout", "closed"] as const) expect(seatMapIdle("hhbb", 4, { state, seatsLeft: 0 }), state).toBe(false);
     expect(seatMapIdle("hhbb", 4, undefined), "no sale state polled (or no sale)").toBe(false);
     expect(seatMapIdle(undefined, 4, open0), "no map yet").toBe(false);
     expect(seatMapIdle("", 0, open0), "no hall").toBe(false);

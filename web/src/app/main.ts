@@ -13,7 +13,8 @@
  * countdown. The per-seat listener is
  * open only while the pass is live: waiting users never open it; and it
  * pauses while the map shows nothing free and SaleState no seat left
- * (seatMapIdle), listening again when a seat is left.
+ * (seatMapIdle), listening again when a seat is left, or at once when the
+ * page freed seats itself (a release, a cancel, its own hold's end).
  *
  * A priced screening (§10) is held, then paid through Stripe Checkout: the
  * hold shows its price and a Pay button that opens the checkout page; back
@@ -31,7 +32,7 @@ import { MapZoom } from "./mapzoom";
 import { whenWords } from "./when";
 import { orderRef } from "./ticketview";
 import { type Env, servicesBeforeAuth } from "./config";
-import { placeIsNear, placeReadDelayMs, pollSaleState, saleStateBase, seatMapIdle, waitOf } from "./salestate";
+import { OWN_FREED_LISTEN_MS, placeIsNear, placeReadDelayMs, pollSaleState, saleStateBase, seatMapIdle, waitOf } from "./salestate";
 import {
   DEFAULT_MAX_SEATS_PER_USER,
   type Place,
@@ -130,6 +131,10 @@ async function main(): Promise<void> {
   let stopSeats: Unsubscribe | undefined;
   // The seat map's listener stopped while nothing is free (seatMapIdle): the last map still shows.
   let seatsPaused = false;
+  // Until then (Date.now()) the map is listened to whatever seatMapIdle says: the page freed seats itself (ownSeatsFreed).
+  let listenUntilMs = 0;
+  // During a sale, seats the map as last painted shows free or selected (paint).
+  let freeShown = 0;
   let stopSale: Unsubscribe | undefined;
   let stopPlace: Unsubscribe | undefined;
   let placeReading = false; // a get of the place is under way
@@ -156,6 +161,20 @@ async function main(): Promise<void> {
     answeredBookings.delete(id);
     answeredHolds.delete(id);
   };
+  /**
+   * The page freed seats itself: a release or cancel it made, a hold of its
+   * own that lapsed or ended. Its last map and SaleState do not show them
+   * free yet: a paused map listens again at once (OWN_FREED_LISTEN_MS).
+   */
+  const ownSeatsFreed = () => {
+    listenUntilMs = Date.now() + OWN_FREED_LISTEN_MS;
+  };
+  /**
+   * During a sale, the map shows no seat to choose: every seat is booked or
+   * held (the user's own among them, perhaps), whether or not the page
+   * still listens to it (seatsPaused). Nothing to choose or find then.
+   */
+  const nothingFree = () => seatsPaused || (screening?.sale !== undefined && saleMap !== undefined && mapShown() && freeShown === 0);
   const myBookings = () => new Map([...answeredBookings, ...bookings].filter(([id]) => !gone.has(id)));
   /** The user's live holds; of an answer and a snapshot, the later end wins (an extension). */
   const myHolds = () => {
@@ -317,6 +336,7 @@ async function main(): Promise<void> {
       // or does nothing): the label says the state, and nothing waits for
       // a seat to become "enabled".
     }
+    freeShown = free;
     $("#left").textContent = !screening
       ? ""
       : mapShown()
@@ -332,7 +352,7 @@ async function main(): Promise<void> {
       ? "Sign in to choose seats."
       : sel.length > 0
         ? `${seatList(sel)} (${String(sel.length)} seat${sel.length === 1 ? "" : "s"}${price ? `, ${money(totalOf(price, sel), price.currency)}` : ""})`
-        : seatsPaused
+        : nothingFree()
           ? "No seat is free to choose right now."
           : "Tap free seats on the map to choose them.";
     bookButton.disabled = holdButton.disabled = !user || sel.length === 0 || busy;
@@ -340,8 +360,8 @@ async function main(): Promise<void> {
     bookButton.hidden = price !== undefined;
     holdButton.classList.toggle("primary", price !== undefined);
     bestCard.update({
-      // Nothing free to find while the map waits for a seat to come free (seatsPaused).
-      shown: user !== null && mapShown() && !seatsPaused,
+      // Nothing free to find while the map shows none.
+      shown: user !== null && mapShown() && !nothingFree(),
       first: screening?.sale !== undefined,
       stage: $(".stage"),
       beforeInStage: $("#hall"),
@@ -404,13 +424,13 @@ async function main(): Promise<void> {
     const at = now();
     barStep = nextStep({
       signedIn: user !== null,
-      choosing: mapShown() && !seatsPaused, // nothing to choose while the map waits for a seat to come free
+      choosing: mapShown() && !nothingFree(), // nothing to choose while the map shows no seat free
       selection: [...selected].sort(seatOrder),
       // An operator's revoke released the holds (showHold): nothing to pay.
       holds: screening?.sale !== undefined && myPlace()?.revoked === true ? [] : [...myHolds().values()].sort((a, b) => a.heldUntilMs - b.heldUntilMs),
       price: screening?.price,
       nowMs: at,
-      findCount: user !== null && mapShown() && !seatsPaused ? bestCard.count : undefined,
+      findCount: user !== null && mapShown() && !nothingFree() ? bestCard.count : undefined,
     });
     const bar = $("#actionbar");
     bar.hidden = barStep === undefined;
@@ -497,8 +517,14 @@ async function main(): Promise<void> {
         : ahead === undefined
           ? "The sale has opened. Places in line are being drawn…"
           : "Keep this page open: the seat map appears here when it is your turn.";
-    } else if (qs === "admitted" && seatsPaused) {
-      [heading, text] = ["Your turn", "Every seat is booked or held by someone checking out right now. Keep this page open: the map updates when a seat comes free."];
+    } else if (qs === "admitted" && nothingFree()) {
+      // The user's own seats may be among those taken: they are not "someone checking out".
+      const m = mine(at);
+      const own = m.heldSeats.size > 0 || m.bookedSeats.size > 0;
+      [heading, text] = [
+        "Your turn",
+        `${own ? "Apart from your own seats, every seat is booked or held by others right now." : "Every seat is booked or held by someone checking out right now."} Keep this page open: the map updates when a seat comes free.`,
+      ];
     } else if (qs === "admitted") {
       [heading, text] = ["Your turn", `Choose up to ${seatsWord}, then hold or book them before your pass ends.`];
     } else if (qs === "done") {
@@ -555,7 +581,9 @@ async function main(): Promise<void> {
     // of the map would be a read that shows nothing to do (issue #51). The
     // page stops listening and keeps drawing the last map; a poll that shows
     // a seat left (or another state) opens the listener again (one read).
-    const idle = mapShown() && screening?.sale !== undefined && seatMapIdle(saleMap, seatIndex.size, sale);
+    // The page's own release, cancel or hold's end overrules it for a moment
+    // (ownSeatsFreed): it knows seats are free that neither shows yet.
+    const idle = mapShown() && screening?.sale !== undefined && Date.now() >= listenUntilMs && seatMapIdle(saleMap, seatIndex.size, sale);
     if (idle && stopSeats) {
       stopSeats();
       stopSeats = undefined;
@@ -773,7 +801,11 @@ async function main(): Promise<void> {
       const shown = showHold(hv, setting);
       // The status line still tells of the hold's making: say it ran out.
       const was = shownHolds.get(hv.holdId);
-      if (shown.phase === "lapsed" && (was === "held" || was === "paying")) status.error("hold_expired", shown.note);
+      if (shown.phase === "lapsed" && (was === "held" || was === "paying")) {
+        status.error("hold_expired", shown.note);
+        ownSeatsFreed();
+        setTimeout(paint); // a paused map listens again now, not at the next second's paint
+      }
       shownHolds.set(hv.holdId, shown.phase);
       if (li.dataset.holdState !== shown.phase) li.dataset.holdState = shown.phase;
       setText($(".seats", li), seatList(hv.seats));
@@ -1003,7 +1035,10 @@ async function main(): Promise<void> {
         forget(holdId);
         return `Booked ${seatList(b.seats)}. Enjoy the film!`;
       } catch (err) {
-        if (err instanceof ApiError && (err.code === "hold_expired" || err.code === "hold_not_found")) forget(holdId);
+        if (err instanceof ApiError && (err.code === "hold_expired" || err.code === "hold_not_found")) {
+          forget(holdId);
+          ownSeatsFreed();
+        }
         throw err;
       }
     });
@@ -1019,7 +1054,10 @@ async function main(): Promise<void> {
         location.assign(c.checkoutUrl);
         return `Taking you to the checkout to pay ${money(c.amount, c.currency)}…`;
       } catch (err) {
-        if (err instanceof ApiError && (err.code === "hold_expired" || err.code === "hold_not_found")) forget(holdId);
+        if (err instanceof ApiError && (err.code === "hold_expired" || err.code === "hold_not_found")) {
+          forget(holdId);
+          ownSeatsFreed();
+        }
         throw err;
       }
     });
@@ -1037,7 +1075,10 @@ async function main(): Promise<void> {
         if (err instanceof ApiError && err.code === "invalid_argument") {
           throw new ApiError(err.status, err.code, "a hold lasts at most 30 minutes in all; please confirm or release it", err.seats);
         }
-        if (err instanceof ApiError && (err.code === "hold_expired" || err.code === "hold_not_found")) forget(holdId);
+        if (err instanceof ApiError && (err.code === "hold_expired" || err.code === "hold_not_found")) {
+          forget(holdId);
+          ownSeatsFreed();
+        }
         throw err;
       }
     });
@@ -1047,6 +1088,7 @@ async function main(): Promise<void> {
     return act("Releasing your hold…", async () => {
       const hold: Hold = await api.releaseHold(holdId);
       forget(holdId);
+      ownSeatsFreed();
       return `Released ${seatList(hold.seats)}. Those seats are free for others again.`;
     });
   }
@@ -1056,6 +1098,7 @@ async function main(): Promise<void> {
     return act(paid ? "Cancelling your booking and refunding it…" : "Cancelling your booking…", async () => {
       const b = await api.cancelBooking(bookingId);
       forget(bookingId);
+      ownSeatsFreed();
       // CONTRACT §10: a paid booking is refunded in full as it is cancelled.
       return paid
         ? `Cancelled ${seatList(b.seats)} and refunded ${money(paid.amount, paid.currency)} in full.`
@@ -1176,6 +1219,8 @@ async function main(): Promise<void> {
             // the listener first saw it must not keep it on the page.
             for (const change of snap.docChanges()) {
               if (change.type !== "removed") continue;
+              // Its seats are free unless it was confirmed: a release or confirm of the page's own said so already.
+              if (!gone.has(change.doc.id)) ownSeatsFreed();
               ended.add(change.doc.id);
               answeredHolds.delete(change.doc.id);
             }
@@ -1199,7 +1244,10 @@ async function main(): Promise<void> {
             if (back) {
               // Said once, on the way back from the checkout page.
               returned.hold = null;
-              if (returned.outcome === "cancelled" && paymentState(back) !== "paid") status.ok("You left the checkout without paying, so nothing was charged and the seats were let go.");
+              if (returned.outcome === "cancelled" && paymentState(back) !== "paid") {
+                status.ok("You left the checkout without paying, so nothing was charged and the seats were let go.");
+                ownSeatsFreed();
+              }
               else status.ok(paymentWords(back));
             }
             // Back from paying: the order shows once its payment is booked (the webhook may come after the page).

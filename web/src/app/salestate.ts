@@ -193,19 +193,33 @@ export function saleStateBase(functionsURL: string): string {
  * (issue #51): while the last map it saw (`seats`, one character a seat in
  * layout order, CONTRACT §7a: `.` free, `h` held, `b` booked) shows no seat
  * free among the hall's `hallSize`, and the polled public state says the
- * sale is open with no seat left (§14: seats − booked − held). Then every
- * new version of the map (a hold, a confirmation, a lapse) is a read that
- * shows nothing to act on; the page keeps drawing the last map, and listens
- * again (one read) as soon as a poll shows a seat left or another state.
- * Never while a seat shows free (a character missing from a short map is
- * a seat not written yet: free), while seats are left, without a map yet,
- * or outside an open sale.
+ * sale is open or paused with no seat left (§14: seats − booked − held).
+ * Then every new version of the map (a hold, a confirmation, a lapse) is a
+ * read that shows nothing to act on; the page keeps drawing the last map,
+ * and listens again (one read) as soon as a poll shows a seat left or
+ * another state. An operator's pause (§7a) counts as open here: it admits
+ * nobody new, but live passes go on holding and booking, and the map and
+ * seatsLeft are written as in an open sale. Never while a seat shows free
+ * (a character missing from a short map is a seat not written yet: free),
+ * while seats are left, without a map yet, or outside an open or paused
+ * sale.
  */
 export function seatMapIdle(seats: string | undefined, hallSize: number, sale: Pick<SaleDoc, "state" | "seatsLeft"> | undefined): boolean {
-  if (seats === undefined || hallSize <= 0 || !sale || sale.state !== "open" || sale.seatsLeft !== 0) return false;
+  if (seats === undefined || hallSize <= 0 || !sale || (sale.state !== "open" && sale.state !== "paused") || sale.seatsLeft !== 0) return false;
   for (let i = 0; i < hallSize; i++) {
     const ch = seats[i];
     if (ch !== "h" && ch !== "b") return false;
   }
   return true;
 }
+
+/**
+ * How long an admitted page listens to the seat map, whatever seatMapIdle
+ * says, after freeing seats itself (a release, a cancel, a hold of its own
+ * that lapsed or ended): neither its last map nor SaleState shows them free
+ * yet, and the next publication may be 5 s away (numbersEvery), while the
+ * map shows a change within about a second (§7a). Then, if nothing is free
+ * after all (someone took the seats at once), it pauses again by the rule.
+ * A few reads at most, once per action of the buyer's own.
+ */
+export const OWN_FREED_LISTEN_MS = 5_000;
