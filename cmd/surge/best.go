@@ -77,7 +77,7 @@ func (s *sim) holdBest(u *user, passUntil time.Time, m *seatMap, want int) (held
 			reacted = true
 			if d := s.react(u); d > 0 {
 				s.sleep(min(d, max(time.Until(passUntil), 0)))
-				continue
+				continue // seen afresh, and the pass and the run checked
 			}
 		}
 		reacted = false

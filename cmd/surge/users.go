@@ -710,8 +710,8 @@ func (s *sim) shop(ctx context.Context, u *user, passUntil time.Time) string {
 		if react := s.react(u); react > 0 {
 			// A person takes a moment to act on what the map shows, and
 			// taps what it shows then.
-			if !s.sleep(min(react, max(time.Until(passUntil), 0))) {
-				continue
+			if !s.sleep(min(react, max(time.Until(passUntil), 0))) || !time.Now().Before(passUntil) {
+				continue // the loop's top says how it ended
 			}
 			if free, _ = m.free(s.hall, time.Now(), avoid); len(free) == 0 {
 				continue
