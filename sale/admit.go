@@ -93,19 +93,20 @@ const (
 	markEvery     = 5 * time.Second // a mark at the tail of the line this often
 	publishEvery  = time.Second     // sales/{id} at most this often: a change of state
 	heartbeat     = 30 * time.Second
-	// Every update of sales/{id} is one read for each person listening,
-	// and nobody needs it to learn of their own admission (their place
-	// says so). So its numbers (waiting, admitted, active, seatsLeft,
+	// The numbers of sales/{id} (waiting, admitted, active, seatsLeft,
 	// admittedThrough, marks: "about N ahead of you") go out at most every
-	// numbersEvery, and a change of state within a second (seatsLeft
-	// reaching nothing is a state, soldout). Issue #37's priced sale, 2,000
-	// people in line for 235 s, read 1,364 times per seat sold with the
-	// numbers once a second, and 1,018 with the line's moves every 2 s.
-	numbersEvery = 5 * time.Second
-	// fanOutReads bounds what the listeners of sales/{id} pay: with more
-	// than numbersEvery × fanOutReads people in the line, its numbers go
-	// out less often still.
-	fanOutReads    = 10000 // a second
+	// numbersEvery, and a change of state within publishEvery. seatsLeft
+	// leaving nothing, or reaching it, counts as a change of state: an
+	// admitted page stops listening to the seat map while nothing is free
+	// and learns from SaleState when a seat comes free (issue #51).
+	// Nobody needs the numbers to learn of their own admission (their
+	// place says so). Before CONTRACT §14 every update was a read for each
+	// person listening to sales/{id}, and the numbers went out less often
+	// still with more than 50,000 people (one second more for each 10,000,
+	// up to the heartbeat: 20 s at 200,000); now the people poll SaleState,
+	// whose instances read the document at most once a second whatever
+	// its writes, so its cadence costs no read per person (issue #51).
+	numbersEvery   = 5 * time.Second
 	rediscover     = 15 * time.Second
 	takeRetry      = 250 * time.Millisecond
 	giveUpTimeout  = 2 * time.Second
@@ -1096,10 +1097,11 @@ func (a *Admitter) admit(r *saleRun, m mode, c counts, heads []*firestore.Docume
 			// their interval. Until then it is pending.
 			var at time.Time
 			switch {
-			case r.last == nil || p.State != r.last.State || now.Sub(st.PublishedAt) >= heartbeat:
+			case r.last == nil || p.State != r.last.State || (p.SeatsLeft == 0) != (r.last.SeatsLeft == 0) ||
+				now.Sub(st.PublishedAt) >= heartbeat:
 				at = st.PublishedAt.Add(publishEvery)
 			case !samePublic(*r.last, p):
-				at = st.PublishedAt.Add(publishInterval(p.Waiting + p.Active))
+				at = st.PublishedAt.Add(numbersEvery)
 			}
 			if !at.IsZero() && !now.Before(at) {
 				if err := tx.Set(a.s.client.Collection(Sales).Doc(r.id), p); err != nil {
@@ -1136,15 +1138,6 @@ func (a *Admitter) admit(r *saleRun, m mode, c counts, heads []*firestore.Docume
 	// last published (they go out every numbersEvery).
 	a.metrics.published(r.id, cmp.Or(cur, r.last))
 	return nil
-}
-
-// publishInterval is how often the numbers of a sale with audience
-// listeners are published: every numbersEvery, and less often with more
-// than numbersEvery × fanOutReads listeners, so they pay at most about
-// fanOutReads reads a second (at 150,000 in the line, every 15 s); never
-// less often than the heartbeat.
-func publishInterval(audience int64) time.Duration {
-	return min(heartbeat, max(numbersEvery, time.Duration(audience)*time.Second/fanOutReads))
 }
 
 // public is the sale's public document at now. Its marks are the

@@ -516,17 +516,6 @@ func TestAStragglingEarlyJoinIsRankedBeforeLaterJoiners(t *testing.T) {
 	}
 }
 
-func TestPublishIntervalBoundsTheFanOut(t *testing.T) {
-	for _, c := range []struct {
-		audience int64
-		want     time.Duration
-	}{{0, 5 * time.Second}, {2000, 5 * time.Second}, {50000, 5 * time.Second}, {60000, 6 * time.Second}, {150000, 15 * time.Second}, {10000000, 30 * time.Second}} {
-		if got := publishInterval(c.audience); got != c.want {
-			t.Errorf("publishInterval(%d) = %v, want %v", c.audience, got, c.want)
-		}
-	}
-}
-
 // refillGaps: for each pass that ended (passUntil) before the last
 // admission, so someone still waited, how long its slot stayed empty (the
 // sale admits one at a time: the next admission after its end).

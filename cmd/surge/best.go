@@ -49,7 +49,7 @@ func (l *noSeatsLog) add(a noSeatsAnswer) {
 // shows: its number together if they are, else apart, else the seats left;
 // with none free it waits for the map to change.
 func (s *sim) holdBest(u *user, passUntil time.Time, m *seatMap, want int) (heldRecord, string) {
-	together := true
+	together, reacted := true, false
 	for tries := 0; ; {
 		switch {
 		case tries >= s.cfg.HoldTries:
@@ -68,8 +68,19 @@ func (s *sim) holdBest(u *user, passUntil time.Time, m *seatMap, want int) (held
 		}
 		if booking.Best(h, nil, want, together) == nil {
 			m.waitChange(passUntil, s.stop)
+			reacted = false
 			continue
 		}
+		if !reacted {
+			// A person takes a moment to act on what the map shows
+			// (react), and asks for what it shows then.
+			reacted = true
+			if d := s.react(u); d > 0 {
+				s.sleep(min(d, max(time.Until(passUntil), 0)))
+				continue // seen afresh, and the pass and the run checked
+			}
+		}
+		reacted = false
 		body := map[string]any{"screeningId": s.screening, "count": want,
 			"requestId": fmt.Sprintf("surge-%d-best-%d", u.i, tries), "holdSeconds": s.cfg.HoldSeconds}
 		if !together {

@@ -15,7 +15,8 @@
 // -listen-wait: listen to sales/{id} and their place, as before issue
 // #51); once admitted they listen to the seat map, under the rules. Each
 // admitted user holds 1-4 free seats (on a 409, others; with -best, asks
-// for 1-4 best available seats), then confirms, walks away or releases. The run ends when the sale is sold out, everyone has
+// for 1-4 best available seats; -react-min/-react-max: after a person's
+// pause), then confirms, walks away or releases. The run ends when the sale is sold out, everyone has
 // left, or the time limit passes.
 //
 // Then an audit reads every booking, hold, seat and place and checks
@@ -65,6 +66,15 @@ type config struct {
 	Walk        float64       `json:"walk"`
 	ThinkMin    time.Duration `json:"thinkMin"` // before confirming, walking away or releasing
 	ThinkMax    time.Duration `json:"thinkMax"`
+	// ReactMin..ReactMax: how long a shopper takes to act on what the
+	// seat map shows (its first drawing, a seat come free, a refusal)
+	// before asking HoldSeats, seeing the map as it is then. The default, 0
+	// and 0, asks at once, within milliseconds of a seat coming free: a
+	// crowd for it no person makes. 0.5-2 s, a person's pace, made fewer
+	// refusals and longer shopping, and no fewer reads a seat sold
+	// (docs/surge.md, issue #51); the default keeps the runs comparable.
+	ReactMin time.Duration `json:"reactMin"`
+	ReactMax time.Duration `json:"reactMax"`
 
 	// Pay: the screening is priced and shoppers pay for their holds
 	// (issue #37): PayWalk of them walk away from the checkout, PayLate pay
@@ -206,6 +216,8 @@ func main() {
 	flag.Float64Var(&cfg.Walk, "walk", cfg.Walk, "share of holders who walk away (the hold lapses); the rest release")
 	flag.DurationVar(&cfg.ThinkMin, "think-min", cfg.ThinkMin, "shortest think time after a hold")
 	flag.DurationVar(&cfg.ThinkMax, "think-max", cfg.ThinkMax, "longest think time after a hold")
+	flag.DurationVar(&cfg.ReactMin, "react-min", cfg.ReactMin, "shortest time a shopper takes to act on what the seat map shows (its first drawing, a seat come free, a refusal)")
+	flag.DurationVar(&cfg.ReactMax, "react-max", cfg.ReactMax, "longest such time (0: at once)")
 	flag.BoolVar(&cfg.Best, "best", cfg.Best, "shoppers ask for best available seats (HoldSeats with count, -pick-min..-pick-max together) instead of picking them")
 	flag.BoolVar(&cfg.Pay, "pay", cfg.Pay, "the screening is priced: shoppers pay for their holds on the local checkout (stripe-mock, signed webhooks) instead of confirming")
 	flag.Float64Var(&cfg.PayWalk, "pay-walk", cfg.PayWalk, "with -pay: share of payers who walk away from the checkout")
@@ -306,6 +318,8 @@ func (c config) check() error {
 		return fmt.Errorf("-confirm %v -walk %v: want shares that add up to at most 1", c.Confirm, c.Walk)
 	case c.ThinkMin < 0 || c.ThinkMax < c.ThinkMin:
 		return fmt.Errorf("-think-min %v -think-max %v: want 0 <= min <= max", c.ThinkMin, c.ThinkMax)
+	case c.ReactMin < 0 || c.ReactMax < c.ReactMin:
+		return fmt.Errorf("-react-min %v -react-max %v: want 0 <= min <= max", c.ReactMin, c.ReactMax)
 	case time.Duration(c.HoldSeconds)*time.Second < c.ThinkMax+2*time.Second:
 		return fmt.Errorf("-hold-seconds %d: a hold must outlast -think-max %v by 2 s, or nobody confirms in time", c.HoldSeconds, c.ThinkMax)
 	case c.Best && c.PickMax > c.MaxSeatsPerUser:

@@ -482,12 +482,20 @@ func (r *Report) judge(g goals) {
 	r.judgeBots(add)
 }
 
+// reaction says how soon the shoppers act on what the map shows.
+func (c config) reaction() string {
+	if c.ReactMax == 0 {
+		return "at once"
+	}
+	return fmt.Sprintf("in %v-%v", c.ReactMin, c.ReactMax)
+}
+
 // print writes the report as text.
 func (r *Report) print(w io.Writer) {
 	p := linesTo(w)
 	ok := okOrFail
-	p("\nsurge: %d users (%d early, %d later), %d seats, admitPerMinute %d, maxActive %d, passSeconds %d, maxSeatsPerUser %d; admitQueue: %s; ended: %s after %.1f s",
-		r.Users, r.Config.Early, r.Config.Late, r.Seats, r.AdmitPerMinute, r.MaxActive, r.Config.PassSeconds, r.Config.MaxSeatsPerUser, r.Admitter, r.Ended, r.RunSeconds)
+	p("\nsurge: %d users (%d early, %d later), %d seats, admitPerMinute %d, maxActive %d, passSeconds %d, maxSeatsPerUser %d; shoppers act %s; admitQueue: %s; ended: %s after %.1f s",
+		r.Users, r.Config.Early, r.Config.Late, r.Seats, r.AdmitPerMinute, r.MaxActive, r.Config.PassSeconds, r.Config.MaxSeatsPerUser, r.Config.reaction(), r.Admitter, r.Ended, r.RunSeconds)
 	p("\ncorrectness  (sold/double-booked/lost holds/over cap/without pass)  %d/%d  %d/%d/%d/%d  %s",
 		r.SeatsSold, r.Seats, r.DoubleBooked, r.LostHolds, r.OverCap, r.WithoutPass,
 		ok(r.SeatsSold == r.Seats && r.DoubleBooked+r.LostHolds+r.OverCap+r.WithoutPass == 0))

@@ -34,6 +34,7 @@ func shortSurge(t *testing.T) config {
 	cfg.Seats, cfg.SeatsPerRow = 40, 10
 	cfg.MaxActive = 20
 	cfg.ThinkMin, cfg.ThinkMax, cfg.HoldSeconds = 300*time.Millisecond, 1500*time.Millisecond, 5
+	cfg.ReactMin, cfg.ReactMax = 0, 300*time.Millisecond
 	// Selling out is checked, and a quiet run sells out in 15-40 s; the limit
 	// leaves room for make test's parallel packages on two cores (a CI run
 	// sold 36 of 40 in 40 s) without a test that waits for nothing.

@@ -708,6 +708,16 @@ func (s *sim) shop(ctx context.Context, u *user, passUntil time.Time) string {
 			t.Stop()
 			continue
 		}
+		if react := s.react(u); react > 0 {
+			// A person takes a moment to act on what the map shows, and
+			// taps what it shows then.
+			if !s.sleep(min(react, max(time.Until(passUntil), 0))) || !time.Now().Before(passUntil) {
+				continue // the loop's top says how it ended
+			}
+			if free, _ = m.free(s.hall, time.Now(), avoid); len(free) == 0 {
+				continue
+			}
+		}
 		picked := pick(u.rng, free, want)
 		a, err := s.call("HoldSeats", u, map[string]any{"screeningId": s.screening, "seats": picked,
 			"requestId": fmt.Sprintf("surge-%d-hold-%d", u.i, tries), "holdSeconds": s.cfg.HoldSeconds})
@@ -784,6 +794,12 @@ func (s *sim) shop(ctx context.Context, u *user, passUntil time.Time) string {
 		}
 		return "released"
 	}
+}
+
+// react is how long u takes to act on what the seat map shows: from
+// -react-min to -react-max.
+func (s *sim) react(u *user) time.Duration {
+	return s.cfg.ReactMin + time.Duration(u.rng.Int64N(int64(s.cfg.ReactMax-s.cfg.ReactMin)+1))
 }
 
 // pick chooses up to n of free at random.

@@ -217,8 +217,9 @@ export function seatMapIdle(seats: string | undefined, hallSize: number, sale: P
  * How long an admitted page listens to the seat map, whatever seatMapIdle
  * says, after freeing seats itself (a release, a cancel, a hold of its own
  * that lapsed or ended): neither its last map nor SaleState shows them free
- * yet, and the next publication may be 5 s away (numbersEvery), while the
- * map shows a change within about a second (§7a). Then, if nothing is free
+ * yet, and SaleState shows them up to about 3 s later (the publication
+ * within a second, its cache, the poll), while the map shows a change
+ * within about a second (§7a). Then, if nothing is free
  * after all (someone took the seats at once), it pauses again by the rule.
  * A few reads at most, once per action of the buyer's own.
  */
