@@ -341,9 +341,11 @@ func (p *seatMapPublisher) run(ctx context.Context, checks <-chan seatCheck) err
 	// then the publisher reads every seat itself (readAfresh).
 	firstLate := time.NewTimer(time.Hour)
 	defer firstLate.Stop()
+	afreshFailed := 0 // readAfresh's failures in a row, for its back-off
 	listen := func() {
 		stopListener()
 		gen++
+		afreshFailed = 0
 		resetTimer(firstLate, seatMapBehind)
 		lctx, stop := context.WithCancel(ctx)
 		stopListener = stop
@@ -407,10 +409,12 @@ func (p *seatMapPublisher) run(ctx context.Context, checks <-chan seatCheck) err
 				if ctx.Err() != nil {
 					return nil
 				}
-				p.a.s.o.log.Warn("sale: seat map: reading every seat", "screeningId", p.id, "error", err.Error())
-				resetTimer(firstLate, seatMapRetry)
+				afreshFailed++
+				p.a.s.o.log.Warn("sale: seat map: reading every seat", "screeningId", p.id, "error", err.Error(), "failures", afreshFailed)
+				resetTimer(firstLate, afreshBackoff(afreshFailed))
 				continue
 			}
+			afreshFailed = 0
 			fresh, ready = false, true
 		case c := <-checks:
 			if !ready || fresh { // a fresh read is on its way
@@ -514,6 +518,19 @@ func (p *seatMapPublisher) replace(snap *firestore.QuerySnapshot, compare bool) 
 		}
 	}
 	p.replaceSeats(docs, snap.ReadTime, compare)
+}
+
+// afreshBackoff is how long the publisher waits after readAfresh failed
+// failures times in a row: seatMapRetry, doubled each time, up to
+// seatMapBehind. Each try reads every seat document (2,000 in a large
+// hall), so a store that refuses them for a while is not asked five times
+// a second.
+func afreshBackoff(failures int) time.Duration {
+	d := seatMapRetry
+	for i := 1; i < failures && d < seatMapBehind; i++ {
+		d *= 2
+	}
+	return min(d, seatMapBehind)
 }
 
 // readAfresh reads every seat document itself, when a fresh listener has

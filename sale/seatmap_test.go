@@ -393,3 +393,16 @@ func (e *env) storedSeatMap(t *testing.T, seats []string, now time.Time) string 
 	}
 	return string(want)
 }
+
+// A failing read of every seat (readAfresh) is tried again after
+// seatMapRetry, then less and less often, up to seatMapBehind: each try
+// reads every seat document, so a store that refuses them for a while is
+// not asked five times a second.
+func TestReadingEverySeatAgainBacksOff(t *testing.T) {
+	want := []time.Duration{200 * time.Millisecond, 400 * time.Millisecond, 800 * time.Millisecond, 1600 * time.Millisecond, 3200 * time.Millisecond, seatMapBehind, seatMapBehind}
+	for i, w := range want {
+		if got := afreshBackoff(i + 1); got != w {
+			t.Errorf("after %d failures: wait %v, want %v", i+1, got, w)
+		}
+	}
+}
