@@ -75,3 +75,36 @@ test("rev52: during an operator's pause, a seat another buyer frees shows on a p
     await admitter.stop();
   }
 });
+
+// Nothing invites choosing while the map drawn shows no seat free (#51's
+// promise): the status line either. A page let in while every seat is held
+// by others said "It is your turn: choose your seats before your pass
+// ends." above a box saying no seat is free, for the rest of the pass.
+test("rev52: a page let in while every seat is held does not tell the buyer to choose seats", async ({ open }) => {
+  test.slow();
+  const sale: Sale = { opensAt: new Date(Date.now() + 2_000), admitPerMinute: 60, maxActive: 2, passSeconds: 300, maxSeatsPerUser: 2 };
+  const screening = await createScreening({ rows: ["A"], seatsPerRow: 2, title: "Full House", sale });
+  const holder = await createUser("holder");
+  const user = await createUser("shopper");
+  const admitter = runAdmitter();
+  try {
+    await expect.poll(async () => (await callAs(holder, "JoinQueue", { screeningId: screening })).status, { timeout: 30_000 }).toBeLessThan(300);
+    await expect
+      .poll(async () => (await getDoc(`queue/${queueIdOf(screening, holder.uid)}`))?.fields.status?.stringValue, { timeout: 30_000 })
+      .toBe("admitted");
+    const req = { screeningId: screening, seats: ["A1", "A2"], requestId: randomUUID(), holdSeconds: 300 };
+    await expect.poll(async () => (await callAs(holder, "HoldSeats", req)).status, { timeout: 30_000 }).toBeLessThan(300);
+
+    const page = await open();
+    await page.goto(`/?screening=${screening}`);
+    await signIn(page, user);
+    await page.locator('[data-action="join"]').click();
+    const queue = page.locator("#queue");
+    await expect(queue).toHaveAttribute("data-queue-state", "admitted", { timeout: 30_000 });
+    await expect(queue).toHaveAttribute("data-seat-map", "paused", { timeout: 30_000 });
+    await expect(page.locator("#selection")).toHaveText("No seat is free to choose right now.");
+    await expect(page.locator("[data-status]")).not.toContainText(/choose your seats/i);
+  } finally {
+    await admitter.stop();
+  }
+});
