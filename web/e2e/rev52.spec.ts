@@ -54,9 +54,6 @@ test("rev52: during an operator's pause, a seat another buyer frees shows on a p
     // Past SaleState's minute around the opening (refreshSeconds 1 then, whatever the state).
     await page.waitForTimeout(Math.max(0, sale.opensAt.getTime() + 62_000 - Date.now()));
     const took: number[] = [];
-    page.on("response", (r) => {
-      if (r.url().includes("SaleState")) void r.text().then((t) => console.log(`${new Date().toISOString()} ${String(r.status())} ${t.slice(0, 200)}`), () => undefined);
-    });
     for (let trial = 0; trial < 3; trial++) {
       await expect(queue).toHaveAttribute("data-seat-map", "paused", { timeout: 30_000 });
       // The page paused on a poll (every 5 s now): release just after the next one.
@@ -66,7 +63,6 @@ test("rev52: during an operator's pause, a seat another buyer frees shows on a p
       const at = Date.now();
       await expect(seat(page, "A1")).toHaveAttribute("data-state", "free", { timeout: 30_000 });
       took.push(Date.now() - at);
-      console.log(`trial ${String(trial)}: ${String(took[trial])} ms`);
       holdId = await holdAll();
     }
     // The open sale's promise (docs/waiting-room.md 'While nothing is free'); a generous margin.
