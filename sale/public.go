@@ -22,8 +22,9 @@ import (
 const (
 	RefreshMoving = 1 * time.Second
 	RefreshIdle   = 15 * time.Second
-	// RefreshHeld: paused or sold out, nothing moves until an operator
-	// resumes or a hold lapses, which then shows within about this.
+	// RefreshHeld: sold out, or paused with no pass live: nothing moves
+	// until an operator resumes or a hold lapses, which then shows within
+	// about this.
 	RefreshHeld = 5 * time.Second
 	// aroundOpening: within this of opensAt, the answer refreshes every
 	// RefreshMoving.
@@ -161,6 +162,14 @@ func (c *StateCache) read(ctx context.Context, id string) (*StateAnswer, error) 
 		p.Marks = []Mark{}
 	}
 	refresh := RefreshFor(p.State, p.OpensAt, now)
+	if p.State == StatePaused && p.Active > 0 {
+		// An operator's pause with passes live: their holds, releases and
+		// lapses go on (CONTRACT §7a), and an admitted page whose map waits
+		// while nothing is free learns of a seat coming free from this
+		// answer (issue #51): at RefreshHeld it drew the seat taken for up
+		// to 5 s more (and the CDN's s-maxage on top, deployed).
+		refresh = RefreshMoving
+	}
 	p.RefreshSeconds = int(refresh / time.Second)
 	body, err := json.Marshal(p)
 	if err != nil {

@@ -543,7 +543,13 @@ async function main(): Promise<void> {
     setText($("#queue-h"), heading);
     setText($("#queue-text"), text);
     // The status line still tells of the join: say what changed since.
-    if (shownQueueState === "waiting" && qs === "admitted") status.ok("It is your turn: choose your seats before your pass ends.");
+    if (shownQueueState === "waiting" && qs === "admitted")
+      // Let in while nothing is free (SaleState, or the map drawn): nothing to choose yet (issue #51).
+      status.ok(
+        sale?.seatsLeft === 0 || nothingFree()
+          ? "It is your turn. Every seat is taken right now: keep this page open, the map shows a seat as soon as one comes free."
+          : "It is your turn: choose your seats before your pass ends.",
+      );
     // What happened, in words of its own: the box below says where that leaves the buyer.
     else if (shownQueueState !== undefined && shownQueueState !== "expired" && qs === "expired" && place?.revoked)
       status.error("not_admitted", place.passUntilMs === undefined ? "The box office took you out of the queue." : "The box office ended your pass while you were choosing.");
