@@ -10,12 +10,12 @@ import (
 	"github.com/firelock/firelock/booking"
 )
 
-// rev52: seatsLeft leaving or reaching 0 goes out like a change of state
+// seatsLeft leaving or reaching 0 goes out like a change of state
 // (issue #51). A buyer who holds and releases the last free seat over and
 // over flips it every few hundred ms: sales/{id} must still take at most
 // about a write a second, and saleStates/{id} at most 10 in any 10 s, with
 // the production cadence (tick 1 s, budget 10 in 10 s).
-func TestRev52SeatsLeftFlappingKeepsTheWriteBudgets(t *testing.T) {
+func TestSeatsLeftFlappingKeepsTheWriteBudgets(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, 1, 2, saleOpening(time.Now().Add(time.Hour), 600, 1, 60))
 	e.svc = New(e.fs, append(testOptions(e.log), WithTick(time.Second, 5*time.Second), WithWriteBudget(10, 10*time.Second))...)
