@@ -182,7 +182,7 @@ export async function createScreening(opts: { rows?: string[]; seatsPerRow?: num
   };
   if (opts.sale) fields.sale = saleValue(opts.sale);
   if (opts.price) fields.price = priceValue(opts.price);
-  const res = await fetch(`${docsURL()}/screenings/${id}`, { method: "PATCH", headers: owner, body: JSON.stringify({ fields }) });
+  const res = await ownerWrite(`${docsURL()}/screenings/${id}`, { method: "PATCH", headers: owner, body: JSON.stringify({ fields }) });
   if (!res.ok) throw new Error(`create screening: ${String(res.status)} ${await res.text()}`);
   written.push({ id, sale: opts.sale !== undefined });
   return id;
@@ -190,7 +190,7 @@ export async function createScreening(opts: { rows?: string[]; seatsPerRow?: num
 
 /** Replaces a screening's sale, as an admin would (say, to move its opening). */
 export async function setSale(screeningId: string, sale: Sale): Promise<void> {
-  const res = await fetch(`${docsURL()}/screenings/${screeningId}?updateMask.fieldPaths=sale`, {
+  const res = await ownerWrite(`${docsURL()}/screenings/${screeningId}?updateMask.fieldPaths=sale`, {
     method: "PATCH",
     headers: owner,
     body: JSON.stringify({ fields: { sale: saleValue(sale) } }),
