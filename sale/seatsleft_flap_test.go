@@ -88,7 +88,10 @@ func TestSeatsLeftFlappingKeepsTheWriteBudgets(t *testing.T) {
 		}
 	}
 	t.Logf("sales/{id}: %d writes (%d flips of seatsLeft 0); saleStates/{id}: %d writes", len(sales), flips, len(states))
-	if flips < 10 {
+	// The flapping must reach sales/{id}, or the budgets are not tested;
+	// about 20 flips on a quiet machine, 9 beside make test's other
+	// packages (its steps come slower).
+	if flips < 4 {
 		t.Errorf("only %d flips of seatsLeft 0 published: the flapping did not reach sales/{id}", flips)
 	}
 	for i := 1; i < len(sales); i++ {
