@@ -465,6 +465,23 @@ export async function callAs(user: TestUser, fn: string, body: object): Promise<
   return { status: res.status, body: (await res.json()) as Record<string, unknown> };
 }
 
+/**
+ * The user joins the sale's line from Node and waits to be let in (a 503 says
+ * try again, as a client would): a buyer in the way of the one a test drives.
+ */
+export async function joinAndBeAdmitted(user: TestUser, screening: string): Promise<void> {
+  await expect.poll(async () => (await callAs(user, "JoinQueue", { screeningId: screening })).status, { timeout: 30_000 }).toBeLessThan(300);
+  await expect.poll(async () => (await getDoc(`queue/${queueIdOf(screening, user.uid)}`))?.fields.status?.stringValue, { timeout: 30_000 }).toBe("admitted");
+}
+
+/** The user, let in, holds seats for 300 s from Node (asked again past a 503); the hold's id. */
+export async function holdAs(user: TestUser, screening: string, seats: string[]): Promise<string> {
+  const req = { screeningId: screening, seats, requestId: randomUUID(), holdSeconds: 300 };
+  let held: { status: number; body: Record<string, unknown> } = { status: 0, body: {} };
+  await expect.poll(async () => (held = await callAs(user, "HoldSeats", req)).status, { message: `${user.email} holds ${seats.join(", ")}`, timeout: 30_000 }).toBeLessThan(300);
+  return String(held.body.holdId);
+}
+
 /** A ticket as Firestore holds it. */
 export interface StoredTicket {
   ticketId: string;

@@ -2,8 +2,7 @@
 // far from the front listens to neither the sale nor its place; it polls
 // SaleState, and is still let in when its turn comes.
 import { type Page } from "@playwright/test";
-import { randomUUID } from "node:crypto";
-import { type Sale, type TestUser, callAs, createScreening, createUser, expect, freshToken, getDoc, makeOperator, queueIdOf, runAdmitter, setSale, signIn, test } from "./bundle";
+import { type Sale, type TestUser, callAs, createScreening, createUser, expect, freshToken, getDoc, holdAs, joinAndBeAdmitted, makeOperator, queueIdOf, runAdmitter, setSale, signIn, test } from "./bundle";
 
 /**
  * The documents a page asks Firestore's Listen channel to watch: every
@@ -217,17 +216,9 @@ test("an admitted page stops listening to the seat map while every seat is held 
   const user = await createUser("shopper");
   const admitter = runAdmitter();
   try {
-    // The holder joins from Node, is admitted and holds both seats (a 503 says try again, as a client would).
-    await expect.poll(async () => (await callAs(holder, "JoinQueue", { screeningId: screening })).status, { timeout: 30_000 }).toBeLessThan(300);
-    await expect
-      .poll(async () => (await getDoc(`queue/${queueIdOf(screening, holder.uid)}`))?.fields.status?.stringValue, { timeout: 30_000 })
-      .toBe("admitted");
-    const holdRequest = { screeningId: screening, seats: ["A1", "A2"], requestId: randomUUID(), holdSeconds: 300 };
-    let held: { status: number; body: Record<string, unknown> } = { status: 0, body: {} };
-    await expect
-      .poll(async () => (held = await callAs(holder, "HoldSeats", holdRequest)).status, { message: "the holder holds every seat", timeout: 30_000 })
-      .toBeLessThan(300);
-    const holdId = String(held.body.holdId);
+    // The holder joins from Node, is admitted and holds both seats.
+    await joinAndBeAdmitted(holder, screening);
+    const holdId = await holdAs(holder, screening, ["A1", "A2"]);
 
     const page = await open();
     const targets = await watchListenTargets(page);
@@ -389,15 +380,8 @@ test("an operator's pause on a full map: the page still says nothing is free, st
   const operator: TestUser = { ...op, idToken: await freshToken(op) };
   const admitter = runAdmitter();
   try {
-    await expect.poll(async () => (await callAs(holder, "JoinQueue", { screeningId: screening })).status, { timeout: 30_000 }).toBeLessThan(300);
-    await expect
-      .poll(async () => (await getDoc(`queue/${queueIdOf(screening, holder.uid)}`))?.fields.status?.stringValue, { timeout: 30_000 })
-      .toBe("admitted");
-    const holdRequest = { screeningId: screening, seats: ["A1", "A2"], requestId: randomUUID(), holdSeconds: 300 };
-    let held: { status: number; body: Record<string, unknown> } = { status: 0, body: {} };
-    await expect
-      .poll(async () => (held = await callAs(holder, "HoldSeats", holdRequest)).status, { message: "the holder holds every seat", timeout: 30_000 })
-      .toBeLessThan(300);
+    await joinAndBeAdmitted(holder, screening);
+    const holdId = await holdAs(holder, screening, ["A1", "A2"]);
 
     const page = await open();
     const targets = await watchListenTargets(page);
@@ -428,7 +412,7 @@ test("an operator's pause on a full map: the page still says nothing is free, st
     await phoneShot(page, "test-results/screenshots/edge-seatmap-paused-operator-phone.png");
 
     // The holder lets go during the pause: the pass still chooses (§7a).
-    const released = await callAs(holder, "ReleaseHold", { holdId: String(held.body.holdId) });
+    const released = await callAs(holder, "ReleaseHold", { holdId });
     expect(released.status, JSON.stringify(released.body)).toBe(200);
     await expect(seat(page, "A1")).toHaveAttribute("data-state", "free", { timeout: 15_000 });
     await expect(queue).toHaveAttribute("data-sale-state", "paused");

@@ -2,9 +2,8 @@
 // free (issue #51), during an operator's pause (CONTRACT §7a: live passes
 // go on holding and releasing), and one let in while nothing is free. Both
 // were found by the adversarial review of 11-30 (red before their fixes).
-import { randomUUID } from "node:crypto";
 import { type Page } from "@playwright/test";
-import { type Sale, type TestUser, callAs, createScreening, createUser, expect, freshToken, getDoc, makeOperator, queueIdOf, runAdmitter, signIn, test } from "./bundle";
+import { type Sale, type TestUser, callAs, createScreening, createUser, expect, freshToken, holdAs, joinAndBeAdmitted, makeOperator, runAdmitter, signIn, test } from "./bundle";
 
 const seat = (p: Page, id: string) => p.locator(`[data-seat="${id}"]`);
 
@@ -30,16 +29,8 @@ test("during an operator's pause, a seat another buyer frees shows on a paused m
   const operator: TestUser = { ...op, idToken: await freshToken(op) };
   const admitter = runAdmitter();
   try {
-    await expect.poll(async () => (await callAs(holder, "JoinQueue", { screeningId: screening })).status, { timeout: 30_000 }).toBeLessThan(300);
-    await expect
-      .poll(async () => (await getDoc(`queue/${queueIdOf(screening, holder.uid)}`))?.fields.status?.stringValue, { timeout: 30_000 })
-      .toBe("admitted");
-    const holdAll = async (): Promise<string> => {
-      let held: { status: number; body: Record<string, unknown> } = { status: 0, body: {} };
-      const req = { screeningId: screening, seats: ["A1", "A2"], requestId: randomUUID(), holdSeconds: 300 };
-      await expect.poll(async () => (held = await callAs(holder, "HoldSeats", req)).status, { timeout: 30_000 }).toBeLessThan(300);
-      return String(held.body.holdId);
-    };
+    await joinAndBeAdmitted(holder, screening);
+    const holdAll = () => holdAs(holder, screening, ["A1", "A2"]);
     let holdId = await holdAll();
 
     const page = await open();
@@ -85,12 +76,8 @@ test("a page let in while every seat is held does not tell the buyer to choose s
   const user = await createUser("shopper");
   const admitter = runAdmitter();
   try {
-    await expect.poll(async () => (await callAs(holder, "JoinQueue", { screeningId: screening })).status, { timeout: 30_000 }).toBeLessThan(300);
-    await expect
-      .poll(async () => (await getDoc(`queue/${queueIdOf(screening, holder.uid)}`))?.fields.status?.stringValue, { timeout: 30_000 })
-      .toBe("admitted");
-    const req = { screeningId: screening, seats: ["A1", "A2"], requestId: randomUUID(), holdSeconds: 300 };
-    await expect.poll(async () => (await callAs(holder, "HoldSeats", req)).status, { timeout: 30_000 }).toBeLessThan(300);
+    await joinAndBeAdmitted(holder, screening);
+    await holdAs(holder, screening, ["A1", "A2"]);
 
     const page = await open();
     await page.goto(`/?screening=${screening}`);
