@@ -592,28 +592,7 @@ func TestSaleNumbersGoOutAtTheirCadence(t *testing.T) {
 	e := newEnv(t, 10, 20, saleOpening(time.Now().Add(time.Hour), 600, 1, 1))
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var mu sync.Mutex
-	var seen []Public
-	listening := make(chan struct{})
-	go func() {
-		it := e.fs.Collection(Sales).Doc(e.id).Snapshots(ctx)
-		defer it.Stop()
-		close(listening)
-		for {
-			snap, err := it.Next()
-			if err != nil {
-				return
-			}
-			var p Public
-			if !snap.Exists() || snap.DataTo(&p) != nil {
-				continue
-			}
-			mu.Lock()
-			seen = append(seen, p)
-			mu.Unlock()
-		}
-	}()
-	<-listening
+	published := e.watchPublic(ctx)
 
 	// Before the opening, people keep joining: only the counts change.
 	joined := make(chan struct{})
@@ -636,8 +615,7 @@ func TestSaleNumbersGoOutAtTheirCadence(t *testing.T) {
 	time.Sleep(500 * time.Millisecond) // the last update reaches the listener
 	cancel()
 
-	mu.Lock()
-	defer mu.Unlock()
+	seen := published()
 	var counts, moves int
 	for i := 1; i < len(seen); i++ {
 		x, y := seen[i-1], seen[i]

@@ -2,6 +2,7 @@ package sale
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -23,24 +24,7 @@ func TestSeatsLeftLeavingAndReachingNothingGoOutAtOnce(t *testing.T) {
 	e.setSale(map[string]any{"opensAt": e.serverNow()})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var mu sync.Mutex
-	var seen []Public
-	it := e.fs.Collection(Sales).Doc(e.id).Snapshots(ctx)
-	go func() {
-		defer it.Stop()
-		for {
-			snap, err := it.Next()
-			if err != nil {
-				return
-			}
-			var p Public
-			if snap.Exists() && snap.DataTo(&p) == nil {
-				mu.Lock()
-				seen = append(seen, p)
-				mu.Unlock()
-			}
-		}
-	}()
+	published := e.watchPublic(ctx)
 	ran := make(chan error, 1)
 	a := e.admitter()
 	go func() { ran <- a.Run(ctx, time.Now().Add(25*time.Second)) }()
@@ -55,17 +39,14 @@ func TestSeatsLeftLeavingAndReachingNothingGoOutAtOnce(t *testing.T) {
 	waitFor := func(left int64, from int) (Public, Public, int) {
 		t.Helper()
 		for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-			mu.Lock()
+			seen := published()
 			for i := max(from, 1); i < len(seen); i++ {
 				if seen[i].SeatsLeft == left && seen[i].State == StateOpen {
-					x, y := seen[i-1], seen[i]
-					mu.Unlock()
-					return x, y, i
+					return seen[i-1], seen[i], i
 				}
 			}
-			mu.Unlock()
 		}
-		t.Fatalf("no publication with seatsLeft %d in 15 s: %+v", left, seen)
+		t.Fatalf("no publication with seatsLeft %d in 15 s: %+v", left, published())
 		return Public{}, Public{}, 0
 	}
 
@@ -87,5 +68,33 @@ func TestSeatsLeftLeavingAndReachingNothingGoOutAtOnce(t *testing.T) {
 	before, full, _ = waitFor(0, i+1)
 	if gap := full.UpdatedAt.Sub(before.UpdatedAt); gap > numbersEvery-2*time.Second {
 		t.Errorf("seatsLeft 1 → 0 went out %v after the last publication, want about publishEvery (%v), not numbersEvery (%v)", gap, publishEvery, numbersEvery)
+	}
+}
+
+// watchPublic listens to the sale's public document until ctx ends, and
+// returns what it has seen so far, every version in order.
+func (e *env) watchPublic(ctx context.Context) func() []Public {
+	var mu sync.Mutex
+	var seen []Public
+	it := e.fs.Collection(Sales).Doc(e.id).Snapshots(ctx)
+	go func() {
+		defer it.Stop()
+		for {
+			snap, err := it.Next()
+			if err != nil {
+				return
+			}
+			var p Public
+			if snap.Exists() && snap.DataTo(&p) == nil {
+				mu.Lock()
+				seen = append(seen, p)
+				mu.Unlock()
+			}
+		}
+	}()
+	return func() []Public {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(seen)
 	}
 }
