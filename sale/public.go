@@ -161,15 +161,7 @@ func (c *StateCache) read(ctx context.Context, id string) (*StateAnswer, error) 
 	if p.Marks == nil {
 		p.Marks = []Mark{}
 	}
-	refresh := RefreshFor(p.State, p.OpensAt, now)
-	if p.State == StatePaused && p.Active > 0 {
-		// An operator's pause with passes live: their holds, releases and
-		// lapses go on (CONTRACT §7a), and an admitted page whose map waits
-		// while nothing is free learns of a seat coming free from this
-		// answer (issue #51): at RefreshHeld it drew the seat taken for up
-		// to 5 s more (and the CDN's s-maxage on top, deployed).
-		refresh = RefreshMoving
-	}
+	refresh := RefreshFor(p.State, p.Active, p.OpensAt, now)
 	p.RefreshSeconds = int(refresh / time.Second)
 	body, err := json.Marshal(p)
 	if err != nil {
@@ -179,14 +171,22 @@ func (c *StateCache) read(ctx context.Context, id string) (*StateAnswer, error) 
 	return &StateAnswer{Body: body, ETag: `"` + hex.EncodeToString(sum[:16]) + `"`, Refresh: refresh, expires: now.Add(refresh)}, nil
 }
 
-// RefreshFor is refreshSeconds of CONTRACT §14 for a sale in state,
-// opening at opensAt, at now: RefreshMoving while the sale is open and
-// within a minute of
-// the opening; RefreshHeld while paused or sold out; otherwise
+// RefreshFor is refreshSeconds of CONTRACT §14 for a sale in state with
+// active passes live, opening at opensAt, at now: RefreshMoving while the
+// sale is open, paused with passes live, and within a minute of the
+// opening; RefreshHeld while sold out or paused with none; otherwise
 // RefreshIdle, or less so that the answer is not kept into the minute
 // before the opening.
-func RefreshFor(state string, opensAt time.Time, now time.Time) time.Duration {
+func RefreshFor(state string, active int64, opensAt time.Time, now time.Time) time.Duration {
 	if state == StateOpen { // admissions, passes and seats move
+		return RefreshMoving
+	}
+	if state == StatePaused && active > 0 {
+		// An operator's pause with passes live: their holds, releases and
+		// lapses go on (CONTRACT §7a), and an admitted page whose map waits
+		// while nothing is free learns of a seat coming free from this
+		// answer (issue #51): at RefreshHeld it drew the seat taken for up
+		// to 5 s more (and the CDN's s-maxage on top, deployed).
 		return RefreshMoving
 	}
 	untilOpening := opensAt.Sub(now) - aroundOpening
