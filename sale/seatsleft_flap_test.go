@@ -13,12 +13,15 @@ import (
 // seatsLeft leaving or reaching 0 goes out like a change of state
 // (issue #51). A buyer who holds and releases the last free seat over and
 // over flips it every few hundred ms: sales/{id} must still take at most
-// about a write a second, and saleStates/{id} at most 10 in any 10 s, with
-// the production cadence (tick 1 s, budget 10 in 10 s).
+// about a write a second, and saleStates/{id} at most 10 in any 10 s (the
+// production budget). The admitter steps every 100 ms, so that publishEvery
+// and the budget bound the writes, not the tick: at the production tick of
+// 1 s this passed with both planted away (publishing each flip at once, no
+// budget); at 100 ms that plant wrote sales/{id} 72 times, 0.24 s apart.
 func TestSeatsLeftFlappingKeepsTheWriteBudgets(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, 1, 2, saleOpening(time.Now().Add(time.Hour), 600, 1, 60))
-	e.svc = New(e.fs, append(testOptions(e.log), WithTick(time.Second, 5*time.Second), WithWriteBudget(10, 10*time.Second))...)
+	e.svc = New(e.fs, append(testOptions(e.log), WithTick(100*time.Millisecond, 300*time.Millisecond), WithWriteBudget(10, 10*time.Second))...)
 	e.join("u1")
 	e.join("u2")
 	e.join("u3")
