@@ -282,3 +282,17 @@ func TestKeySets(t *testing.T) {
 		t.Errorf("a local run's key is not one for the process: %v %v", errA, errB)
 	}
 }
+
+// A ticket id never begins with '-', which a command line takes for a flag
+// (`firelock tickets show -sNq…`): one nanoid in 64 did.
+func TestNewIDNeverBeginsWithADash(t *testing.T) {
+	for range 5000 {
+		id, err := NewID()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(id) != IDLength || id[0] == '-' {
+			t.Fatalf("NewID() = %q", id)
+		}
+	}
+}

@@ -79,8 +79,17 @@ func (s *Service) CheckIn(id string) *firestore.DocumentRef {
 	return s.client.Collection(CheckIns).Doc(id)
 }
 
-// NewID returns a fresh ticket id.
-func NewID() (string, error) { return gonanoid.New(IDLength) }
+// NewID returns a fresh ticket id: a nanoid that does not begin with '-'
+// (one in 64 did), which a command line takes for a flag (`firelock
+// tickets show -sNq…` failed; the fresh-clone run of 11-30 02:20).
+func NewID() (string, error) {
+	for {
+		id, err := gonanoid.New(IDLength)
+		if err != nil || !strings.HasPrefix(id, "-") {
+			return id, err
+		}
+	}
+}
 
 // Issue makes a ticket per seat of booking b, version 1, each with its
 // code (booking's Tickets seam: booking creates them in the commit that
