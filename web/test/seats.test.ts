@@ -11,23 +11,33 @@ const at = (ms: number) => Timestamp.fromMillis(ms);
 
 describe("seatState", () => {
   it("maps the §3 seat documents to the §6 states", () => {
-    expect(seatState(undefined, false, none, now)).toBe("free");
-    expect(seatState(undefined, true, none, now)).toBe("selected");
-    expect(seatState({ status: "booked", bookingId: "b1" }, false, none, now)).toBe("booked");
-    expect(seatState({ status: "booked", bookingId: "b1" }, false, { ...none, bookings: new Set(["b1"]) }, now)).toBe("mine-booked");
-    expect(seatState({ status: "held", holdId: "h1", heldUntil: at(now + 1000) }, false, none, now)).toBe("held");
-    expect(seatState({ status: "held", holdId: "h1", heldUntil: at(now + 1000) }, false, { ...none, holds: new Set(["h1"]) }, now)).toBe("mine-held");
+    expect(seatState(undefined, "A1", false, none, now)).toBe("free");
+    expect(seatState(undefined, "A1", true, none, now)).toBe("selected");
+    expect(seatState({ status: "booked", bookingId: "b1" }, "A1", false, none, now)).toBe("booked");
+    expect(seatState({ status: "booked", bookingId: "b1" }, "A1", false, { ...none, bookings: new Set(["b1"]) }, now)).toBe("mine-booked");
+    expect(seatState({ status: "held", holdId: "h1", heldUntil: at(now + 1000) }, "A1", false, none, now)).toBe("held");
+    expect(seatState({ status: "held", holdId: "h1", heldUntil: at(now + 1000) }, "A1", false, { ...none, holds: new Set(["h1"]) }, now)).toBe("mine-held");
   });
 
   it("shows a hold past its heldUntil as free, whether or not its document is gone", () => {
     const lapsed = { status: "held" as const, holdId: "h1", heldUntil: at(now) };
-    expect(seatState(lapsed, false, none, now)).toBe("free");
-    expect(seatState(lapsed, true, none, now)).toBe("selected");
-    expect(seatState(lapsed, false, { ...none, holds: new Set(["h1"]) }, now)).toBe("free");
+    expect(seatState(lapsed, "A1", false, none, now)).toBe("free");
+    expect(seatState(lapsed, "A1", true, none, now)).toBe("selected");
+    expect(seatState(lapsed, "A1", false, { ...none, holds: new Set(["h1"]) }, now)).toBe("free");
+  });
+
+  it("draws the user's own booking and live hold as theirs before the seat listener has them", () => {
+    // The user's own documents say so: a seat listener that has not delivered
+    // the write yet (or, on the emulator, lost it while its stream restarted
+    // at sign-in) must not draw the user's own seats free beside "My bookings".
+    const m = { ...none, bookings: new Set(["b1"]), bookedSeats: new Set(["C5"]), holds: new Set(["h1"]), heldSeats: new Set(["C7"]) };
+    expect(seatState(undefined, "C5", false, m, now)).toBe("mine-booked");
+    expect(seatState(undefined, "C7", false, m, now)).toBe("mine-held");
+    expect(seatState(undefined, "C6", false, m, now)).toBe("free");
   });
 
   it("a booked seat stays booked even if it was selected", () => {
-    expect(seatState({ status: "booked", bookingId: "b1" }, true, none, now)).toBe("booked");
+    expect(seatState({ status: "booked", bookingId: "b1" }, "A1", true, none, now)).toBe("booked");
   });
 });
 

@@ -201,7 +201,7 @@ async function main(): Promise<void> {
 
   function stateOf(seat: string, m: Mine = mine(), at: number = now()): SeatState {
     if (saleMap !== undefined) return seatStateFromMap(saleMap[seatIndex.get(seat) ?? -1], seat, selected.has(seat), m);
-    return seatState(seatDocs.get(seat), selected.has(seat), m, at);
+    return seatState(seatDocs.get(seat), seat, selected.has(seat), m, at);
   }
 
   // ---- the map ----

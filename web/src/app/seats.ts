@@ -57,7 +57,7 @@ export function seatGrid(s: Pick<Screening, "rows" | "seatsPerRow">): string[][]
 export interface Mine {
   bookings: ReadonlySet<string>;
   holds: ReadonlySet<string>;
-  /** The seats of the user's bookings and live holds, for a sale's one-document map. */
+  /** The seats of the user's bookings and live holds: drawn as theirs on either map. */
   bookedSeats: ReadonlySet<string>;
   heldSeats: ReadonlySet<string>;
 }
@@ -87,7 +87,11 @@ export function seatStateFromMap(ch: string | undefined, seat: string, selected:
  * a hold past its `heldUntil` is free (CONTRACT §3), whether or not its
  * document is gone yet. The server decides for real when someone books it.
  */
-export function seatState(d: SeatDoc | undefined, selected: boolean, mine: Mine, nowMs: number): SeatState {
+export function seatState(d: SeatDoc | undefined, seat: string, selected: boolean, mine: Mine, nowMs: number): SeatState {
+  // The user's own bookings and live holds say so first, as on a sale's map: a
+  // seat listener behind them must not draw the user's seats free beside "My bookings".
+  if (mine.bookedSeats.has(seat)) return "mine-booked";
+  if (mine.heldSeats.has(seat)) return "mine-held";
   if (d?.status === "booked") return mine.bookings.has(d.bookingId) ? "mine-booked" : "booked";
   if (d?.status === "held" && d.heldUntil.toMillis() > nowMs) return mine.holds.has(d.holdId) ? "mine-held" : "held";
   return selected ? "selected" : "free";
