@@ -212,7 +212,9 @@ where and when). Given a code (FLT1....), it is decoded and its Ed25519 signatur
 verified against the ticket keys first, as a gate does offline: --keys names the JWK
 Set (a file, or the URL of the deployed /TicketKeys); without it, the key of the
 local run (FIRELOCK_TICKET_KEY, from ./.firelock-local.env). A code that does not
-verify, an old version (the ticket was transferred) or an unknown ticket exits 1.`,
+verify, an old version (the ticket was transferred) or an unknown ticket exits 1.
+A ticket id issued before 2026-11-30 may begin with '-', which would read as a flag:
+put -- before it (firelock tickets show -- -sNqo8...).`,
 		Example: `$ firelock tickets show FLT1.eyJ0Ijoi...
 ticket     V1StGXR8_Z5jdHi6B-myT
 screening  demo

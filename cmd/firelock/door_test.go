@@ -78,6 +78,10 @@ func TestTicketsShowAndDoorStatus(t *testing.T) {
 	if code, _, errOut := c.run("tickets", "show", "no-such-ticket"); code != exitRefused || !strings.Contains(errOut, "no ticket") {
 		t.Errorf("tickets show of an unknown id: exit %d, %q", code, errOut)
 	}
+	// An old ticket id that begins with '-' is given after --, as the help says.
+	if code, _, errOut := c.run("tickets", "show", "--", "-sNqo8no-such-ticket"); code != exitRefused || !strings.Contains(errOut, "no ticket") {
+		t.Errorf("tickets show -- -sNqo8...: exit %d, %q; want %d and no ticket", code, errOut, exitRefused)
+	}
 	if code, _, _ := c.run("tickets", "show", "a/b"); code != exitUsage {
 		t.Errorf("tickets show a/b: exit %d; want %d", code, exitUsage)
 	}
