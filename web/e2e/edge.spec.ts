@@ -359,6 +359,7 @@ test("a page paused on its own hold shows the seats free at once after releasing
     expect(tookMs, `the buyer's own released seats were drawn as someone else's hold: ${drawn.join("; ")}`).toBeLessThan(2_500);
     await expect(page.locator("#queue")).not.toHaveAttribute("data-seat-map", "paused");
     await expect(page.locator("#queue-text")).toContainText("Choose up to 2 seats");
+    await expect(page.locator("#queue-text")).toContainText("your pass goes on");
   } finally {
     await admitter.stop();
   }
@@ -406,6 +407,7 @@ test("an operator's pause on a full map: the page still says nothing is free, st
       await expect(page.locator("#queue-text")).not.toContainText("Choose up to");
     }
     await expect(page.locator("#queue-text")).toHaveText(/^Every seat is booked or held by someone checking out right now\./);
+    await expect(page.locator("#queue-text"), "the buyer is told of the pause, and that the pass goes on").toContainText("paused letting more people in; your pass goes on");
     await expect(page.locator("#best-card")).toBeHidden();
     await expect(page.locator("#selection")).toHaveText("No seat is free to choose right now.");
     await page.screenshot({ path: "test-results/screenshots/edge-seatmap-paused-operator-desktop.png", fullPage: true });
@@ -418,6 +420,7 @@ test("an operator's pause on a full map: the page still says nothing is free, st
     await expect(queue).toHaveAttribute("data-sale-state", "paused");
     await expect(queue).not.toHaveAttribute("data-seat-map", "paused");
     await expect(page.locator("#queue-text")).toContainText("Choose up to 2 seats");
+    await expect(page.locator("#queue-text")).toContainText("your pass goes on");
   } finally {
     await admitter.stop();
   }

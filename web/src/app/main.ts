@@ -540,6 +540,8 @@ async function main(): Promise<void> {
       const pay = screening?.price ? "paid for" : "confirmed";
       [heading, text] = ["Your pass has ended", `Time ran out, so the seat map has closed.${held ? ` The seats on hold for you can still be ${pay} below while the hold lasts.` : ""}`];
     }
+    // An operator's pause admits nobody new; a live pass goes on (CONTRACT §7a), and the buyer is told so.
+    if (st === "paused" && qs === "admitted") text += " The box office has paused letting more people in; your pass goes on.";
     setText($("#queue-h"), heading);
     setText($("#queue-text"), text);
     // The status line still tells of the join: say what changed since.
