@@ -1196,11 +1196,27 @@ async function main(): Promise<void> {
     payments.clear();
     gone.clear();
     ended.clear();
+    delete document.documentElement.dataset.mineLive;
     if (u) {
+      // data-mine-live: the user's three lists have answered from the server
+      // (web/README.md's hooks). They were added on the stream that sign-in
+      // restarted, after the map's own listener, so that stream is set up by
+      // then: the Firestore emulator can lose a write that lands while a
+      // listener is being set up again (docs/testing.md), and the e2e kit's
+      // signIn waits for this before acting.
+      const fromServer = new Set<string>();
+      const answered = (list: string, snap: { metadata: { fromCache: boolean } }) => {
+        if (snap.metadata.fromCache || fromServer.has(list) || user !== u) return;
+        fromServer.add(list);
+        if (fromServer.size === 3) document.documentElement.dataset.mineLive = "";
+      };
+      const withMetadata = { includeMetadataChanges: true }; // a cached first answer turning the server's raises one more
       unsubscribeMine = [
         onSnapshot(
           query(collection(db, "bookings"), where("uid", "==", u.uid), where("screeningId", "==", screeningId), where("status", "==", "confirmed")),
+          withMetadata,
           (snap) => {
+            answered("bookings", snap);
             bookings.clear();
             for (const d of snap.docs) {
               const data = d.data() as { seats: string[]; status: "confirmed" | "cancelled"; payment?: { amount: number; currency: string }; createdAt?: Timestamp };
@@ -1221,7 +1237,9 @@ async function main(): Promise<void> {
         ),
         onSnapshot(
           query(collection(db, "holds"), where("uid", "==", u.uid), where("screeningId", "==", screeningId), where("status", "in", ["held", "paying"])),
+          withMetadata,
           (snap) => {
+            answered("holds", snap);
             // A hold that leaves the query has ended (an operator's revoke
             // releases it, the sweep expires it): an answer that came after
             // the listener first saw it must not keep it on the page.
@@ -1245,7 +1263,9 @@ async function main(): Promise<void> {
         ),
         onSnapshot(
           query(collection(db, "payments"), where("uid", "==", u.uid), where("screeningId", "==", screeningId)),
+          withMetadata,
           (snap) => {
+            answered("payments", snap);
             payments.clear();
             for (const d of snap.docs) payments.set(d.id, { ...(d.data() as Omit<PaymentDoc, "holdId">), holdId: d.id });
             const back = returned.hold ? payments.get(returned.hold) : undefined;
