@@ -112,7 +112,9 @@ async function main(): Promise<void> {
   const holds = new Map<string, HoldView>();
   const answeredHolds = new Map<string, HoldView>();
   const gone = new Set<string>(); // cancelled bookings and ended holds, until the queries agree
-  const ended = new Set<string>(); // holds the query dropped: they ended (released, expired, confirmed), for good
+  // Holds and bookings the queries dropped: they ended (released, expired, confirmed, cancelled), for good,
+  // whatever answer comes after (the same user's other tab may end them).
+  const ended = new Set<string>();
   const payments = new Map<string, PaymentDoc>(); // the user's payments for this screening, by hold (§10)
   // Back from the checkout page: ?checkout=paid|cancelled&hold=<holdId>.
   const returned = { outcome: params.get("checkout"), hold: params.get("hold") };
@@ -175,7 +177,7 @@ async function main(): Promise<void> {
    * still listens to it (seatsPaused). Nothing to choose or find then.
    */
   const nothingFree = () => seatsPaused || (screening?.sale !== undefined && saleMap !== undefined && mapShown() && freeShown === 0);
-  const myBookings = () => new Map([...answeredBookings, ...bookings].filter(([id]) => !gone.has(id)));
+  const myBookings = () => new Map([...answeredBookings, ...bookings].filter(([id]) => !gone.has(id) && !ended.has(id)));
   /** The user's live holds; of an answer and a snapshot, the later end wins (an extension). */
   const myHolds = () => {
     const out = new Map<string, HoldView>();
@@ -1201,6 +1203,16 @@ async function main(): Promise<void> {
         onSnapshot(
           query(collection(db, "bookings"), where("uid", "==", u.uid), where("screeningId", "==", screeningId), where("status", "==", "confirmed")),
           (snap) => {
+            // A booking that leaves the query was cancelled (in the user's other
+            // tab, say): an answer that came after the query first had it must
+            // not keep it in the list, nor its seats drawn as the user's.
+            for (const change of snap.docChanges()) {
+              if (change.type !== "removed") continue;
+              // Its seats are free: a cancel of the page's own said so already.
+              if (!gone.has(change.doc.id)) ownSeatsFreed();
+              ended.add(change.doc.id);
+              answeredBookings.delete(change.doc.id);
+            }
             bookings.clear();
             for (const d of snap.docs) {
               const data = d.data() as { seats: string[]; status: "confirmed" | "cancelled"; payment?: { amount: number; currency: string }; createdAt?: Timestamp };
