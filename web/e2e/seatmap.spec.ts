@@ -273,3 +273,41 @@ test("own seats: signing out while a booking is on its way, the next user on the
   await expect(seat(a, "C5"), "Alice's seat drawn as Bob's").toHaveAttribute("data-state", "booked");
   await expect(status(a), "Alice's answer told to Bob").not.toContainText("Booked C5");
 });
+
+test("own seats: a cancel or release answered draws the seats free, never someone else's on the way", async ({ open }) => {
+  const screening = await createScreening();
+  const alice = await createUser("alice");
+  const a = await open();
+  await a.goto(`/?screening=${screening}`);
+  await signIn(a, alice);
+  // Every state each seat takes, in order, once its action has answered.
+  await a.evaluate(() => {
+    const w = window as unknown as { drawn: string[] };
+    w.drawn = [];
+    const obs = new MutationObserver((ms) => {
+      for (const m of ms) if (m.target instanceof HTMLElement) w.drawn.push(`${m.target.dataset.seat ?? ""} ${m.target.dataset.state ?? ""}`);
+    });
+    for (const el of document.querySelectorAll("[data-seat]")) obs.observe(el, { attributes: true, attributeFilter: ["data-state"] });
+  });
+  const drawn = () => a.evaluate(() => (window as unknown as { drawn: string[] }).drawn.splice(0));
+
+  await seat(a, "C5").click();
+  await action(a, "book").click();
+  await expect(status(a)).toHaveAttribute("data-code", "ok");
+  await expect(seat(a, "C5")).toHaveAttribute("data-state", "mine-booked");
+  await drawn();
+  await a.locator('[data-booking] [data-action="cancel"]').click();
+  await expect(status(a)).toContainText("Cancelled");
+  await expect(seat(a, "C5")).toHaveAttribute("data-state", "free");
+  expect(await drawn(), "the cancelled seat on its way to free").toEqual(["C5 free"]);
+
+  await seat(a, "C7").click();
+  await action(a, "hold").click();
+  await expect(status(a)).toHaveAttribute("data-code", "ok");
+  await expect(seat(a, "C7")).toHaveAttribute("data-state", "mine-held");
+  await drawn();
+  await action(a, "release").click();
+  await expect(status(a)).toContainText("Released");
+  await expect(seat(a, "C7")).toHaveAttribute("data-state", "free");
+  expect(await drawn(), "the released seat on its way to free").toEqual(["C7 free"]);
+});
