@@ -198,6 +198,7 @@ async function main(): Promise<void> {
       holds: new Set(hs.map((h) => h.holdId)),
       bookedSeats: new Set([...bs.values()].flatMap((b) => b.seats)),
       heldSeats: new Set(hs.flatMap((h) => h.seats)),
+      ended: new Set([...gone, ...ended]),
     };
   };
 
