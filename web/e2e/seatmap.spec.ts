@@ -1,5 +1,6 @@
 import { type Page } from "@playwright/test";
-import { confirmedBookings, createScreening, createUser, expect, getDoc, signIn, test, twoUsers } from "./bundle";
+import { randomUUID } from "node:crypto";
+import { callAs, confirmedBookings, createScreening, createUser, expect, getDoc, signIn, test, twoUsers } from "./bundle";
 
 const seat = (page: Page, id: string) => page.locator(`[data-seat="${id}"]`);
 const action = (page: Page, name: string) => page.locator(`[data-action="${name}"]`);
@@ -202,4 +203,111 @@ test("keyboard: arrow keys move between seats, Enter chooses one", async ({ open
   await expect(seat(a, "B2")).toHaveAttribute("data-state", "free");
   // The map is one tab stop: Tab leaves it.
   await expect(a.locator('[data-seat][tabindex="0"]')).toHaveCount(1);
+});
+
+test("own seats: a booking cancelled in the user's other tab leaves this page, even when its answer came after the query had it", async ({ open }) => {
+  const screening = await createScreening();
+  const [alice, bob] = await Promise.all([createUser("alice"), createUser("bob")]);
+  const a = await open();
+  await a.goto(`/?screening=${screening}`);
+  await signIn(a, alice);
+  // A slow network: BookSeats answers after the user's bookings query has the booking.
+  await a.route("**/BookSeats", async (route) => {
+    if (route.request().method() !== "POST") return route.continue();
+    const res = await route.fetch();
+    await expect(a.locator("[data-booking]")).toHaveCount(1);
+    await route.fulfill({ response: res });
+  });
+  await seat(a, "C5").click();
+  await action(a, "book").click();
+  await expect(status(a)).toHaveAttribute("data-code", "ok");
+  await expect(seat(a, "C5")).toHaveAttribute("data-state", "mine-booked");
+  const [bookingId] = [...(await confirmedBookings(screening)).keys()];
+
+  // The same user cancels it in another tab.
+  const a2 = await open();
+  await a2.goto(`/?screening=${screening}`);
+  await signIn(a2, alice);
+  await a2.locator(`[data-booking="${bookingId ?? ""}"] [data-action="cancel"]`).click();
+  await expect(status(a2)).toHaveAttribute("data-code", "ok");
+
+  await expect(a.locator("[data-booking]"), "the cancelled booking leaves My bookings").toHaveCount(0);
+  await expect(seat(a, "C5"), "the cancelled booking's seat is free").toHaveAttribute("data-state", "free");
+  await expect(a.locator("#left")).toHaveText(/^\d+ of \d+ seats free$/);
+  const free = await a.locator("#left").textContent();
+  // Someone else books it: theirs, not the user's.
+  expect((await callAs(bob, "BookSeats", { screeningId: screening, seats: ["C5"], requestId: randomUUID() })).status).toBe(201);
+  await expect(seat(a, "C5")).toHaveAttribute("data-state", "booked");
+  await expect(a.locator("#left")).not.toHaveText(free ?? "");
+});
+
+test("own seats: signing out while a booking is on its way, the next user on the page never gets it as theirs", async ({ open }) => {
+  const screening = await createScreening();
+  const [alice, bob] = await Promise.all([createUser("alice"), createUser("bob")]);
+  const a = await open();
+  await a.goto(`/?screening=${screening}`);
+  await signIn(a, alice);
+  // BookSeats answers only once Alice has signed out and Bob in.
+  let answer: () => void = () => undefined;
+  const answered = new Promise<void>((resolve) => (answer = resolve));
+  await a.route("**/BookSeats", async (route) => {
+    if (route.request().method() !== "POST") return route.continue();
+    const res = await route.fetch();
+    await answered;
+    await route.fulfill({ response: res });
+  });
+  await seat(a, "C5").click();
+  await action(a, "book").click();
+  await expect.poll(async () => (await confirmedBookings(screening)).size).toBe(1);
+  await a.locator('[data-action="sign-out"]').click();
+  await expect(a.locator('[data-field="email"]')).toBeVisible();
+  await signIn(a, bob);
+  await expect(seat(a, "C5"), "Alice's booking, as Bob sees it").toHaveAttribute("data-state", "booked");
+
+  const landed = a.waitForResponse((r) => r.url().endsWith("/BookSeats") && r.request().method() === "POST");
+  answer();
+  await landed;
+  // The answer is handled within a paint; a second is ample.
+  await a.waitForTimeout(1_500);
+  await expect(a.locator("[data-booking]"), "Alice's booking in Bob's list").toHaveCount(0);
+  await expect(seat(a, "C5"), "Alice's seat drawn as Bob's").toHaveAttribute("data-state", "booked");
+  await expect(status(a), "Alice's answer told to Bob").not.toContainText("Booked C5");
+});
+
+test("own seats: a cancel or release answered draws the seats free, never someone else's on the way", async ({ open }) => {
+  const screening = await createScreening();
+  const alice = await createUser("alice");
+  const a = await open();
+  await a.goto(`/?screening=${screening}`);
+  await signIn(a, alice);
+  // Every state each seat takes, in order, once its action has answered.
+  await a.evaluate(() => {
+    const w = window as unknown as { drawn: string[] };
+    w.drawn = [];
+    const obs = new MutationObserver((ms) => {
+      for (const m of ms) if (m.target instanceof HTMLElement) w.drawn.push(`${m.target.dataset.seat ?? ""} ${m.target.dataset.state ?? ""}`);
+    });
+    for (const el of document.querySelectorAll("[data-seat]")) obs.observe(el, { attributes: true, attributeFilter: ["data-state"] });
+  });
+  const drawn = () => a.evaluate(() => (window as unknown as { drawn: string[] }).drawn.splice(0));
+
+  await seat(a, "C5").click();
+  await action(a, "book").click();
+  await expect(status(a)).toHaveAttribute("data-code", "ok");
+  await expect(seat(a, "C5")).toHaveAttribute("data-state", "mine-booked");
+  await drawn();
+  await a.locator('[data-booking] [data-action="cancel"]').click();
+  await expect(status(a)).toContainText("Cancelled");
+  await expect(seat(a, "C5")).toHaveAttribute("data-state", "free");
+  expect(await drawn(), "the cancelled seat on its way to free").toEqual(["C5 free"]);
+
+  await seat(a, "C7").click();
+  await action(a, "hold").click();
+  await expect(status(a)).toHaveAttribute("data-code", "ok");
+  await expect(seat(a, "C7")).toHaveAttribute("data-state", "mine-held");
+  await drawn();
+  await action(a, "release").click();
+  await expect(status(a)).toContainText("Released");
+  await expect(seat(a, "C7")).toHaveAttribute("data-state", "free");
+  expect(await drawn(), "the released seat on its way to free").toEqual(["C7 free"]);
 });

@@ -36,6 +36,17 @@ describe("seatState", () => {
     expect(seatState(undefined, "C6", false, m, now)).toBe("free");
   });
 
+  it("draws a seat free whose document still names the user's own booking or hold that ended", () => {
+    // Cancelled or released: the answer came before the seat listener's
+    // delete, and the seat must not show as someone else's meanwhile.
+    const m = { ...none, ended: new Set(["b1", "h1"]) };
+    expect(seatState({ status: "booked", bookingId: "b1" }, "C5", false, m, now)).toBe("free");
+    expect(seatState({ status: "held", holdId: "h1", heldUntil: at(now + 1000) }, "C7", false, m, now)).toBe("free");
+    expect(seatState({ status: "booked", bookingId: "b2" }, "C6", false, m, now)).toBe("booked");
+    // A hold confirmed into a booking: the booking's seats are the user's.
+    expect(seatState({ status: "held", holdId: "h1", heldUntil: at(now + 1000) }, "C7", false, { ...m, bookedSeats: new Set(["C7"]) }, now)).toBe("mine-booked");
+  });
+
   it("a booked seat stays booked even if it was selected", () => {
     expect(seatState({ status: "booked", bookingId: "b1" }, "A1", true, none, now)).toBe("booked");
   });

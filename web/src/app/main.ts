@@ -112,7 +112,9 @@ async function main(): Promise<void> {
   const holds = new Map<string, HoldView>();
   const answeredHolds = new Map<string, HoldView>();
   const gone = new Set<string>(); // cancelled bookings and ended holds, until the queries agree
-  const ended = new Set<string>(); // holds the query dropped: they ended (released, expired, confirmed), for good
+  // Holds and bookings the queries dropped: they ended (released, expired, confirmed, cancelled), for good,
+  // whatever answer comes after (the same user's other tab may end them).
+  const ended = new Set<string>();
   const payments = new Map<string, PaymentDoc>(); // the user's payments for this screening, by hold (§10)
   // Back from the checkout page: ?checkout=paid|cancelled&hold=<holdId>.
   const returned = { outcome: params.get("checkout"), hold: params.get("hold") };
@@ -175,7 +177,7 @@ async function main(): Promise<void> {
    * still listens to it (seatsPaused). Nothing to choose or find then.
    */
   const nothingFree = () => seatsPaused || (screening?.sale !== undefined && saleMap !== undefined && mapShown() && freeShown === 0);
-  const myBookings = () => new Map([...answeredBookings, ...bookings].filter(([id]) => !gone.has(id)));
+  const myBookings = () => new Map([...answeredBookings, ...bookings].filter(([id]) => !gone.has(id) && !ended.has(id)));
   /** The user's live holds; of an answer and a snapshot, the later end wins (an extension). */
   const myHolds = () => {
     const out = new Map<string, HoldView>();
@@ -196,6 +198,7 @@ async function main(): Promise<void> {
       holds: new Set(hs.map((h) => h.holdId)),
       bookedSeats: new Set([...bs.values()].flatMap((b) => b.seats)),
       heldSeats: new Set(hs.flatMap((h) => h.seats)),
+      ended: new Set([...gone, ...ended]),
     };
   };
 
@@ -932,6 +935,25 @@ async function main(): Promise<void> {
 
   // ---- actions ----
 
+  /**
+   * A call's answer, or its error, while the user who made it is still
+   * signed in; else it rejects with SignedOutMeanwhile. The user may sign
+   * out (here or in another tab) and someone else in before the answer
+   * comes: their page must not take the first user's booking or hold as theirs.
+   */
+  async function ours<T>(call: Promise<T>): Promise<T> {
+    const uid = user?.uid;
+    let answer: T;
+    try {
+      answer = await call;
+    } catch (err) {
+      if (user?.uid !== uid) throw new SignedOutMeanwhile();
+      throw err;
+    }
+    if (user?.uid !== uid) throw new SignedOutMeanwhile();
+    return answer;
+  }
+
   /** One action on the functions; a seat that was taken meanwhile leaves the selection by itself (paint). */
   function act(pending: string, fn: () => Promise<string>, count?: number): Promise<void> {
     const setBusy = (on: boolean) => {
@@ -939,6 +961,7 @@ async function main(): Promise<void> {
       paint();
     };
     return runAction(status, setBusy, pending, fn, (err) => {
+      if (err instanceof SignedOutMeanwhile) return { code: "unauthenticated", message: err.message };
       if (!(err instanceof ApiError)) return { code: "unavailable", message: `Something went wrong: ${err instanceof Error ? err.message : String(err)}` };
       const context: ErrorContext = { ownHoldSeats: new Set([...myHolds().values()].flatMap((x) => x.seats)), canChoose: mapShown() };
       if (screening?.sale) context.maxSeatsPerUser = screening.sale.maxSeatsPerUser ?? DEFAULT_MAX_SEATS_PER_USER;
@@ -967,7 +990,7 @@ async function main(): Promise<void> {
 
   joinButton.addEventListener("click", () => {
     void act("Joining the queue…", async () => {
-      const p = await api.joinQueue(screeningId);
+      const p = await ours(api.joinQueue(screeningId));
       placeAnswered = { status: p.status, ...(p.passUntil ? { passUntilMs: Date.parse(p.passUntil) } : {}) };
       if (placeId !== p.queueId || !placeSeen) {
         // Listen (again): the place exists now. A listener that has not
@@ -992,7 +1015,7 @@ async function main(): Promise<void> {
   bookButton.addEventListener("click", () => {
     const seats = [...selected].sort(seatOrder);
     void act(`Booking ${seatList(seats)}…`, async () => {
-      const b = await api.bookSeats(screeningId, seats);
+      const b = await ours(api.bookSeats(screeningId, seats));
       answeredBookings.set(b.bookingId, b);
       for (const s of seats) selected.delete(s);
       return `Booked ${seatList(b.seats)}. Enjoy the film!`;
@@ -1005,7 +1028,7 @@ async function main(): Promise<void> {
   function holdSelected(): Promise<void> {
     const seats = [...selected].sort(seatOrder);
     return act(`Holding ${seatList(seats)}…`, async () => {
-      const hold = await api.holdSeats(screeningId, seats, holdSeconds);
+      const hold = await ours(api.holdSeats(screeningId, seats, holdSeconds));
       const heldUntilMs = Date.parse(hold.heldUntil);
       // heldUntil = the server's commit time + holdSeconds, before the answer came.
       clock.sawAtLeast(heldUntilMs - holdSeconds * 1000);
@@ -1020,7 +1043,7 @@ async function main(): Promise<void> {
     return act(
       `Finding the best ${String(count)} seat${count === 1 ? "" : "s"} for you…`,
       async () => {
-        const hold = await api.holdBest(screeningId, count, { holdSeconds });
+        const hold = await ours(api.holdBest(screeningId, count, { holdSeconds }));
         const heldUntilMs = Date.parse(hold.heldUntil);
         clock.sawAtLeast(heldUntilMs - holdSeconds * 1000);
         answeredHolds.set(hold.holdId, { holdId: hold.holdId, seats: hold.seats, heldUntilMs });
@@ -1038,7 +1061,7 @@ async function main(): Promise<void> {
   function confirmHold(holdId: string): Promise<void> {
     return act("Confirming your booking…", async () => {
       try {
-        const b = await api.confirmHold(holdId);
+        const b = await ours(api.confirmHold(holdId));
         answeredBookings.set(b.bookingId, b);
         forget(holdId);
         return `Booked ${seatList(b.seats)}. Enjoy the film!`;
@@ -1058,7 +1081,7 @@ async function main(): Promise<void> {
       try {
         const back = new URL(location.href);
         back.search = new URLSearchParams({ screening: screeningId }).toString();
-        const c = await api.checkoutHold(holdId, back.toString());
+        const c = await ours(api.checkoutHold(holdId, back.toString()));
         location.assign(c.checkoutUrl);
         return `Taking you to the checkout to pay ${money(c.amount, c.currency)}…`;
       } catch (err) {
@@ -1074,7 +1097,7 @@ async function main(): Promise<void> {
   function extendHold(holdId: string): Promise<void> {
     return act("Asking for more time…", async () => {
       try {
-        const hold = await api.extendHold(holdId, holdSeconds);
+        const hold = await ours(api.extendHold(holdId, holdSeconds));
         const heldUntilMs = Date.parse(hold.heldUntil);
         clock.sawAtLeast(heldUntilMs - holdSeconds * 1000);
         answeredHolds.set(hold.holdId, { holdId: hold.holdId, seats: hold.seats, heldUntilMs });
@@ -1094,7 +1117,7 @@ async function main(): Promise<void> {
 
   function releaseHold(holdId: string): Promise<void> {
     return act("Releasing your hold…", async () => {
-      const hold: Hold = await api.releaseHold(holdId);
+      const hold: Hold = await ours(api.releaseHold(holdId));
       forget(holdId);
       ownSeatsFreed();
       return `Released ${seatList(hold.seats)}. Those seats are free for others again.`;
@@ -1104,7 +1127,7 @@ async function main(): Promise<void> {
   function cancelBooking(bookingId: string): Promise<void> {
     const paid = myBookings().get(bookingId)?.payment;
     return act(paid ? "Cancelling your booking and refunding it…" : "Cancelling your booking…", async () => {
-      const b = await api.cancelBooking(bookingId);
+      const b = await ours(api.cancelBooking(bookingId));
       forget(bookingId);
       ownSeatsFreed();
       // CONTRACT §10: a paid booking is refunded in full as it is cancelled.
@@ -1217,6 +1240,16 @@ async function main(): Promise<void> {
           withMetadata,
           (snap) => {
             answered("bookings", snap);
+            // A booking that leaves the query was cancelled (in the user's other
+            // tab, say): an answer that came after the query first had it must
+            // not keep it in the list, nor its seats drawn as the user's.
+            for (const change of snap.docChanges()) {
+              if (change.type !== "removed") continue;
+              // Its seats are free: a cancel of the page's own said so already.
+              if (!gone.has(change.doc.id)) ownSeatsFreed();
+              ended.add(change.doc.id);
+              answeredBookings.delete(change.doc.id);
+            }
             bookings.clear();
             for (const d of snap.docs) {
               const data = d.data() as { seats: string[]; status: "confirmed" | "cancelled"; payment?: { amount: number; currency: string }; createdAt?: Timestamp };
@@ -1297,6 +1330,13 @@ async function main(): Promise<void> {
     }
     paint();
   }, () => (screening?.sale ? "Signed in." : "Signed in. Pick your seats."));
+}
+
+/** A call's answer came after its user signed out: it is no answer for whoever is signed in now. */
+class SignedOutMeanwhile extends Error {
+  constructor() {
+    super("You were signed out before the answer came, so it is not shown here: sign in to that account again to see its seats.");
+  }
 }
 
 /** Resolves in a task of its own (after the one running now). */

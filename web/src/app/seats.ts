@@ -60,6 +60,11 @@ export interface Mine {
   /** The seats of the user's bookings and live holds: drawn as theirs on either map. */
   bookedSeats: ReadonlySet<string>;
   heldSeats: ReadonlySet<string>;
+  /**
+   * The user's own bookings and holds that ended (cancelled, released,
+   * confirmed, lapsed): a seat document that still names one is behind them.
+   */
+  ended?: ReadonlySet<string>;
 }
 
 /**
@@ -92,6 +97,9 @@ export function seatState(d: SeatDoc | undefined, seat: string, selected: boolea
   // seat listener behind them must not draw the user's seats free beside "My bookings".
   if (mine.bookedSeats.has(seat)) return "mine-booked";
   if (mine.heldSeats.has(seat)) return "mine-held";
+  // The user cancelled or released it, and the seat listener has not delivered
+  // the delete yet: the seat is free, not someone else's meanwhile.
+  if (d !== undefined && mine.ended?.has(d.status === "booked" ? d.bookingId : d.holdId)) return selected ? "selected" : "free";
   if (d?.status === "booked") return mine.bookings.has(d.bookingId) ? "mine-booked" : "booked";
   if (d?.status === "held" && d.heldUntil.toMillis() > nowMs) return mine.holds.has(d.holdId) ? "mine-held" : "held";
   return selected ? "selected" : "free";
