@@ -50,10 +50,17 @@ type admitState struct {
 	Through  string      `firestore:"admittedThrough"`
 	// Marks along the later joiners: orders with the number of places
 	// before them when laid (the ranking keeps the early joiners' marks).
-	Marks       []rankMark `firestore:"marks"`
-	MarkedAt    time.Time  `firestore:"markedAt"`
-	PublishedAt time.Time  `firestore:"publishedAt"`
-	Closed      bool       `firestore:"closed"`
+	Marks    []rankMark `firestore:"marks"`
+	MarkedAt time.Time  `firestore:"markedAt"`
+	// PublishedAt is when sales/{id} was last written: the time its step
+	// read at, until a later transaction reads this document; then, while
+	// PublishedLast says this document was written in the publication's
+	// commit, that commit's time (the document's update time). The cadence
+	// counts from the commit, so that writes a commit made late are still
+	// a second apart (CONTRACT §7: at most once per second).
+	PublishedAt   time.Time `firestore:"publishedAt"`
+	PublishedLast bool      `firestore:"publishedLast"`
+	Closed        bool      `firestore:"closed"`
 	// OpensAt is the opening of the last valid configuration seen: a sale
 	// made invalid while it runs is still published with it.
 	OpensAt time.Time `firestore:"opensAt"`
@@ -62,6 +69,14 @@ type admitState struct {
 	// Writes are the commit times of this document's writes before its
 	// last (writeBudget).
 	Writes []time.Time `firestore:"writes"`
+}
+
+// landed moves PublishedAt to the publication's commit time when this
+// document, as read (snap), was written in that commit.
+func (st *admitState) landed(snap *firestore.DocumentSnapshot) {
+	if st.PublishedLast && snap.Exists() {
+		st.PublishedAt, st.PublishedLast = snap.UpdateTime, false
+	}
 }
 
 // minuteStats is what a saleStats minute is counted from: the levels when
@@ -138,6 +153,9 @@ type Admitter struct {
 	// afterCount runs between a step's counts and its admitting
 	// transaction; minute says the counts closed a minute.
 	afterCount func(minute bool)
+	// published runs in a transaction that publishes the sale, after its
+	// reads and before its commit: a test makes the commit land late.
+	published func()
 	// lapsedReleaseFails: releasing a lapsed lease never gets through, as
 	// on a store too loaded to commit it in time.
 	lapsedReleaseFails bool
@@ -968,6 +986,7 @@ func (a *Admitter) admit(r *saleRun, m mode, c counts, heads []*firestore.Docume
 		if err := r.lease.Guard(tx); err != nil {
 			return err
 		}
+		st.landed(stSnap)
 		now := stSnap.ReadTime
 		if !o.budget.allows(st.Writes, stSnap, now) {
 			// The state has taken its writes for the window: this step
@@ -1107,9 +1126,12 @@ func (a *Admitter) admit(r *saleRun, m mode, c counts, heads []*firestore.Docume
 				if err := tx.Set(a.s.client.Collection(Sales).Doc(r.id), p); err != nil {
 					return err
 				}
-				st.PublishedAt = now
+				st.PublishedAt, st.PublishedLast = now, true
 				pub = &p
 				changed = true
+				if a.published != nil {
+					a.published()
+				}
 			} else {
 				pending = at
 			}
@@ -1201,9 +1223,14 @@ func (a *Admitter) close(r *saleRun, cfg Config, sc booking.Screening, known boo
 		if st.Closed {
 			return nil
 		}
+		st.landed(stSnap)
 		now := stSnap.ReadTime
 		if b := a.s.o.budget; !b.allows(st.Writes, stSnap, now) {
 			r.held = b.from(st.Writes, stSnap) // closed a moment later
+			return nil
+		}
+		if next := st.PublishedAt.Add(publishEvery); now.Before(next) {
+			r.held = next // published less than a second ago: closed a moment later
 			return nil
 		}
 		if st.Minute.Key != "" && c.minute != nil && c.minute.key == st.Minute.Key {
@@ -1212,6 +1239,7 @@ func (a *Admitter) close(r *saleRun, cfg Config, sc booking.Screening, known boo
 			}
 		}
 		st.Closed = true
+		st.PublishedAt, st.PublishedLast = now, true
 		opensAt := cfg.OpensAt
 		if opensAt.IsZero() {
 			opensAt = st.OpensAt
