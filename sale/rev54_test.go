@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"cloud.google.com/go/firestore"
 	"github.com/firelock/firelock/booking"
 	"github.com/firelock/firelock/firelocktest"
 )
@@ -247,5 +248,70 @@ func TestACloseThatFailsOnceStillClosesWithinTheRun(t *testing.T) {
 		t.Fatalf("sales/{id} still %q 5 s after the close", last.state)
 	} else if late := last.at.Sub(at); late > 3*time.Second {
 		t.Errorf("closed %v after the close", late)
+	}
+}
+
+// An admitter whose publications commit late (0.6 s after their reads),
+// some of them aborted once by an admin's write to the screening they
+// read (the transaction is tried again afresh), hands the sale over at the
+// end of its run to one that takes it at once, while the last free seat
+// flaps: sales/{id} stays a second apart by its commits across the
+// handover, and both admitters publish.
+func TestPublicationsStayASecondApartAcrossAHandoverAndAbortedAttempts(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, 1, 2, saleOpening(time.Now().Add(time.Hour), 600, 1, 60))
+	e.svc = New(e.fs, append(testOptions(e.log), WithTick(100*time.Millisecond, 300*time.Millisecond))...)
+	e.join("u1")
+	e.join("u2")
+	e.join("u3")
+	e.setSale(map[string]any{"opensAt": e.serverNow()})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	seen := e.watchPublications(ctx)
+	a, b := e.admitter(), e.admitter()
+	var attempts, touches atomic.Int64
+	a.published = func() {
+		n := attempts.Add(1)
+		if n%3 == 0 { // an admin touches the screening this attempt read
+			touches.Add(1)
+			go e.fs.Collection(booking.Screenings).Doc(e.id).Update(context.Background(), []firestore.Update{{Path: "note", Value: n}})
+		}
+		time.Sleep(600 * time.Millisecond)
+	}
+	handover := time.Now().Add(9 * time.Second)
+	var wg sync.WaitGroup
+	wg.Go(func() { a.Run(ctx, handover) })
+	time.Sleep(500 * time.Millisecond) // a takes the sale first; b waits for it
+	wg.Go(func() { b.Run(ctx, handover.Add(8*time.Second)) })
+	time.Sleep(500 * time.Millisecond)
+	e.setSeat("A2", booking.StatusHeld, time.Now().Add(time.Hour))
+	for i := 0; time.Now().Before(handover.Add(7 * time.Second)); i++ {
+		if i%2 == 0 {
+			e.setSeat("A1", booking.StatusHeld, time.Now().Add(time.Hour))
+		} else {
+			e.setSeat("A1", "", time.Time{})
+		}
+		time.Sleep(300 * time.Millisecond)
+	}
+	cancel()
+	wg.Wait()
+	pubs := seen()
+	before, after := 0, 0
+	for i, p := range pubs {
+		if p.at.Before(handover) {
+			before++
+		} else {
+			after++
+		}
+		if i == 0 {
+			continue
+		}
+		if g := p.at.Sub(pubs[i-1].at); g < publishEvery {
+			t.Errorf("sales/{id} written twice %v apart at %v", g, p.at.UTC().Format(time.TimeOnly+".000"))
+		}
+	}
+	t.Logf("%d writes before the handover, %d after; %d late attempts, %d of them touched", before, after, attempts.Load(), touches.Load())
+	if before < 3 || after < 3 || touches.Load() == 0 {
+		t.Errorf("the test did not reach what it tests")
 	}
 }
