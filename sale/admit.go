@@ -564,10 +564,15 @@ func (a *Admitter) step(r *saleRun) (time.Duration, bool, error) {
 	}
 	r.held, r.rankHeld = time.Time{}, time.Time{}
 	if startsAt, ok := snap.Data()["startsAt"].(time.Time); (ok && !t0.Before(startsAt)) || controlOf(snap).Closed {
-		if err := a.close(r, m.cfg, sc, scErr == nil); err != nil || r.held.IsZero() {
-			return 0, true, err
+		if err := a.close(r, m.cfg, sc, scErr == nil); err != nil {
+			// Not done: a close that failed (a count or its commit cut
+			// off) is tried again a tick later, not left to the next run.
+			return 0, false, err
 		}
-		return max(r.held.Sub(t0)+10*time.Millisecond, 10*time.Millisecond), false, nil // the budget: close a moment later
+		if r.held.IsZero() {
+			return 0, true, nil
+		}
+		return max(r.held.Sub(t0)+10*time.Millisecond, 10*time.Millisecond), false, nil // the budget, or the second since the last publication: close a moment later
 	}
 	if m.valid && !r.counter {
 		if err := a.ensureCounter(ctx, r.id, cfg); err != nil {
