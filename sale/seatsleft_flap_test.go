@@ -2,11 +2,9 @@ package sale
 
 import (
 	"context"
-	"sync"
 	"testing"
 	"time"
 
-	"cloud.google.com/go/firestore"
 	"github.com/firelock/firelock/booking"
 )
 
@@ -28,80 +26,35 @@ func TestSeatsLeftFlappingKeepsTheWriteBudgets(t *testing.T) {
 	e.setSale(map[string]any{"opensAt": e.serverNow()})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var mu sync.Mutex
-	writes := map[string][]time.Time{}
-	var seen []Public
-	watch := func(ref *firestore.DocumentRef) {
-		it := ref.Snapshots(ctx)
-		go func() {
-			defer it.Stop()
-			for {
-				snap, err := it.Next()
-				if err != nil {
-					return
-				}
-				if snap.Exists() {
-					mu.Lock()
-					k := ref.Path
-					if n := len(writes[k]); n == 0 || !writes[k][n-1].Equal(snap.UpdateTime) {
-						writes[k] = append(writes[k], snap.UpdateTime)
-						if ref.Parent.ID == Sales {
-							var p Public
-							if snap.DataTo(&p) == nil {
-								seen = append(seen, p)
-							}
-						}
-					}
-					mu.Unlock()
-				}
-			}
-		}()
-	}
-	salesRef, statesRef := e.fs.Collection(Sales).Doc(e.id), e.fs.Collection(States).Doc(e.id)
-	watch(salesRef)
-	watch(statesRef)
+	seen := e.watchPublications(ctx)
+	states := watchWrites(ctx, e.fs.Collection(States).Doc(e.id))
 	ran := make(chan error, 1)
 	a := e.admitter()
 	go func() { ran <- a.Run(ctx, time.Now().Add(40*time.Second)) }()
 	time.Sleep(4 * time.Second)
 	e.setSeat("A2", booking.StatusHeld, time.Now().Add(time.Hour))
-	start := time.Now()
-	for i := 0; time.Since(start) < 25*time.Second; i++ {
-		if i%2 == 0 {
-			e.setSeat("A1", booking.StatusHeld, time.Now().Add(time.Hour))
-		} else {
-			e.setSeat("A1", "", time.Time{})
-		}
-		time.Sleep(350 * time.Millisecond)
-	}
+	e.flapLastSeat(time.Now().Add(25*time.Second), 350*time.Millisecond)
 	cancel()
 	if err := <-ran; err != nil && ctx.Err() == nil {
 		t.Error(err)
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	sales, states := writes[salesRef.Path], writes[statesRef.Path]
-	var zeros, flips int
-	for i, p := range seen {
-		if p.SeatsLeft == 0 {
-			zeros++
-		}
-		if i > 0 && (p.SeatsLeft == 0) != (seen[i-1].SeatsLeft == 0) {
-			flips++
-		}
+	pubs := seen()
+	var sales, stateWrites []time.Time
+	for _, p := range pubs {
+		sales = append(sales, p.at)
 	}
-	t.Logf("sales/{id}: %d writes (%d flips of seatsLeft 0); saleStates/{id}: %d writes", len(sales), flips, len(states))
+	for _, snap := range states() {
+		stateWrites = append(stateWrites, snap.UpdateTime)
+	}
+	n := flips(pubs)
+	t.Logf("sales/{id}: %d writes (%d flips of seatsLeft 0); saleStates/{id}: %d writes", len(sales), n, len(stateWrites))
 	// The flapping must reach sales/{id}, or the budgets are not tested;
 	// about 20 flips on a quiet machine, 9 beside make test's other
 	// packages (its steps come slower).
-	if flips < 4 {
-		t.Errorf("only %d flips of seatsLeft 0 published: the flapping did not reach sales/{id}", flips)
+	if n < 4 {
+		t.Errorf("only %d flips of seatsLeft 0 published: the flapping did not reach sales/{id}", n)
 	}
-	for i := 1; i < len(sales); i++ {
-		if gap := sales[i].Sub(sales[i-1]); gap < 900*time.Millisecond {
-			t.Errorf("sales/{id} written twice %v apart at %v", gap, sales[i].UTC().Format(time.TimeOnly+".000"))
-		}
-	}
+	secondApart(t, pubs)
 	in := func(ts []time.Time, window time.Duration) (int, time.Time) {
 		most, at := 0, time.Time{}
 		for i := range ts {
@@ -115,7 +68,7 @@ func TestSeatsLeftFlappingKeepsTheWriteBudgets(t *testing.T) {
 		}
 		return most, at
 	}
-	if n, at := in(states, 10*time.Second); n > 10 {
+	if n, at := in(stateWrites, 10*time.Second); n > 10 {
 		t.Errorf("saleStates/{id} took %d writes in 10 s from %v", n, at.UTC().Format(time.TimeOnly+".000"))
 	}
 	if n, at := in(sales, 10*time.Second); n > 11 {

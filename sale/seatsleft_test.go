@@ -2,8 +2,6 @@ package sale
 
 import (
 	"context"
-	"slices"
-	"sync"
 	"testing"
 	"time"
 
@@ -68,33 +66,5 @@ func TestSeatsLeftLeavingAndReachingNothingGoOutAtOnce(t *testing.T) {
 	before, full, _ = waitFor(0, i+1)
 	if gap := full.UpdatedAt.Sub(before.UpdatedAt); gap > numbersEvery-2*time.Second {
 		t.Errorf("seatsLeft 1 → 0 went out %v after the last publication, want about publishEvery (%v), not numbersEvery (%v)", gap, publishEvery, numbersEvery)
-	}
-}
-
-// watchPublic listens to the sale's public document until ctx ends, and
-// returns what it has seen so far, every version in order.
-func (e *env) watchPublic(ctx context.Context) func() []Public {
-	var mu sync.Mutex
-	var seen []Public
-	it := e.fs.Collection(Sales).Doc(e.id).Snapshots(ctx)
-	go func() {
-		defer it.Stop()
-		for {
-			snap, err := it.Next()
-			if err != nil {
-				return
-			}
-			var p Public
-			if snap.Exists() && snap.DataTo(&p) == nil {
-				mu.Lock()
-				seen = append(seen, p)
-				mu.Unlock()
-			}
-		}
-	}()
-	return func() []Public {
-		mu.Lock()
-		defer mu.Unlock()
-		return slices.Clone(seen)
 	}
 }
