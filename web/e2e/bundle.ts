@@ -478,6 +478,29 @@ export async function joinAndBeAdmitted(user: TestUser, screening: string): Prom
   await expect.poll(async () => (await getDoc(`queue/${queueIdOf(screening, user.uid)}`))?.fields.status?.stringValue, { timeout: 30_000 }).toBe("admitted");
 }
 
+/**
+ * A sale on a hall of two seats (A1, A2): admitPerMinute 60, maxActive 2,
+ * passes of 300 s, 2 seats a buyer, opening 2 s from now; `sale` changes
+ * any of these. Its screening's id.
+ */
+export async function twoSeatSale(title: string, sale: Partial<Sale> = {}): Promise<string> {
+  return createScreening({ rows: ["A"], seatsPerRow: 2, title, sale: { opensAt: new Date(Date.now() + 2_000), admitPerMinute: 60, maxActive: 2, passSeconds: 300, maxSeatsPerUser: 2, ...sale } });
+}
+
+/** A new buyer, let in from Node (the admitter must run), holds both seats of a twoSeatSale: the map shows nothing free. */
+export async function holdTheHouse(screening: string): Promise<{ holder: TestUser; holdId: string }> {
+  const holder = await createUser("holder");
+  await joinAndBeAdmitted(holder, screening);
+  return { holder, holdId: await holdAs(holder, screening, ["A1", "A2"]) };
+}
+
+/** A new operator (an `operator` claim), with a token that carries the claim. */
+export async function createOperator(): Promise<TestUser> {
+  const op = await createUser("operator");
+  await makeOperator(op);
+  return { ...op, idToken: await freshToken(op) };
+}
+
 /** The user, let in, holds seats for 300 s from Node (asked again past a 503); the hold's id. */
 export async function holdAs(user: TestUser, screening: string, seats: string[]): Promise<string> {
   const req = { screeningId: screening, seats, requestId: randomUUID(), holdSeconds: 300 };

@@ -2,7 +2,7 @@
 // far from the front listens to neither the sale nor its place; it polls
 // SaleState, and is still let in when its turn comes.
 import { type Page } from "@playwright/test";
-import { type Sale, type TestUser, callAs, createScreening, createUser, expect, freshToken, getDoc, holdAs, joinAndBeAdmitted, makeOperator, queueIdOf, runAdmitter, setSale, signIn, test } from "./bundle";
+import { type Sale, callAs, createOperator, createScreening, createUser, expect, getDoc, holdTheHouse, queueIdOf, runAdmitter, setSale, signIn, test, twoSeatSale } from "./bundle";
 
 /**
  * The documents a page asks Firestore's Listen channel to watch: every
@@ -210,15 +210,12 @@ test("the listener watcher catches a listener: a page waiting near the front of 
 // 1 s, the page polls every refreshSeconds (1 s), then listens again.
 test("an admitted page stops listening to the seat map while every seat is held and SaleState says none is left, and listens again when one comes free", async ({ open }) => {
   test.slow();
-  const sale: Sale = { opensAt: new Date(Date.now() + 2_000), admitPerMinute: 60, maxActive: 2, passSeconds: 300, maxSeatsPerUser: 2 };
-  const screening = await createScreening({ rows: ["A"], seatsPerRow: 2, title: "Full House", sale });
-  const holder = await createUser("holder");
+  const screening = await twoSeatSale("Full House");
   const user = await createUser("shopper");
   const admitter = runAdmitter();
   try {
     // The holder joins from Node, is admitted and holds both seats.
-    await joinAndBeAdmitted(holder, screening);
-    const holdId = await holdAs(holder, screening, ["A1", "A2"]);
+    const { holder, holdId } = await holdTheHouse(screening);
 
     const page = await open();
     const targets = await watchListenTargets(page);
@@ -289,8 +286,7 @@ async function phoneShot(page: Page, path: string): Promise<void> {
  * nothing is free, and the admitter has published seatsLeft 0.
  */
 async function holdEverySeat(open: () => Promise<Page>, holdSeconds?: number): Promise<Page> {
-  const sale: Sale = { opensAt: new Date(Date.now() + 2_000), admitPerMinute: 60, maxActive: 2, passSeconds: 300, maxSeatsPerUser: 2 };
-  const screening = await createScreening({ rows: ["A"], seatsPerRow: 2, title: "Own House", sale });
+  const screening = await twoSeatSale("Own House");
   const user = await createUser("owner");
   const page = await open();
   await page.goto(`/?screening=${screening}${holdSeconds === undefined ? "" : `&holdSeconds=${String(holdSeconds)}`}`);
@@ -372,17 +368,12 @@ test("a page paused on its own hold shows the seats free at once after releasing
 // left, and a seat that comes free during the pause shows and can be chosen.
 test("an operator's pause on a full map: the page still says nothing is free, stays off the map, and shows a seat that comes free", async ({ open }) => {
   test.slow();
-  const sale: Sale = { opensAt: new Date(Date.now() + 2_000), admitPerMinute: 60, maxActive: 2, passSeconds: 300, maxSeatsPerUser: 2 };
-  const screening = await createScreening({ rows: ["A"], seatsPerRow: 2, title: "Paused House", sale });
-  const holder = await createUser("holder");
+  const screening = await twoSeatSale("Paused House");
   const user = await createUser("shopper");
-  const op = await createUser("operator");
-  await makeOperator(op);
-  const operator: TestUser = { ...op, idToken: await freshToken(op) };
+  const operator = await createOperator();
   const admitter = runAdmitter();
   try {
-    await joinAndBeAdmitted(holder, screening);
-    const holdId = await holdAs(holder, screening, ["A1", "A2"]);
+    const { holder, holdId } = await holdTheHouse(screening);
 
     const page = await open();
     const targets = await watchListenTargets(page);

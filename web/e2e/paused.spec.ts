@@ -3,7 +3,7 @@
 // go on holding and releasing), and one let in while nothing is free. Both
 // were found by the adversarial review of 11-30 (red before their fixes).
 import { type Page } from "@playwright/test";
-import { type Sale, type TestUser, callAs, createScreening, createUser, expect, freshToken, holdAs, joinAndBeAdmitted, makeOperator, runAdmitter, signIn, test } from "./bundle";
+import { callAs, createOperator, createUser, expect, holdAs, holdTheHouse, runAdmitter, signIn, test, twoSeatSale } from "./bundle";
 
 const seat = (p: Page, id: string) => p.locator(`[data-seat="${id}"]`);
 
@@ -20,18 +20,15 @@ const seat = (p: Page, id: string) => p.locator(`[data-seat="${id}"]`);
 test("during an operator's pause, a seat another buyer frees shows on a paused map within about 3 s", async ({ open }) => {
   test.slow();
   // Opened two minutes ago: past SaleState's minute around the opening (refreshSeconds 1 then, whatever the state).
-  const sale: Sale = { opensAt: new Date(Date.now() - 120_000), admitPerMinute: 60, maxActive: 2, passSeconds: 600, maxSeatsPerUser: 2 };
-  const screening = await createScreening({ rows: ["A"], seatsPerRow: 2, title: "Paused Latency", sale });
-  const holder = await createUser("holder");
+  const screening = await twoSeatSale("Paused Latency", { opensAt: new Date(Date.now() - 120_000), passSeconds: 600 });
   const user = await createUser("shopper");
-  const op = await createUser("operator");
-  await makeOperator(op);
-  const operator: TestUser = { ...op, idToken: await freshToken(op) };
+  const operator = await createOperator();
   const admitter = runAdmitter();
   try {
-    await joinAndBeAdmitted(holder, screening);
+    const house = await holdTheHouse(screening);
+    const holder = house.holder;
     const holdAll = () => holdAs(holder, screening, ["A1", "A2"]);
-    let holdId = await holdAll();
+    let holdId = house.holdId;
 
     const page = await open();
     await page.goto(`/?screening=${screening}`);
@@ -70,14 +67,11 @@ test("during an operator's pause, a seat another buyer frees shows on a paused m
 // ends." above a box saying no seat is free, for the rest of the pass.
 test("a page let in while every seat is held does not tell the buyer to choose seats", async ({ open }) => {
   test.slow();
-  const sale: Sale = { opensAt: new Date(Date.now() + 2_000), admitPerMinute: 60, maxActive: 2, passSeconds: 300, maxSeatsPerUser: 2 };
-  const screening = await createScreening({ rows: ["A"], seatsPerRow: 2, title: "Full House", sale });
-  const holder = await createUser("holder");
+  const screening = await twoSeatSale("Full House");
   const user = await createUser("shopper");
   const admitter = runAdmitter();
   try {
-    await joinAndBeAdmitted(holder, screening);
-    await holdAs(holder, screening, ["A1", "A2"]);
+    await holdTheHouse(screening);
 
     const page = await open();
     await page.goto(`/?screening=${screening}`);
